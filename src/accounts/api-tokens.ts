@@ -1,0 +1,82 @@
+// Personal API tokens (svc_pat_...). A token acts as its owner; a disabled owner's tokens stop.
+import { and, eq, isNull, desc } from 'drizzle-orm'
+import { apiTokens, users } from '../db/schema'
+import { randomToken, sha256, newId, TOKEN_PREFIX } from '../crypto'
+import { notFound } from '../errors'
+import { DAY_MS, iso, isoOrNull } from '../time'
+import type { Ctx } from '../context'
+import type { Db } from '../db/client'
+import type { UserCaller } from '../http/policy'
+import type { ApiTokenRecord } from './model'
+
+type Row = typeof apiTokens.$inferSelect
+
+function toRecord(r: Row): ApiTokenRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    user_id: r.userId,
+    created_at: iso(r.createdAt),
+    last_used_at: isoOrNull(r.lastUsedAt),
+    expires_at: isoOrNull(r.expiresAt),
+    revoked_at: isoOrNull(r.revokedAt),
+  }
+}
+
+export function mintApiToken(ctx: Ctx, userId: string, name: string, expiresInDays?: number): ApiTokenRecord & { token: string } {
+  const token = randomToken(TOKEN_PREFIX.apiToken)
+  const now = ctx.clock.now()
+  const row: Row = {
+    id: newId(),
+    userId,
+    name: name.trim(),
+    prefix: token.slice(0, TOKEN_PREFIX.apiToken.length + 4),
+    tokenHash: sha256(token),
+    createdAt: now,
+    lastUsedAt: null,
+    expiresAt: expiresInDays === undefined ? null : now + expiresInDays * DAY_MS,
+    revokedAt: null,
+  }
+  ctx.db.insert(apiTokens).values(row).run()
+  return { ...toRecord(row), token }
+}
+
+export function listApiTokens(ctx: Ctx, caller: UserCaller): ApiTokenRecord[] {
+  const q = ctx.db.select().from(apiTokens)
+  const rows = caller.role === 'admin' ? q.orderBy(desc(apiTokens.createdAt)).all() : q.where(eq(apiTokens.userId, caller.userId)).orderBy(desc(apiTokens.createdAt)).all()
+  return rows.map(toRecord)
+}
+
+/** Revokes a token the caller may see; anyone else's token is "not found", not "forbidden". */
+export function revokeApiToken(ctx: Ctx, caller: UserCaller, id: string): ApiTokenRecord {
+  const row = ctx.db.select().from(apiTokens).where(eq(apiTokens.id, id)).get()
+  if (!row || (caller.role !== 'admin' && row.userId !== caller.userId)) throw notFound('API token')
+  if (row.revokedAt === null) {
+    row.revokedAt = ctx.clock.now()
+    ctx.db.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)).run()
+  }
+  return toRecord(row)
+}
+
+export function revokeUserApiTokens(db: Db, now: number, userId: string): number {
+  return db.update(apiTokens).set({ revokedAt: now }).where(and(eq(apiTokens.userId, userId), isNull(apiTokens.revokedAt))).run().changes
+}
+
+// last_used_at is written at most once a minute per token: no write per request on the hot path.
+const LAST_USED_GRANULARITY_MS = 60_000
+
+export function resolveApiToken(ctx: Ctx, token: string): UserCaller | null {
+  const row = ctx.db
+    .select({ id: apiTokens.id, expiresAt: apiTokens.expiresAt, revokedAt: apiTokens.revokedAt, lastUsedAt: apiTokens.lastUsedAt, userId: users.id, role: users.role, status: users.status })
+    .from(apiTokens)
+    .innerJoin(users, eq(users.id, apiTokens.userId))
+    .where(eq(apiTokens.tokenHash, sha256(token)))
+    .get()
+  const now = ctx.clock.now()
+  if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now) || row.status !== 'active') return null
+  if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_GRANULARITY_MS) {
+    ctx.db.update(apiTokens).set({ lastUsedAt: now }).where(eq(apiTokens.id, row.id)).run()
+  }
+  return { kind: 'user', userId: row.userId, role: row.role, via: 'api_token', credentialId: row.id, fromCookie: false }
+}

@@ -1,0 +1,308 @@
+// Accounts: register, login, logout, password change, email verification and password reset.
+// No HTTP here: routes, the CLI and tests call these with plain values.
+import { and, count, eq, isNull } from 'drizzle-orm'
+import { actionTokens, users } from '../db/schema'
+import { AppError, invalid } from '../errors'
+import { newId, randomToken, sha256 } from '../crypto'
+import { recordAudit } from '../audit/service'
+import { RateLimiter } from '../http/rate-limit'
+import { DAY_MS, iso, isoOrNull } from '../time'
+import { hashPassword, verifyPassword, dummyHash, passwordProblem } from './passwords'
+import { createSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
+import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures } from './lockout'
+import type { Ctx } from '../context'
+import type { Db } from '../db/client'
+import type { Me } from './model'
+
+export type UserRow = typeof users.$inferSelect
+export type UserStatus = UserRow['status']
+
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase()
+
+export function toMe(u: UserRow): Me {
+  return {
+    id: u.id,
+    email: u.email,
+    display_name: u.displayName,
+    role: u.role,
+    status: u.status,
+    created_at: iso(u.createdAt),
+    last_login_at: isoOrNull(u.lastLoginAt),
+  }
+}
+
+export function findUserByEmail(db: Db, email: string): UserRow | undefined {
+  return db.select().from(users).where(eq(users.email, normalizeEmail(email))).get()
+}
+
+export function getUser(db: Db, id: string): UserRow | undefined {
+  return db.select().from(users).where(eq(users.id, id)).get()
+}
+
+const ACTION_TOKEN_TTL_MS = DAY_MS
+
+/** Issues a single-use verify or reset token valid for 24 hours; earlier unused ones of that kind stop working. */
+export function issueActionToken(db: Db, now: number, userId: string, kind: 'verify' | 'reset'): string {
+  const token = randomToken()
+  db.update(actionTokens)
+    .set({ usedAt: now })
+    .where(and(eq(actionTokens.userId, userId), eq(actionTokens.kind, kind), isNull(actionTokens.usedAt)))
+    .run()
+  db.insert(actionTokens)
+    .values({ id: newId(), userId, kind, tokenHash: sha256(token), createdAt: now, expiresAt: now + ACTION_TOKEN_TTL_MS })
+    .run()
+  return token
+}
+
+/** Marks a valid token used and returns its user id; a used, expired or unknown token is refused. */
+function consumeActionToken(db: Db, now: number, token: string, kind: 'verify' | 'reset'): string {
+  const row = db.select().from(actionTokens).where(eq(actionTokens.tokenHash, sha256(token))).get()
+  if (!row || row.kind !== kind || row.usedAt !== null || row.expiresAt <= now) {
+    throw new AppError('invalid_token', 'This link is invalid, was already used or has expired.')
+  }
+  db.update(actionTokens).set({ usedAt: now }).where(eq(actionTokens.id, row.id)).run()
+  return row.userId
+}
+
+export interface RequestInfo {
+  clientIp: string
+}
+
+export interface RegisterInput {
+  email: string
+  password: string
+  display_name?: string
+}
+
+export class Accounts {
+  private authLimiter: RateLimiter
+
+  constructor(private ctx: Ctx) {
+    this.authLimiter = new RateLimiter(ctx.clock, ctx.cfg.authRateMax, ctx.cfg.authRateWindowS * 1000)
+  }
+
+  /** The per-IP limit shared by login and register. */
+  private limit(ip: string): void {
+    const wait = this.authLimiter.hit(ip)
+    if (wait > 0) throw new AppError('rate_limited', 'Too many attempts from your address; try again shortly.', { retryAfterS: wait })
+  }
+
+  /** The status a new (not first) user starts in, per SVC_REQUIRE_* and whether mail works. */
+  private startingStatus(): UserStatus {
+    const { cfg, mail } = this.ctx
+    if (cfg.requireEmailVerification && mail.enabled) return 'unverified'
+    if (cfg.requireAdminApproval) return 'pending_approval'
+    return 'active'
+  }
+
+  async register(input: RegisterInput, req: RequestInfo): Promise<{ user: Me; session: NewSession | null }> {
+    this.limit(req.clientIp)
+    const email = normalizeEmail(input.email)
+    const problem = passwordProblem(input.password, email)
+    if (problem) throw invalid(problem, { errors: [{ path: '/password', message: problem }] })
+    const displayName = input.display_name?.trim() || null
+    // Hash before the transaction: the transaction stays synchronous and short.
+    const passwordHash = await hashPassword(input.password)
+    const { ctx } = this
+    const result = ctx.db.transaction((tx) => {
+      if (tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()) {
+        throw new AppError('email_taken', 'An account with this email already exists.')
+      }
+      const first = (tx.select({ n: count() }).from(users).get()?.n ?? 0) === 0
+      const now = ctx.clock.now()
+      const row: UserRow = {
+        id: newId(),
+        email,
+        passwordHash,
+        displayName,
+        role: first ? 'admin' : 'user',
+        status: first ? 'active' : this.startingStatus(),
+        createdAt: now,
+        updatedAt: now,
+        lastLoginAt: null,
+      }
+      if (row.status === 'active') row.lastLoginAt = now
+      tx.insert(users).values(row).run()
+      const session = row.status === 'active' ? createSession(ctx, row.id, req.clientIp, tx) : null
+      if (row.status === 'unverified') {
+        const token = issueActionToken(tx, now, row.id, 'verify')
+        ctx.mail.enqueue(tx, 'verify-email', email, { link: `${ctx.cfg.baseUrl}/verify-email?token=${token}`, name: displayName ?? email })
+      } else if (row.status === 'pending_approval') {
+        ctx.mail.enqueue(tx, 'pending-approval', email, { name: displayName ?? email })
+      }
+      recordAudit(tx, ctx.clock, {
+        kind: 'auth.register',
+        actorUserId: row.id,
+        clientIp: req.clientIp,
+        targetType: 'user',
+        targetId: row.id,
+        detail: { role: row.role, status: row.status },
+      })
+      return { user: toMe(row), session }
+    })
+    ctx.mail.wake()
+    return result
+  }
+
+  async login(emailIn: string, password: string, req: RequestInfo): Promise<{ user: Me; session: NewSession }> {
+    this.limit(req.clientIp)
+    const { ctx } = this
+    const email = normalizeEmail(emailIn)
+    const wait = lockedForSeconds(ctx, email, req.clientIp)
+    if (wait > 0) {
+      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_locked', clientIp: req.clientIp, targetType: 'email', targetId: email })
+      throw new AppError('locked_out', 'Too many failed logins; try again later.', { retryAfterS: wait })
+    }
+    const user = findUserByEmail(ctx.db, email)
+    // Unknown emails verify against a dummy hash: same work, same answer, no account enumeration.
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
+    if (!user || !ok) {
+      const outcome = recordLoginFailure(ctx, email, req.clientIp)
+      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_failed', actorUserId: user?.id ?? null, clientIp: req.clientIp, targetType: 'email', targetId: email })
+      if (outcome.pairLocked || outcome.accountLocked) {
+        recordAudit(ctx.db, ctx.clock, {
+          kind: 'auth.lockout',
+          actorUserId: user?.id ?? null,
+          clientIp: req.clientIp,
+          targetType: 'email',
+          targetId: email,
+          detail: { scope: outcome.accountLocked ? 'account' : 'pair' },
+        })
+      }
+      throw new AppError('invalid_credentials', 'Wrong email or password.')
+    }
+    if (user.status !== 'active') {
+      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_refused', actorUserId: user.id, clientIp: req.clientIp, targetType: 'user', targetId: user.id, detail: { status: user.status } })
+      throw new AppError('account_not_active', notActiveReason(user.status), { account_status: user.status })
+    }
+    const now = ctx.clock.now()
+    const session = ctx.db.transaction((tx) => {
+      clearLoginFailures(tx, email, req.clientIp)
+      tx.update(users).set({ lastLoginAt: now }).where(eq(users.id, user.id)).run()
+      recordAudit(tx, ctx.clock, { kind: 'auth.login', actorUserId: user.id, clientIp: req.clientIp, targetType: 'user', targetId: user.id })
+      return createSession(ctx, user.id, req.clientIp, tx)
+    })
+    return { user: toMe({ ...user, lastLoginAt: now }), session }
+  }
+
+  logout(userId: string, sessionId: string, req: RequestInfo): void {
+    revokeSession(this.ctx, sessionId)
+    recordAudit(this.ctx.db, this.ctx.clock, { kind: 'auth.logout', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+  }
+
+  me(userId: string): Me {
+    const u = getUser(this.ctx.db, userId)
+    if (!u) throw new AppError('unauthorized', 'Log in first.')
+    return toMe(u)
+  }
+
+  async changePassword(userId: string, sessionId: string, current: string, next: string, req: RequestInfo): Promise<void> {
+    const { ctx } = this
+    const u = getUser(ctx.db, userId)
+    if (!u) throw new AppError('unauthorized', 'Log in first.')
+    if (!(await verifyPassword(current, u.passwordHash))) {
+      recordAudit(ctx.db, ctx.clock, { kind: 'auth.password_change_failed', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+      throw new AppError('wrong_password', 'The current password is wrong.')
+    }
+    const problem = passwordProblem(next, u.email)
+    if (problem) throw invalid(problem, { errors: [{ path: '/new_password', message: problem }] })
+    const hash = await hashPassword(next)
+    ctx.db.transaction((tx) => {
+      const now = ctx.clock.now()
+      tx.update(users).set({ passwordHash: hash, updatedAt: now }).where(eq(users.id, userId)).run()
+      revokeUserSessions(tx, now, userId, sessionId)
+      ctx.mail.enqueue(tx, 'password-changed', u.email, { name: u.displayName ?? u.email })
+      recordAudit(tx, ctx.clock, { kind: 'auth.password_change', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+    })
+    ctx.mail.wake()
+  }
+
+  /** Confirms an email: unverified -> active, or -> pending_approval when admin approval is on. */
+  verifyEmail(token: string, req: RequestInfo): { status: UserStatus } {
+    const { ctx } = this
+    const status = ctx.db.transaction((tx) => {
+      const now = ctx.clock.now()
+      const userId = consumeActionToken(tx, now, token, 'verify')
+      const u = getUser(tx, userId)
+      if (!u) throw new AppError('invalid_token', 'This link is invalid, was already used or has expired.')
+      if (u.status !== 'unverified') return u.status
+      const next: UserStatus = ctx.cfg.requireAdminApproval ? 'pending_approval' : 'active'
+      tx.update(users).set({ status: next, updatedAt: now }).where(eq(users.id, userId)).run()
+      if (next === 'pending_approval') ctx.mail.enqueue(tx, 'pending-approval', u.email, { name: u.displayName ?? u.email })
+      recordAudit(tx, ctx.clock, { kind: 'auth.email_verified', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId, detail: { status: next } })
+      return next
+    })
+    ctx.mail.wake()
+    return { status }
+  }
+
+  async resetPassword(token: string, next: string, req: RequestInfo): Promise<void> {
+    const { ctx } = this
+    // Check the token before the slow hash, then consume it in the transaction that sets the hash.
+    const peek = ctx.db.select().from(actionTokens).where(eq(actionTokens.tokenHash, sha256(token))).get()
+    const u = peek ? getUser(ctx.db, peek.userId) : undefined
+    if (!peek || !u || peek.kind !== 'reset' || peek.usedAt !== null || peek.expiresAt <= ctx.clock.now()) {
+      throw new AppError('invalid_token', 'This link is invalid, was already used or has expired.')
+    }
+    const problem = passwordProblem(next, u.email)
+    if (problem) throw invalid(problem, { errors: [{ path: '/new_password', message: problem }] })
+    const hash = await hashPassword(next)
+    ctx.db.transaction((tx) => {
+      const now = ctx.clock.now()
+      const userId = consumeActionToken(tx, now, token, 'reset')
+      tx.update(users).set({ passwordHash: hash, updatedAt: now }).where(eq(users.id, userId)).run()
+      revokeUserSessions(tx, now, userId)
+      clearAccountFailures(tx, u.email)
+      ctx.mail.enqueue(tx, 'password-changed', u.email, { name: u.displayName ?? u.email })
+      recordAudit(tx, ctx.clock, { kind: 'auth.password_reset', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+    })
+    ctx.mail.wake()
+  }
+}
+
+function notActiveReason(status: UserStatus): string {
+  switch (status) {
+    case 'unverified':
+      return 'Confirm your email address first: follow the link we sent you.'
+    case 'pending_approval':
+      return 'Your account is waiting for an administrator to approve it.'
+    case 'disabled':
+      return 'Your account has been deactivated by an administrator.'
+    default:
+      return 'Your account is not active.'
+  }
+}
+
+/** `svc admin create-user`: an active admin, created directly in the state file. */
+export async function createAdminUser(ctx: Ctx, emailIn: string, password: string, displayName?: string): Promise<Me> {
+  const email = normalizeEmail(emailIn)
+  const problem = passwordProblem(password, email)
+  if (problem) throw invalid(problem)
+  const passwordHash = await hashPassword(password)
+  return ctx.db.transaction((tx) => {
+    if (findUserByEmail(tx, email)) throw new AppError('email_taken', `An account with email ${email} already exists.`)
+    const now = ctx.clock.now()
+    const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null }
+    tx.insert(users).values(row).run()
+    recordAudit(tx, ctx.clock, { kind: 'cli.create_user', targetType: 'user', targetId: row.id, detail: { role: 'admin' } })
+    return toMe(row)
+  })
+}
+
+/** `svc admin set-password`: new password, every session of that user revoked. */
+export async function setUserPassword(ctx: Ctx, emailIn: string, password: string): Promise<{ revokedSessions: number }> {
+  const email = normalizeEmail(emailIn)
+  const u = findUserByEmail(ctx.db, email)
+  if (!u) throw new AppError('not_found', `No account with email ${email}.`)
+  const problem = passwordProblem(password, email)
+  if (problem) throw invalid(problem)
+  const passwordHash = await hashPassword(password)
+  return ctx.db.transaction((tx) => {
+    const now = ctx.clock.now()
+    tx.update(users).set({ passwordHash, updatedAt: now }).where(eq(users.id, u.id)).run()
+    const revokedSessions = revokeUserSessions(tx, now, u.id)
+    clearAccountFailures(tx, email)
+    recordAudit(tx, ctx.clock, { kind: 'cli.set_password', targetType: 'user', targetId: u.id })
+    return { revokedSessions }
+  })
+}

@@ -1,0 +1,79 @@
+// `svc admin ...`: operates directly on the state database, through the same services as the API.
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config'
+import { openDb } from '../db/client'
+import { backupDatabase } from '../db/backup'
+import { systemClock } from '../clock'
+import { createLogger } from '../log'
+import { createOutbox } from '../mail/outbox'
+import { createAdminUser, setUserPassword } from '../accounts/service'
+import { readPassword } from './prompt'
+import { UsageError } from './usage'
+import type { Ctx } from '../context'
+
+function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
+  const cfg = loadConfig(dbFlag ? { ...process.env, SVC_JOIN_STATE_DB: dbFlag } : process.env, { withoutSecret: !withSecret })
+  const store = openDb(cfg.dbPath)
+  const log = createLogger('warn', (l) => process.stderr.write(l + '\n'))
+  return { cfg, clock: systemClock, db: store.db, sqlite: store.sqlite, log, mail: createOutbox(false, cfg.secretKey, systemClock) }
+}
+
+function oneArg(positionals: string[], what: string): string {
+  if (positionals.length !== 1) throw new UsageError(`expected exactly one ${what}`)
+  return positionals[0]!
+}
+
+function email(v: string): string {
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v) || v.length > 254) throw new UsageError(`not an email address: ${v}`)
+  return v
+}
+
+export async function runAdmin(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      db: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      'display-name': { type: 'string' },
+      token: { type: 'string' },
+    },
+  })
+  switch (sub) {
+    case 'create-user': {
+      const addr = email(oneArg(positionals, 'EMAIL'))
+      const password = await readPassword(values['password-stdin'] === true, true)
+      const ctx = adminContext(values.db, false)
+      try {
+        const user = await createAdminUser(ctx, addr, password, values['display-name'])
+        process.stdout.write(`created admin ${user.email} (${user.id})\n`)
+      } finally {
+        ctx.sqlite.close()
+      }
+      return 0
+    }
+    case 'set-password': {
+      const addr = email(oneArg(positionals, 'EMAIL'))
+      const password = await readPassword(values['password-stdin'] === true, true)
+      const ctx = adminContext(values.db, false)
+      try {
+        const { revokedSessions } = await setUserPassword(ctx, addr, password)
+        process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked\n`)
+      } finally {
+        ctx.sqlite.close()
+      }
+      return 0
+    }
+    case 'backup': {
+      const file = oneArg(positionals, 'FILE')
+      const cfg = loadConfig(values.db ? { ...process.env, SVC_JOIN_STATE_DB: values.db } : process.env, { withoutSecret: true })
+      const { path, bytes } = backupDatabase(cfg.dbPath, file)
+      process.stdout.write(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
+      return 0
+    }
+    default:
+      throw new UsageError(sub === undefined ? 'missing admin command' : `unknown admin command: ${sub}`)
+  }
+}

@@ -1,0 +1,53 @@
+// Reads a password: one line from stdin with --password-stdin, else a no-echo prompt on a TTY.
+import { UsageError } from './usage'
+
+export async function readLine(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) {
+    chunks.push(Buffer.from(chunk))
+    if (Buffer.concat(chunks).includes(10)) break
+  }
+  const text = Buffer.concat(chunks).toString('utf8')
+  const nl = text.indexOf('\n')
+  return (nl === -1 ? text : text.slice(0, nl)).replace(/\r$/, '')
+}
+
+export function promptHidden(question: string): Promise<string> {
+  const stdin = process.stdin
+  if (!stdin.isTTY) throw new UsageError('no terminal to prompt on; pass --password-stdin and pipe the password in')
+  process.stderr.write(question)
+  return new Promise((resolve, reject) => {
+    let value = ''
+    stdin.setRawMode(true)
+    stdin.resume()
+    stdin.setEncoding('utf8')
+    const done = (err?: Error) => {
+      stdin.setRawMode(false)
+      stdin.pause()
+      stdin.off('data', onData)
+      process.stderr.write('\n')
+      if (err) reject(err)
+      else resolve(value)
+    }
+    const onData = (s: string) => {
+      for (const ch of s) {
+        if (ch === '\r' || ch === '\n') return done()
+        if (ch === '\u0003') return done(new UsageError('cancelled'))
+        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1)
+        else value += ch
+      }
+    }
+    stdin.on('data', onData)
+  })
+}
+
+export async function readPassword(fromStdin: boolean, confirm: boolean): Promise<string> {
+  if (fromStdin) {
+    const p = await readLine()
+    if (p === '') throw new UsageError('no password on standard input')
+    return p
+  }
+  const p = await promptHidden('Password: ')
+  if (confirm && (await promptHidden('Repeat password: ')) !== p) throw new UsageError('the passwords do not match')
+  return p
+}

@@ -1,0 +1,280 @@
+// Every SVC_* variable the leader reads, parsed and checked once at start-up.
+// Nothing else in the code base reads process.env: a bad value stops the process
+// here, with one line naming the variable, instead of failing later mid-request.
+import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { randomBytes } from 'node:crypto'
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`)
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+export const PIPELINE_TRANSPORTS = ['auto', 'tunnel', 'p2p'] as const
+export type PipelineTransport = (typeof PIPELINE_TRANSPORTS)[number]
+export const SMTP_TLS_MODES = ['starttls', 'ssl', 'none'] as const
+export type SmtpTls = (typeof SMTP_TLS_MODES)[number]
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+export interface SmtpConfig {
+  host: string
+  port: number
+  user: string | null
+  password: string | null
+  from: string
+  tls: SmtpTls
+}
+
+export interface Config {
+  host: string
+  port: number
+  baseUrl: string
+  stateDir: string
+  dbPath: string
+  secretKey: Buffer<ArrayBufferLike>
+  heartbeatIntervalS: number
+  pipelineTransport: PipelineTransport
+  requireEmailVerification: boolean
+  requireAdminApproval: boolean
+  requireNodeAuth: boolean
+  requireOperatorAuth: boolean
+  requireCsrf: boolean
+  cookieSecure: boolean
+  trustedProxyHops: number
+  sessionTtlHours: number
+  authRateMax: number
+  authRateWindowS: number
+  loginLockoutThreshold: number
+  loginLockoutSeconds: number
+  accountLockoutThreshold: number
+  accountLockoutSeconds: number
+  maxBodyBytes: number
+  relayMaxFrameBytes: number
+  relayMaxQueueBytes: number
+  inferDispatchTimeoutS: number
+  metricsRollupS: number
+  metricsToken: string | null
+  publicStatsMinNodes: number
+  publicStatsTtlS: number
+  bootstrapRequireToken: boolean
+  smtp: SmtpConfig | null
+  imprintFile: string | null
+  privacyFile: string | null
+  legalLang: string
+  a11yContact: string | null
+  accessibilityFile: string | null
+  dgsVideoUrl: string | null
+  logLevel: LogLevel
+}
+
+/** Names of every variable `loadConfig` reads; docs/operations.md must describe each. */
+export const CONFIG_VARIABLES = [
+  'SVC_HOST', 'SVC_PORT', 'SVC_BASE_URL', 'SVC_STATE_DIR', 'SVC_JOIN_STATE_DB',
+  'SVC_SECRET_KEY', 'SVC_SECRET_KEY_FILE', 'SVC_HEARTBEAT_INTERVAL_S', 'SVC_PIPELINE_TRANSPORT',
+  'SVC_REQUIRE_EMAIL_VERIFICATION', 'SVC_REQUIRE_ADMIN_APPROVAL', 'SVC_REQUIRE_NODE_AUTH',
+  'SVC_REQUIRE_OPERATOR_AUTH', 'SVC_REQUIRE_CSRF', 'SVC_COOKIE_SECURE', 'SVC_TRUSTED_PROXY_HOPS',
+  'SVC_SESSION_TTL_HOURS', 'SVC_AUTH_RATE_MAX', 'SVC_AUTH_RATE_WINDOW_S',
+  'SVC_LOGIN_LOCKOUT_THRESHOLD', 'SVC_LOGIN_LOCKOUT_SECONDS', 'SVC_ACCOUNT_LOCKOUT_THRESHOLD',
+  'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_RELAY_MAX_FRAME_BYTES',
+  'SVC_RELAY_MAX_QUEUE_BYTES', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
+  'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
+  'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
+  'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
+  'SVC_LEGAL_LANG', 'SVC_A11Y_CONTACT', 'SVC_ACCESSIBILITY_FILE', 'SVC_DGS_VIDEO_URL',
+  'SVC_LOG_LEVEL',
+] as const
+
+const TRUE = new Set(['1', 'true', 'on', 'yes'])
+const FALSE = new Set(['0', 'false', 'off', 'no'])
+
+function str(env: Env, name: string): string | null {
+  const v = env[name]
+  return v === undefined || v.trim() === '' ? null : v.trim()
+}
+
+function bool(env: Env, name: string, dflt: boolean): boolean {
+  const v = str(env, name)
+  if (v === null) return dflt
+  const l = v.toLowerCase()
+  if (TRUE.has(l)) return true
+  if (FALSE.has(l)) return false
+  throw new ConfigError(name, `expected 1 or 0 (true/false, on/off), got ${JSON.stringify(v)}`)
+}
+
+function int(env: Env, name: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = str(env, name)
+  if (v === null) return dflt
+  if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `expected a whole number, got ${JSON.stringify(v)}`)
+  const n = Number(v)
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], dflt: T): T {
+  const v = str(env, name)
+  if (v === null) return dflt
+  const l = v.toLowerCase() as T
+  if (!allowed.includes(l)) {
+    throw new ConfigError(name, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`)
+  }
+  return l
+}
+
+function url(env: Env, name: string, dflt: string): string {
+  const v = str(env, name) ?? dflt
+  let u: URL
+  try {
+    u = new URL(v)
+  } catch {
+    throw new ConfigError(name, `not a URL: ${JSON.stringify(v)}`)
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    throw new ConfigError(name, `must be an http:// or https:// URL, got ${JSON.stringify(v)}`)
+  }
+  return v.replace(/\/+$/, '')
+}
+
+function readableFile(env: Env, name: string): string | null {
+  const v = str(env, name)
+  if (v === null) return null
+  if (!existsSync(v)) throw new ConfigError(name, `file not found: ${v}`)
+  return v
+}
+
+function smtpConfig(env: Env): SmtpConfig | null {
+  const host = str(env, 'SVC_SMTP_HOST')
+  const tls = oneOf(env, 'SVC_SMTP_TLS', SMTP_TLS_MODES, 'starttls')
+  const port = int(env, 'SVC_SMTP_PORT', tls === 'ssl' ? 465 : 587, 1, 65535)
+  const user = str(env, 'SVC_SMTP_USER')
+  const password = str(env, 'SVC_SMTP_PASSWORD')
+  const from = str(env, 'SVC_SMTP_FROM')
+  if (host === null) return null
+  if (from === null) throw new ConfigError('SVC_SMTP_FROM', 'required when SVC_SMTP_HOST is set')
+  if (!/^[^\s@<>]+@[^\s@<>]+$/.test(from.replace(/^.*<([^>]*)>\s*$/, '$1'))) {
+    throw new ConfigError('SVC_SMTP_FROM', `not an email address: ${JSON.stringify(from)}`)
+  }
+  if ((user === null) !== (password === null)) {
+    throw new ConfigError(user === null ? 'SVC_SMTP_USER' : 'SVC_SMTP_PASSWORD', 'SVC_SMTP_USER and SVC_SMTP_PASSWORD go together')
+  }
+  return { host, port, user, password, from, tls }
+}
+
+/** BCP 47 language tag, loosely: a primary subtag and optional subtags. Falls back to `en`. */
+export function parseLangTag(v: string | null): string {
+  if (v === null) return 'en'
+  return /^[a-zA-Z]{2,3}(-[a-zA-Z0-9]{1,8})*$/.test(v) ? v : 'en'
+}
+
+function loadSecretKey(env: Env, stateDir: string): Buffer {
+  const inline = str(env, 'SVC_SECRET_KEY')
+  if (inline !== null) {
+    if (inline.length < 32) throw new ConfigError('SVC_SECRET_KEY', 'must be at least 32 characters')
+    return Buffer.from(inline, 'utf8')
+  }
+  const file = str(env, 'SVC_SECRET_KEY_FILE') ?? join(stateDir, 'secret_key')
+  const explicit = str(env, 'SVC_SECRET_KEY_FILE') !== null
+  if (existsSync(file)) {
+    const key = readFileSync(file, 'utf8').trim()
+    if (key.length < 32) throw new ConfigError('SVC_SECRET_KEY_FILE', `${file} holds fewer than 32 characters`)
+    return Buffer.from(key, 'utf8')
+  }
+  if (explicit) throw new ConfigError('SVC_SECRET_KEY_FILE', `file not found: ${file}`)
+  const key = randomBytes(32).toString('base64url')
+  // wx: never overwrite a key another process wrote between our check and now.
+  writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' })
+  chmodSync(file, 0o600)
+  return Buffer.from(key, 'utf8')
+}
+
+export interface LoadOptions {
+  /** Skip reading or creating the secret key (CLI commands that only touch the database). */
+  withoutSecret?: boolean
+}
+
+export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Config {
+  const host = str(env, 'SVC_HOST') ?? '127.0.0.1'
+  const port = int(env, 'SVC_PORT', 8080, 0, 65535)
+  const stateDir = resolve(str(env, 'SVC_STATE_DIR') ?? 'state')
+  const dbPath = resolve(str(env, 'SVC_JOIN_STATE_DB') ?? join(stateDir, 'join_state.sqlite3'))
+  const loginLockoutThreshold = int(env, 'SVC_LOGIN_LOCKOUT_THRESHOLD', 5, 1, 1_000_000)
+  const relayMaxFrameBytes = int(env, 'SVC_RELAY_MAX_FRAME_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024)
+  const relayMaxQueueBytes = int(env, 'SVC_RELAY_MAX_QUEUE_BYTES', 256 * 1024 * 1024, 1024, 16 * 1024 * 1024 * 1024)
+  if (relayMaxQueueBytes < relayMaxFrameBytes) {
+    throw new ConfigError('SVC_RELAY_MAX_QUEUE_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES')
+  }
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
+  const cfg: Omit<Config, 'secretKey'> = {
+    host,
+    port,
+    baseUrl: url(env, 'SVC_BASE_URL', `http://${urlHost}:${port}`),
+    stateDir,
+    dbPath,
+    heartbeatIntervalS: int(env, 'SVC_HEARTBEAT_INTERVAL_S', 10, 1, 3600),
+    pipelineTransport: oneOf(env, 'SVC_PIPELINE_TRANSPORT', PIPELINE_TRANSPORTS, 'auto'),
+    requireEmailVerification: bool(env, 'SVC_REQUIRE_EMAIL_VERIFICATION', false),
+    requireAdminApproval: bool(env, 'SVC_REQUIRE_ADMIN_APPROVAL', false),
+    requireNodeAuth: bool(env, 'SVC_REQUIRE_NODE_AUTH', true),
+    requireOperatorAuth: bool(env, 'SVC_REQUIRE_OPERATOR_AUTH', true),
+    requireCsrf: bool(env, 'SVC_REQUIRE_CSRF', true),
+    cookieSecure: bool(env, 'SVC_COOKIE_SECURE', true),
+    trustedProxyHops: int(env, 'SVC_TRUSTED_PROXY_HOPS', 1, 0, 32),
+    sessionTtlHours: int(env, 'SVC_SESSION_TTL_HOURS', 336, 1, 24 * 366),
+    authRateMax: int(env, 'SVC_AUTH_RATE_MAX', 10, 1, 1_000_000),
+    authRateWindowS: int(env, 'SVC_AUTH_RATE_WINDOW_S', 60, 1, 86_400),
+    loginLockoutThreshold,
+    loginLockoutSeconds: int(env, 'SVC_LOGIN_LOCKOUT_SECONDS', 300, 1, 86_400 * 30),
+    accountLockoutThreshold: int(env, 'SVC_ACCOUNT_LOCKOUT_THRESHOLD', 8 * loginLockoutThreshold, 1, 100_000_000),
+    accountLockoutSeconds: int(env, 'SVC_ACCOUNT_LOCKOUT_SECONDS', 900, 1, 86_400 * 30),
+    maxBodyBytes: int(env, 'SVC_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    relayMaxFrameBytes,
+    relayMaxQueueBytes,
+    inferDispatchTimeoutS: int(env, 'SVC_INFER_DISPATCH_TIMEOUT_S', 30, 1, 3600),
+    metricsRollupS: int(env, 'SVC_METRICS_ROLLUP_S', 60, 1, 86_400),
+    metricsToken: str(env, 'SVC_METRICS_TOKEN'),
+    publicStatsMinNodes: int(env, 'SVC_PUBLIC_STATS_MIN_NODES', 3, 0, 1_000_000),
+    publicStatsTtlS: int(env, 'SVC_PUBLIC_STATS_TTL_S', 60, 0, 86_400),
+    bootstrapRequireToken: bool(env, 'SVC_BOOTSTRAP_REQUIRE_TOKEN', false),
+    smtp: smtpConfig(env),
+    imprintFile: readableFile(env, 'SVC_IMPRINT_FILE'),
+    privacyFile: readableFile(env, 'SVC_PRIVACY_FILE'),
+    legalLang: parseLangTag(str(env, 'SVC_LEGAL_LANG')),
+    a11yContact: str(env, 'SVC_A11Y_CONTACT'),
+    accessibilityFile: readableFile(env, 'SVC_ACCESSIBILITY_FILE'),
+    dgsVideoUrl: str(env, 'SVC_DGS_VIDEO_URL') === null ? null : url(env, 'SVC_DGS_VIDEO_URL', ''),
+    logLevel: oneOf(env, 'SVC_LOG_LEVEL', LOG_LEVELS, 'info'),
+  }
+  if (cfg.metricsToken !== null && cfg.metricsToken.length < 16) {
+    throw new ConfigError('SVC_METRICS_TOKEN', 'must be at least 16 characters')
+  }
+  let secretKey: Buffer = Buffer.alloc(0)
+  if (!opts.withoutSecret) {
+    ensureDir(stateDir, 'SVC_STATE_DIR')
+    secretKey = loadSecretKey(env, stateDir)
+  }
+  return { ...cfg, secretKey }
+}
+
+export function ensureDir(dir: string, variable: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+  } catch (e) {
+    throw new ConfigError(variable, `cannot create directory ${dir}: ${(e as Error).message}`)
+  }
+}
+
+/** The warnings `serve` logs for each enforcement flag switched off. */
+export function securityWarnings(cfg: Config): string[] {
+  const out: string[] = []
+  if (!cfg.requireNodeAuth) out.push('SECURITY: SVC_REQUIRE_NODE_AUTH=0: fellow calls without a node token are accepted')
+  if (!cfg.requireOperatorAuth) out.push('SECURITY: SVC_REQUIRE_OPERATOR_AUTH=0: operator routes are open without a credential')
+  if (!cfg.requireCsrf) out.push('SECURITY: SVC_REQUIRE_CSRF=0: cookie-authenticated state changes are not CSRF-checked')
+  if (!cfg.cookieSecure) out.push('SECURITY: SVC_COOKIE_SECURE=0: session cookies are sent over plain HTTP')
+  return out
+}

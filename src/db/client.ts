@@ -1,0 +1,48 @@
+// Opens the state file with the pragmas every connection needs, and wraps it in drizzle.
+import { Database } from 'bun:sqlite'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
+import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import * as schema from './schema'
+import { runMigrations } from './migrate'
+
+/** The database or a transaction on it: services accept either. */
+// RunResult is bun:sqlite's Changes at run time; drizzle types it as void.
+export type Db = BaseSQLiteDatabase<'sync', any, typeof schema>
+
+export interface StateDb {
+  sqlite: Database
+  db: Db
+  close(): void
+}
+
+export class DbOpenError extends Error {}
+
+export function openDb(path: string, { migrate = true }: { migrate?: boolean } = {}): StateDb {
+  let sqlite: Database
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+    sqlite = new Database(path, { create: true, strict: true })
+    sqlite.exec('PRAGMA journal_mode = WAL')
+    sqlite.exec('PRAGMA synchronous = NORMAL')
+    sqlite.exec('PRAGMA busy_timeout = 5000')
+    sqlite.exec('PRAGMA foreign_keys = ON')
+  } catch (e) {
+    throw new DbOpenError(`cannot open state database ${path}: ${(e as Error).message}`)
+  }
+  if (migrate) runMigrations(sqlite)
+  const db = drizzle(sqlite, { schema })
+  return {
+    sqlite,
+    db,
+    close() {
+      try {
+        sqlite.exec('PRAGMA optimize')
+      } catch {
+        // best effort on the way out
+      }
+      sqlite.close()
+    },
+  }
+}

@@ -1,0 +1,46 @@
+// Domain errors: services throw these with a stable code; only src/http maps codes to statuses.
+export type ErrorCode =
+  | 'bad_request'
+  | 'validation_failed'
+  | 'unauthorized'
+  | 'invalid_credentials'
+  | 'invalid_token'
+  | 'wrong_password'
+  | 'forbidden'
+  | 'session_required'
+  | 'account_not_active'
+  | 'csrf_failed'
+  | 'rate_limited'
+  | 'locked_out'
+  | 'quota_exceeded'
+  | 'not_found'
+  | 'conflict'
+  | 'email_taken'
+  | 'slug_taken'
+  | 'pool_has_nodes'
+  | 'last_admin'
+  | 'owner_cannot_leave'
+  | 'invite_email_mismatch'
+  | 'pool_node_limit'
+  | 'gone'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'mail_disabled'
+  | 'smtp_failed'
+  | 'service_unavailable'
+  | 'internal_error'
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra members of the problem body (e.g. account_status), and retryAfterS for 429s. */
+    readonly extra: Record<string, unknown> & { retryAfterS?: number } = {},
+  ) {
+    super(message)
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} not found`)
+export const invalid = (message: string, extra: Record<string, unknown> = {}) =>
+  new AppError('validation_failed', message, extra)

@@ -1,0 +1,60 @@
+// Composition: the feature plugins on one Elysia app, then the policy index built from its routes.
+import { Elysia } from 'elysia'
+import { createBase } from './base'
+import { errorPlugin, problemFrom } from './errors'
+import { PolicyIndex, authorize, presentedCredential, SESSION_COOKIE, type CredentialResolver } from './policy'
+import { AppError } from '../errors'
+import { TOKEN_PREFIX } from '../crypto'
+import { healthRoutes } from '../health/routes'
+import { accountRoutes } from '../accounts/routes'
+import { Accounts } from '../accounts/service'
+import { resolveSession } from '../accounts/sessions'
+import { resolveApiToken } from '../accounts/api-tokens'
+import type { Ctx } from '../context'
+
+export interface Services {
+  accounts: Accounts
+}
+
+export function createServices(ctx: Ctx): Services {
+  return { accounts: new Accounts(ctx) }
+}
+
+function cookieValue(header: string | null, name: string): string | undefined {
+  if (header === null) return undefined
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim())
+  }
+  return undefined
+}
+
+export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
+  const index = new PolicyIndex()
+  const resolve: CredentialResolver = (token, source) => {
+    if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? resolveApiToken(ctx, token) : null
+    if (token.startsWith('svc_')) return null
+    return resolveSession(ctx, token, source === 'cookie')
+  }
+  const notFoundGate = (request: Request): Response | null => {
+    let presented
+    try {
+      presented = presentedCredential(request.headers.get('authorization'), cookieValue(request.headers.get('cookie'), SESSION_COOKIE), resolve)
+      authorize('admin', presented, ctx.cfg)
+      return null
+    } catch (e) {
+      if (e instanceof AppError) return problemFrom(e)
+      throw e
+    }
+  }
+  const base = createBase({ cfg: ctx.cfg, log: ctx.log, resolve, index })
+  const app = new Elysia()
+    .use(errorPlugin(ctx.log, notFoundGate))
+    .use(base)
+    .use(healthRoutes(base, ctx))
+    .use(accountRoutes(base, ctx, services.accounts))
+  index.load(app.routes)
+  return app
+}
+
+export type App = ReturnType<typeof createApp>

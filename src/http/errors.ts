@@ -1,0 +1,105 @@
+// RFC 9457 problem+json for every error. No stack trace, SQL or secret reaches a body: unexpected
+// errors are logged with a request-local reference and answered with a generic 500.
+import { Elysia, ValidationError } from 'elysia'
+import { AppError, type ErrorCode } from '../errors'
+import type { Logger } from '../log'
+
+const STATUS: Record<ErrorCode, [number, string]> = {
+  bad_request: [400, 'Bad Request'],
+  invalid_token: [400, 'Invalid or Expired Link'],
+  validation_failed: [422, 'Validation Failed'],
+  unauthorized: [401, 'Unauthorized'],
+  invalid_credentials: [401, 'Invalid Credentials'],
+  forbidden: [403, 'Forbidden'],
+  session_required: [403, 'Session Required'],
+  account_not_active: [403, 'Account Not Active'],
+  csrf_failed: [403, 'CSRF Check Failed'],
+  quota_exceeded: [403, 'Quota Exceeded'],
+  invite_email_mismatch: [403, 'Invite Email Mismatch'],
+  wrong_password: [403, 'Wrong Password'],
+  not_found: [404, 'Not Found'],
+  conflict: [409, 'Conflict'],
+  email_taken: [409, 'Email Already Registered'],
+  slug_taken: [409, 'Slug Already Taken'],
+  pool_has_nodes: [409, 'Pool Has Nodes'],
+  last_admin: [409, 'Last Active Admin'],
+  owner_cannot_leave: [409, 'Owner Cannot Leave'],
+  pool_node_limit: [409, 'Pool Node Limit Reached'],
+  mail_disabled: [409, 'Mail Disabled'],
+  gone: [410, 'Gone'],
+  payload_too_large: [413, 'Payload Too Large'],
+  unsupported_media_type: [415, 'Unsupported Media Type'],
+  rate_limited: [429, 'Too Many Requests'],
+  locked_out: [429, 'Temporarily Locked'],
+  internal_error: [500, 'Internal Server Error'],
+  smtp_failed: [502, 'SMTP Failed'],
+  service_unavailable: [503, 'Service Unavailable'],
+}
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code][0]
+}
+
+export function problem(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): Response {
+  const [status, title] = STATUS[code]
+  const { retryAfterS, ...members } = extra
+  const h: Record<string, string> = { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...headers }
+  if (typeof retryAfterS === 'number') h['retry-after'] = String(Math.max(1, Math.ceil(retryAfterS)))
+  return new Response(JSON.stringify({ type: 'about:blank', title, status, detail, code, ...members }), { status, headers: h })
+}
+
+export function problemFrom(e: AppError): Response {
+  return problem(e.code, e.message, e.extra)
+}
+
+interface ValidationIssue {
+  path: string
+  message: string
+}
+
+function validationIssues(error: ValidationError): ValidationIssue[] {
+  try {
+    return error.all.slice(0, 20).map((i) => {
+      const path = 'path' in i && typeof i.path === 'string' ? i.path : ''
+      const message = 'summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value'
+      return { path: path === '' ? '/' : path, message }
+    })
+  } catch {
+    return []
+  }
+}
+
+export type NotFoundGate = (request: Request) => Response | null
+
+export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
+  return new Elysia({ name: 'errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
+    if (error instanceof AppError) return problemFrom(error)
+    switch (code) {
+      case 'VALIDATION': {
+        const issues = validationIssues(error as ValidationError)
+        const where = (error as ValidationError).type
+        const first = issues[0]
+        const detail = first ? `${where} ${first.path}: ${first.message}` : `The request ${where} is not valid.`
+        return problem('validation_failed', detail, { errors: issues })
+      }
+      case 'NOT_FOUND':
+        // Unknown paths are admin-only: callers without admin rights learn nothing about what exists.
+        return notFoundGate(request) ?? problem('not_found', 'No such route.')
+      case 'PARSE': {
+        // Our body parser throws AppErrors (413, 415, 400); Elysia wraps them as the cause.
+        const cause = (error as Error).cause
+        if (cause instanceof AppError) return problemFrom(cause)
+        return problem('bad_request', 'The request body could not be parsed.')
+      }
+      case 'INVALID_COOKIE_SIGNATURE':
+        return problem('bad_request', 'A cookie is malformed.')
+      default: {
+        const status = (error as { status?: unknown })?.status
+        if (typeof status === 'number' && status === 413) return problem('payload_too_large', 'The request body is too large.')
+        const ref = Bun.randomUUIDv7()
+        log.error('unhandled error', { ref, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
+        return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)
+      }
+    }
+  })
+}

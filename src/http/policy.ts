@@ -1,0 +1,214 @@
+// The one policy layer. Every route states a class through the `policy` macro, which records it in
+// the route's `detail`; one global derive looks the class up by the matched route and enforces it
+// before the body is validated or the handler runs. A route without a class, and any path no route
+// matches, is treated as `admin` (default-deny), so forgetting the macro can only lock a route.
+import { Elysia } from 'elysia'
+import { AppError } from '../errors'
+import { safeEqual, hmac } from '../crypto'
+import { randomBytes } from 'node:crypto'
+import { clientIp as pickClientIp } from './client-ip'
+import type { Config } from '../config'
+import type { Logger } from '../log'
+
+export const POLICY_CLASSES = ['public', 'page', 'node', 'chat', 'session', 'operator', 'admin'] as const
+export type PolicyClass = (typeof POLICY_CLASSES)[number]
+
+export interface UserCaller {
+  kind: 'user'
+  userId: string
+  role: 'user' | 'admin'
+  via: 'session' | 'api_token'
+  /** The session row or API token row that authenticated this call. */
+  credentialId: string
+  fromCookie: boolean
+}
+export interface NodeCaller {
+  kind: 'node'
+  fellowId: string
+  poolId: string
+  credentialId: string
+}
+/** No credential. `open` marks an operator route let through by SVC_REQUIRE_OPERATOR_AUTH=0. */
+export interface AnonymousCaller {
+  kind: 'anonymous'
+  open: boolean
+}
+export type Caller = UserCaller | NodeCaller | AnonymousCaller
+
+/** Turns a presented token into the caller it stands for, or null when it is not valid now. */
+export type CredentialResolver = (token: string, source: 'cookie' | 'bearer') => UserCaller | NodeCaller | null
+
+export const SESSION_COOKIE = 'svc_session'
+export const CSRF_COOKIE = 'svc_csrf'
+export const CSRF_HEADER = 'x-csrf-token'
+
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+export interface RouteMeta {
+  policy: PolicyClass
+  /** False for a route registered without the macro (it is then admin-only). */
+  declared: boolean
+  /** Takes application/octet-stream instead of JSON (declared with detail['x-body'] = 'binary'). */
+  binary: boolean
+}
+
+declare module 'elysia' {
+  interface DocumentDecoration {
+    /** The route's policy class, recorded by the `policy` macro (and shown in the OpenAPI document). */
+    'x-policy'?: PolicyClass
+    'x-body'?: 'binary'
+  }
+}
+
+const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false }
+
+/** Route classes by "METHOD path", filled once the app is composed. */
+export class PolicyIndex {
+  private byRoute = new Map<string, RouteMeta>()
+
+  load(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[]): void {
+    for (const r of routes) {
+      const declared = r.hooks?.detail?.['x-policy']
+      const ok = typeof declared === 'string' && (POLICY_CLASSES as readonly string[]).includes(declared)
+      this.byRoute.set(`${r.method} ${r.path}`, {
+        policy: ok ? (declared as PolicyClass) : 'admin',
+        declared: ok,
+        binary: r.hooks?.detail?.['x-body'] === 'binary',
+      })
+    }
+  }
+
+  lookup(method: string, route: string): RouteMeta {
+    const m = method === 'HEAD' ? 'GET' : method
+    return this.byRoute.get(`${m} ${route}`) ?? this.byRoute.get(`WS ${route}`) ?? UNKNOWN_ROUTE
+  }
+
+  undeclared(): string[] {
+    return [...this.byRoute].filter(([, m]) => !m.declared).map(([k]) => k)
+  }
+}
+
+type Presented =
+  | { kind: 'none' }
+  | { kind: 'invalid' }
+  | { kind: 'valid'; caller: UserCaller | NodeCaller }
+
+export function presentedCredential(
+  authorization: string | null,
+  sessionCookie: string | undefined,
+  resolve: CredentialResolver,
+): Presented {
+  if (authorization !== null) {
+    const m = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})\s*$/i.exec(authorization)
+    if (m === null) return { kind: 'invalid' }
+    const caller = resolve(m[1]!, 'bearer')
+    return caller === null ? { kind: 'invalid' } : { kind: 'valid', caller }
+  }
+  if (sessionCookie !== undefined && sessionCookie !== '') {
+    if (sessionCookie.length > 512) return { kind: 'invalid' }
+    const caller = resolve(sessionCookie, 'cookie')
+    return caller === null ? { kind: 'invalid' } : { kind: 'valid', caller }
+  }
+  return { kind: 'none' }
+}
+
+const unauthorized = (msg = 'A valid credential is required.') => new AppError('unauthorized', msg)
+const forbidden = (msg: string) => new AppError('forbidden', msg)
+
+/** Decides whether a caller may use a route of the given class. Pure: easy to test exhaustively. */
+export function authorize(
+  cls: PolicyClass,
+  presented: Presented,
+  flags: { requireNodeAuth: boolean; requireOperatorAuth: boolean },
+  log?: Logger,
+): Caller {
+  const anonymous: AnonymousCaller = { kind: 'anonymous', open: false }
+  switch (cls) {
+    case 'public':
+    case 'page':
+      // A stale cookie or token must not break a public page: treat it as no credential.
+      return presented.kind === 'valid' ? presented.caller : anonymous
+    case 'node':
+      if (presented.kind === 'invalid') throw unauthorized('The node token is wrong, revoked or unknown.')
+      if (presented.kind === 'none') {
+        if (flags.requireNodeAuth) throw unauthorized('A node token is required.')
+        log?.debug('node call without a credential let through (SVC_REQUIRE_NODE_AUTH=0)')
+        return anonymous
+      }
+      if (presented.caller.kind !== 'node') throw forbidden('This route is for fellows.')
+      return presented.caller
+    case 'chat':
+      if (presented.kind !== 'valid') throw unauthorized('An API token is required.')
+      if (presented.caller.kind !== 'user' || presented.caller.via !== 'api_token') {
+        throw forbidden('This route takes a personal API token.')
+      }
+      return presented.caller
+    case 'session':
+      if (presented.kind !== 'valid') throw unauthorized('Log in first.')
+      if (presented.caller.kind !== 'user') throw forbidden('This route is for people, not fellows.')
+      if (presented.caller.via !== 'session') {
+        throw new AppError('session_required', 'This action needs a browser session, not an API token.')
+      }
+      return presented.caller
+    case 'operator':
+      if (presented.kind === 'invalid') throw unauthorized('The credential is wrong, expired or revoked.')
+      if (presented.kind === 'none') {
+        if (flags.requireOperatorAuth) throw unauthorized()
+        return { kind: 'anonymous', open: true }
+      }
+      if (presented.caller.kind !== 'user') throw forbidden('This route is for operators, not fellows.')
+      return presented.caller
+    case 'admin':
+      if (presented.kind !== 'valid') throw unauthorized()
+      if (presented.caller.kind !== 'user' || presented.caller.role !== 'admin') throw forbidden('Admins only.')
+      return presented.caller
+  }
+}
+
+/** A CSRF token signed with the deployment key, so a cookie planted by a sibling host cannot pass. */
+export function mintCsrfToken(key: Buffer): string {
+  const nonce = randomBytes(18).toString('base64url')
+  return `${nonce}.${hmac(key, nonce)}`
+}
+
+export function csrfValid(key: Buffer, cookie: string | undefined, header: string | null): boolean {
+  if (cookie === undefined || header === null || cookie.length > 200) return false
+  const dot = cookie.indexOf('.')
+  if (dot <= 0) return false
+  if (!safeEqual(hmac(key, cookie.slice(0, dot)), cookie.slice(dot + 1))) return false
+  return safeEqual(cookie, header)
+}
+
+export interface PolicyDeps {
+  cfg: Config
+  log: Logger
+  resolve: CredentialResolver
+  index: PolicyIndex
+}
+
+export function socketAddressOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
+  return server?.requestIP(request)?.address ?? '127.0.0.1'
+}
+
+export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
+  return new Elysia({ name: 'policy' })
+    .macro({
+      policy: (cls: PolicyClass) => ({ detail: { 'x-policy': cls } }),
+    })
+    .derive({ as: 'global' }, ({ request, route, server, cookie }) => {
+      const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request), cfg.trustedProxyHops)
+      const meta = index.lookup(request.method, route)
+      const presented = presentedCredential(request.headers.get('authorization'), cookie[SESSION_COOKIE]?.value as string | undefined, resolve)
+      const caller = authorize(meta.policy, presented, cfg, log)
+      if (
+        cfg.requireCsrf &&
+        caller.kind === 'user' &&
+        caller.fromCookie &&
+        UNSAFE_METHODS.has(request.method) &&
+        !csrfValid(cfg.secretKey, cookie[CSRF_COOKIE]?.value as string | undefined, request.headers.get(CSRF_HEADER))
+      ) {
+        throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
+      }
+      return { caller, clientIp: ip, routeClass: meta.policy }
+    })
+}

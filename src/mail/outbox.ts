@@ -1,0 +1,70 @@
+// The mail outbox: enqueue inside the caller's transaction, so a mail exists if and only if the
+// change that caused it was committed.
+import { createCipheriv, createDecipheriv, randomBytes, createHmac } from 'node:crypto'
+import { mailOutbox } from '../db/schema'
+import { newId } from '../crypto'
+import type { Db } from '../db/client'
+import type { Clock } from '../clock'
+
+export const MAIL_TEMPLATES = [
+  'verify-email',
+  'pending-approval',
+  'account-approved',
+  'account-deactivated',
+  'password-reset',
+  'password-changed',
+  'pool-invite',
+  'test',
+] as const
+export type MailTemplate = (typeof MAIL_TEMPLATES)[number]
+
+export type MailVars = Record<string, string>
+
+function payloadKey(secret: Buffer): Buffer {
+  return createHmac('sha256', secret).update('svc mail outbox payload v1').digest()
+}
+
+export function sealPayload(secret: Buffer, vars: MailVars): string {
+  const iv = randomBytes(12)
+  const c = createCipheriv('aes-256-gcm', payloadKey(secret), iv)
+  const body = Buffer.concat([c.update(JSON.stringify(vars), 'utf8'), c.final()])
+  return [iv, c.getAuthTag(), body].map((b) => b.toString('base64url')).join('.')
+}
+
+export function openPayload(secret: Buffer, sealed: string): MailVars {
+  const [iv, tag, body] = sealed.split('.').map((s) => Buffer.from(s, 'base64url'))
+  const d = createDecipheriv('aes-256-gcm', payloadKey(secret), iv!)
+  d.setAuthTag(tag!)
+  return JSON.parse(Buffer.concat([d.update(body!), d.final()]).toString('utf8')) as MailVars
+}
+
+export interface Outbox {
+  /** True when SMTP is configured; without it nothing is queued (features degrade per SPEC.md). */
+  readonly enabled: boolean
+  enqueue(db: Db, template: MailTemplate, to: string, vars: MailVars): void
+  /** Called after the enqueuing transaction commits, to wake the sender early. */
+  wake(): void
+}
+
+export function createOutbox(enabled: boolean, secret: Buffer, clock: Clock, onWake: () => void = () => {}): Outbox {
+  return {
+    enabled,
+    enqueue(db, template, to, vars) {
+      if (!enabled) return
+      const now = clock.now()
+      db.insert(mailOutbox)
+        .values({
+          id: newId(),
+          template,
+          toEmail: to,
+          payload: sealPayload(secret, vars),
+          status: 'pending',
+          attempts: 0,
+          nextAttemptAt: now,
+          createdAt: now,
+        })
+        .run()
+    },
+    wake: () => onWake(),
+  }
+}

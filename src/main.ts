@@ -1,0 +1,97 @@
+#!/usr/bin/env bun
+// Subcommand dispatch only.
+import { ConfigError, loadConfig } from './config'
+import { DbOpenError } from './db/client'
+import { BackupError } from './db/backup'
+import { AppError } from './errors'
+import { VERSION } from './version'
+import { USAGE, UsageError } from './cli/usage'
+import { runAdmin } from './cli/admin'
+import { startServer } from './server'
+
+async function serve(args: string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`serve takes no arguments (configure it with SVC_* variables), got: ${args.join(' ')}`)
+  const server = await startServer(loadConfig())
+  await new Promise<void>((resolve) => {
+    const onSignal = () => {
+      process.off('SIGTERM', onSignal)
+      process.off('SIGINT', onSignal)
+      void server.stop().then(resolve)
+    }
+    process.on('SIGTERM', onSignal)
+    process.on('SIGINT', onSignal)
+  })
+  return 0
+}
+
+/** `svc health`: exit 0 when the local leader answers its health route (the container's HEALTHCHECK). */
+async function health(args: string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError('health takes no arguments')
+  const cfg = loadConfig(process.env, { withoutSecret: true })
+  const host = cfg.host === '0.0.0.0' || cfg.host === '::' ? '127.0.0.1' : cfg.host
+  try {
+    const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/v1/health`, { signal: AbortSignal.timeout(3000) })
+    if (res.ok) return 0
+    process.stderr.write(`svc: leader answered ${res.status}\n`)
+  } catch (e) {
+    process.stderr.write(`svc: leader unreachable: ${(e as Error).message}\n`)
+  }
+  return 1
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv
+  switch (cmd) {
+    case 'serve':
+      return serve(rest)
+    case 'admin':
+      return runAdmin(rest)
+    case 'health':
+      return health(rest)
+    case '-h':
+    case '--help':
+    case 'help':
+      process.stdout.write(USAGE)
+      return 0
+    case '-v':
+    case '--version':
+    case 'version':
+      process.stdout.write(`svc ${VERSION}\n`)
+      return 0
+    case undefined:
+      throw new UsageError('missing command')
+    default:
+      throw new UsageError(`unknown command: ${cmd}`)
+  }
+}
+
+function isUsage(e: unknown): boolean {
+  if (e instanceof UsageError) return true
+  const code = (e as { code?: string })?.code
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    if (isUsage(e)) {
+      process.stderr.write(`svc: ${(e as Error).message}\n\n${USAGE}`)
+      process.exit(2)
+    }
+    if (e instanceof ConfigError) {
+      process.stderr.write(`svc: configuration error: ${e.message}\n`)
+      process.exit(2)
+    }
+    if (e instanceof AppError || e instanceof DbOpenError || e instanceof BackupError) {
+      process.stderr.write(`svc: ${e.message}\n`)
+      process.exit(1)
+    }
+    const err = e as { code?: string; message?: string }
+    if (err?.code === 'EADDRINUSE') {
+      process.stderr.write(`svc: cannot listen: address already in use\n`)
+      process.exit(1)
+    }
+    process.stderr.write(`svc: ${err?.message ?? String(e)}\n`)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,57 @@
+// `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT stop it cleanly.
+import { securityWarnings, type Config } from './config'
+import { openDb } from './db/client'
+import { createLogger, type Logger } from './log'
+import { systemClock, type Clock } from './clock'
+import { createOutbox } from './mail/outbox'
+import { createApp, createServices } from './http/app'
+import { startLoops, purgeLoop } from './loops'
+import type { Ctx } from './context'
+
+export interface RunningServer {
+  url: string
+  port: number
+  ctx: Ctx
+  stop(): Promise<void>
+}
+
+export function buildContext(cfg: Config, log: Logger, clock: Clock = systemClock): Ctx {
+  const store = openDb(cfg.dbPath)
+  const mail = createOutbox(cfg.smtp !== null, cfg.secretKey, clock)
+  return { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail }
+}
+
+export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, process.stdout.isTTY === true)): Promise<RunningServer> {
+  for (const w of securityWarnings(cfg)) log.warn(w)
+  const ctx = buildContext(cfg, log)
+  const services = createServices(ctx)
+  const app = createApp(ctx, services)
+  const loops = startLoops(ctx, [purgeLoop(ctx)])
+  app.listen({
+    hostname: cfg.host,
+    port: cfg.port,
+    // Relay pushes carry up to one frame cap; JSON routes enforce their own smaller limit.
+    maxRequestBodySize: cfg.relayMaxFrameBytes + 1024 * 1024,
+    // Long polls (relay pop, inference requests) hold a request for up to 30 s.
+    idleTimeout: 120,
+  })
+  const server = app.server!
+  const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${server.port}`
+  log.info('leader listening', { url, base_url: cfg.baseUrl, db: cfg.dbPath })
+  let stopped: Promise<void> | null = null
+  return {
+    url,
+    port: server.port ?? cfg.port,
+    ctx,
+    stop() {
+      stopped ??= (async () => {
+        await server.stop(false) // stop accepting; in-flight requests finish
+        await loops.stop()
+        ctx.sqlite.exec('PRAGMA optimize')
+        ctx.sqlite.close()
+        log.info('leader stopped')
+      })()
+      return stopped
+    },
+  }
+}

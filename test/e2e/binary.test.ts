@@ -1,0 +1,74 @@
+import { describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
+import { existsSync } from 'node:fs'
+import { startLeader, runSvc } from '../helpers/leader'
+
+describe('the built dist/svc', () => {
+  test('serves health from another directory on a new state file, migrates once, and stops cleanly on SIGTERM', async () => {
+    const leader = await startLeader()
+    const res = await fetch(`${leader.url}/api/v1/health`)
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { status: string }).status).toBe('ok')
+    expect(((await (await fetch(`${leader.url}/api/v1/ready`)).json()) as { status: string }).status).toBe('ready')
+    const db = join(leader.dir, 'state', 'join_state.sqlite3')
+    expect(existsSync(db)).toBe(true)
+    expect(await leader.stop()).toBe(0)
+    // A second start on the same file applies nothing twice.
+    const again = await startLeader({}, leader.dir)
+    expect((await fetch(`${again.url}/api/v1/ready`)).status).toBe(200)
+    expect(await again.stop('SIGINT')).toBe(0)
+    const check = new Database(db, { readonly: true })
+    const tags = check.query('SELECT tag FROM __migrations').all() as { tag: string }[]
+    expect(new Set(tags.map((t) => t.tag)).size).toBe(tags.length)
+    check.close()
+  })
+
+  test('admin backup while the leader runs produces a file that passes integrity_check', async () => {
+    const leader = await startLeader()
+    await fetch(`${leader.url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'first@example.com', password: 'a long password' }),
+    })
+    const db = join(leader.dir, 'state', 'join_state.sqlite3')
+    const out = join(leader.dir, 'backup.sqlite3')
+    const r = await runSvc(['admin', 'backup', out, '--db', db])
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    const copy = new Database(out, { readonly: true })
+    expect((copy.query('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check).toBe('ok')
+    expect((copy.query('SELECT email FROM users').all() as { email: string }[]).map((u) => u.email)).toEqual(['first@example.com'])
+    copy.close()
+    // Refuses to overwrite an existing file.
+    const again = await runSvc(['admin', 'backup', out, '--db', db])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain('already exists')
+    expect(await leader.stop()).toBe(0)
+  })
+
+  test('bad configuration stops serve with one line naming the variable and exit code 2', async () => {
+    for (const [name, value] of [['SVC_PORT', 'abc'], ['SVC_SMTP_TLS', 'maybe'], ['SVC_PIPELINE_TRANSPORT', 'x']] as const) {
+      const r = await runSvc(['serve'], { env: { [name]: value } })
+      expect(r.code).toBe(2)
+      expect(r.stderr.trim().split('\n')).toHaveLength(1)
+      expect(r.stderr).toContain(name)
+    }
+  })
+
+  test('unknown subcommands and flags print usage on stderr and exit 2', async () => {
+    for (const args of [['bogus'], ['admin', 'frobnicate'], ['admin', 'backup', 'x', '--nope'], ['serve', 'extra'], []]) {
+      const r = await runSvc(args)
+      expect(r.code).toBe(2)
+      expect(r.stderr).toContain('usage: svc')
+      expect(r.stdout).toBe('')
+    }
+  })
+
+  test('--version and --help', async () => {
+    expect((await runSvc(['--version'])).stdout).toMatch(/^svc \d+\.\d+\.\d+\n$/)
+    const help = await runSvc(['--help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('admin backup FILE')
+  })
+})

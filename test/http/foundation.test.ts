@@ -1,0 +1,80 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { Elysia } from 'elysia'
+import { makeHarness } from '../helpers/harness'
+import { PolicyIndex, POLICY_CLASSES } from '../../src/http/policy'
+import { createBase } from '../../src/http/base'
+import { errorPlugin } from '../../src/http/errors'
+import { silentLogger } from '../../src/log'
+
+const h = makeHarness()
+afterAll(() => h.close())
+
+describe('route policy', () => {
+  test('every registered route declares a policy class', () => {
+    const missing = h.app.routes.filter((r) => !(POLICY_CLASSES as readonly string[]).includes(r.hooks?.detail?.['x-policy'] as string))
+    expect(missing.map((r) => `${r.method} ${r.path}`)).toEqual([])
+    expect(h.app.routes.length).toBeGreaterThan(5)
+  })
+
+  test('a route added without a class is caught by the walk and locked to admin', async () => {
+    const index = new PolicyIndex()
+    const base = createBase({ cfg: h.cfg, log: silentLogger, resolve: () => null, index })
+    const app = new Elysia()
+      .use(errorPlugin(silentLogger, () => null))
+      .use(base)
+      .get('/declared', () => 'ok', { policy: 'public' })
+      .get('/forgotten', () => 'secret')
+    index.load(app.routes)
+    expect(index.undeclared()).toEqual(['GET /forgotten'])
+    expect((await app.handle(new Request('http://localhost/declared'))).status).toBe(200)
+    const res = await app.handle(new Request('http://localhost/forgotten'))
+    expect(res.status).toBe(401)
+    expect(await res.text()).not.toContain('secret')
+  })
+})
+
+describe('errors are problem+json', () => {
+  test('unknown routes are admin-only: 401 without a credential', async () => {
+    const res = await h.client().get('/api/v1/does-not-exist')
+    expect(res.status).toBe(401)
+    expect(res.headers.get('content-type')).toBe('application/problem+json')
+    expect(res.body).toMatchObject({ type: 'about:blank', status: 401, code: 'unauthorized' })
+    expect(typeof res.body.title).toBe('string')
+    expect(typeof res.body.detail).toBe('string')
+  })
+
+  test('malformed JSON answers 400 without echoing internals', async () => {
+    const res = await h.client().post('/api/v1/auth/login', '{"email":', { 'content-type': 'application/json' })
+    expect(res.status).toBe(400)
+    expect(res.body.code).toBe('bad_request')
+    expect(JSON.stringify(res.body)).not.toMatch(/at .*\.ts|SyntaxError|stack/)
+  })
+
+  test('non-JSON bodies on state-changing routes answer 415', async () => {
+    const res = await h.client().post('/api/v1/auth/login', 'email=a&password=b', { 'content-type': 'application/x-www-form-urlencoded' })
+    expect(res.status).toBe(415)
+    expect(res.body.code).toBe('unsupported_media_type')
+  })
+
+  test('JSON bodies over SVC_MAX_BODY_BYTES answer 413', async () => {
+    const big = JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(h.cfg.maxBodyBytes) })
+    const res = await h.client().post('/api/v1/auth/login', big, { 'content-type': 'application/json' })
+    expect(res.status).toBe(413)
+    expect(res.body.code).toBe('payload_too_large')
+  })
+
+  test('schema violations answer 422 validation_failed with the field', async () => {
+    const res = await h.client().post('/api/v1/auth/register', { email: 'not-an-email', password: 'long enough pw' })
+    expect(res.status).toBe(422)
+    expect(res.body.code).toBe('validation_failed')
+    expect(JSON.stringify(res.body.errors)).toContain('email')
+  })
+})
+
+describe('health', () => {
+  test('health and ready answer without a credential', async () => {
+    const c = h.client()
+    expect((await c.get('/api/v1/health')).body.status).toBe('ok')
+    expect((await c.get('/api/v1/ready')).body).toEqual({ status: 'ready' })
+  })
+})

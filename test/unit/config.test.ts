@@ -1,0 +1,93 @@
+import { describe, expect, test } from 'bun:test'
+import { mkdtempSync, statSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig, ConfigError, securityWarnings, parseLangTag } from '../../src/config'
+
+const dir = () => mkdtempSync(join(tmpdir(), 'svc-cfg-'))
+
+function errorFor(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig({ SVC_STATE_DIR: dir(), ...env })
+  } catch (e) {
+    if (e instanceof ConfigError) return e
+    throw e
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('config', () => {
+  test('defaults match the spec and contract', () => {
+    const d = dir()
+    const cfg = loadConfig({ SVC_STATE_DIR: d })
+    expect(cfg.host).toBe('127.0.0.1')
+    expect(cfg.port).toBe(8080)
+    expect(cfg.baseUrl).toBe('http://127.0.0.1:8080')
+    expect(cfg.dbPath).toBe(join(d, 'join_state.sqlite3'))
+    expect(cfg.requireNodeAuth && cfg.requireOperatorAuth && cfg.requireCsrf && cfg.cookieSecure).toBe(true)
+    expect(cfg.requireEmailVerification || cfg.requireAdminApproval).toBe(false)
+    expect(cfg.trustedProxyHops).toBe(1)
+    expect(cfg.sessionTtlHours).toBe(336)
+    expect([cfg.authRateMax, cfg.authRateWindowS]).toEqual([10, 60])
+    expect([cfg.loginLockoutThreshold, cfg.loginLockoutSeconds, cfg.accountLockoutThreshold, cfg.accountLockoutSeconds]).toEqual([5, 300, 40, 900])
+    expect(cfg.maxBodyBytes).toBe(1024 * 1024)
+    expect(cfg.relayMaxFrameBytes).toBe(64 * 1024 * 1024)
+    expect(cfg.relayMaxQueueBytes).toBe(256 * 1024 * 1024)
+    expect(cfg.heartbeatIntervalS).toBe(10)
+    expect(cfg.pipelineTransport).toBe('auto')
+    expect([cfg.publicStatsMinNodes, cfg.publicStatsTtlS]).toEqual([3, 60])
+    expect(cfg.smtp).toBeNull()
+    expect(cfg.legalLang).toBe('en')
+  })
+
+  test('account lockout threshold defaults to 8 times the login threshold', () => {
+    expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_LOGIN_LOCKOUT_THRESHOLD: '3' }).accountLockoutThreshold).toBe(24)
+  })
+
+  test('a generated secret key is kept in the state dir with mode 0600 and reused', () => {
+    const d = dir()
+    const a = loadConfig({ SVC_STATE_DIR: d })
+    const b = loadConfig({ SVC_STATE_DIR: d })
+    expect(a.secretKey.equals(b.secretKey)).toBe(true)
+    expect(statSync(join(d, 'secret_key')).mode & 0o777).toBe(0o600)
+    expect(readFileSync(join(d, 'secret_key'), 'utf8').trim().length).toBeGreaterThanOrEqual(32)
+  })
+
+  test.each([
+    ['SVC_PORT', 'abc'],
+    ['SVC_PORT', '70000'],
+    ['SVC_SMTP_TLS', 'maybe'],
+    ['SVC_PIPELINE_TRANSPORT', 'carrier-pigeon'],
+    ['SVC_REQUIRE_CSRF', 'perhaps'],
+    ['SVC_TRUSTED_PROXY_HOPS', '-1'],
+    ['SVC_BASE_URL', 'ftp://x'],
+    ['SVC_BASE_URL', 'not a url'],
+    ['SVC_SESSION_TTL_HOURS', '1.5'],
+    ['SVC_SECRET_KEY', 'short'],
+    ['SVC_LOG_LEVEL', 'chatty'],
+    ['SVC_IMPRINT_FILE', '/nonexistent/imprint.html'],
+  ])('%s=%s is refused with a message naming the variable', (name, value) => {
+    const e = errorFor({ [name]: value })
+    expect(e.variable).toBe(name)
+    expect(e.message.startsWith(`${name}: `)).toBe(true)
+  })
+
+  test('SMTP host without a sender is refused', () => {
+    expect(errorFor({ SVC_SMTP_HOST: 'mail.example' }).variable).toBe('SVC_SMTP_FROM')
+  })
+
+  test('a SECURITY warning for each enforcement flag switched off', () => {
+    const cfg = loadConfig({ SVC_STATE_DIR: dir(), SVC_REQUIRE_NODE_AUTH: '0', SVC_REQUIRE_OPERATOR_AUTH: '0', SVC_REQUIRE_CSRF: '0' })
+    const w = securityWarnings(cfg)
+    for (const v of ['SVC_REQUIRE_NODE_AUTH', 'SVC_REQUIRE_OPERATOR_AUTH', 'SVC_REQUIRE_CSRF']) {
+      expect(w.some((l) => l.startsWith('SECURITY:') && l.includes(v))).toBe(true)
+    }
+    expect(securityWarnings(loadConfig({ SVC_STATE_DIR: dir() }))).toEqual([])
+  })
+
+  test('legal language: BCP 47 tags pass, anything else falls back to en', () => {
+    expect(parseLangTag('de-DE')).toBe('de-DE')
+    expect(parseLangTag('<script>')).toBe('en')
+    expect(parseLangTag(null)).toBe('en')
+  })
+})
