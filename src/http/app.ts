@@ -48,7 +48,9 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     }
   }
   const base = createBase({ cfg: ctx.cfg, log: ctx.log, resolve, index })
-  const app = new Elysia()
+  // normalize: false makes additionalProperties: false a refusal (422) instead of silently
+  // stripping unknown fields, and makes a response that carries an undeclared field an error.
+  const app = new Elysia({ normalize: false })
     .use(errorPlugin(ctx.log, notFoundGate))
     .use(base)
     .use(healthRoutes(base, ctx))

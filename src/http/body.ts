@@ -62,7 +62,8 @@ export function bodyPlugin(maxJsonBytes: number, maxBinaryBytes: number, index: 
     if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {
       return readJson(request, maxJsonBytes)
     }
-    if (ct === '' && request.headers.get('content-length') === '0') return undefined
+    // No content type: fine when there is no body at all (a bodiless POST or DELETE).
+    if (ct === '' && (await readLimited(request, maxJsonBytes)).byteLength === 0) return undefined
     throw new AppError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.')
   })
 }

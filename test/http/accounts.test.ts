@@ -1,0 +1,428 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { makeHarness, seedUser, sessionClient, tokenClient, PASSWORD, type Harness } from '../helpers/harness'
+import { auditLog, mailOutbox, users } from '../../src/db/schema'
+import { issueActionToken } from '../../src/accounts/service'
+import { DAY_MS } from '../../src/time'
+
+const harnesses: Harness[] = []
+function harness(env: Record<string, string> = {}, opts: { mailEnabled?: boolean } = {}): Harness {
+  const h = makeHarness(env, opts)
+  harnesses.push(h)
+  return h
+}
+afterAll(() => harnesses.forEach((h) => h.close()))
+
+let ipSeq = 1
+const freshIp = () => `198.51.100.${ipSeq++}`
+
+function audits(h: Harness, kind: string) {
+  return h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, kind)).all()
+}
+
+describe('register', () => {
+  test('the first user becomes an active admin and is logged in; the next is a plain active user', async () => {
+    const h = harness()
+    const a = h.client({ ip: freshIp() })
+    const r1 = await a.post('/api/v1/auth/register', { email: 'Admin@Example.com', password: 'a long password', display_name: 'Ada' })
+    expect(r1.status).toBe(201)
+    expect(r1.body.user).toMatchObject({ email: 'admin@example.com', role: 'admin', status: 'active', display_name: 'Ada' })
+    expect(r1.body.logged_in).toBe(true)
+    expect(a.cookies.has('svc_session')).toBe(true)
+    expect(a.cookies.has('svc_csrf')).toBe(true)
+    const cookie = r1.headers.getSetCookie().find((c) => c.startsWith('svc_session='))!
+    expect(cookie).toContain('HttpOnly')
+    expect(cookie).toContain('SameSite=Lax')
+    expect(cookie).toContain('Path=/')
+    expect((await a.get('/api/v1/auth/me')).body).toMatchObject({ role: 'admin', email: 'admin@example.com' })
+
+    const b = h.client({ ip: freshIp() })
+    const r2 = await b.post('/api/v1/auth/register', { email: 'second@example.com', password: 'another long one' })
+    expect(r2.body.user).toMatchObject({ role: 'user', status: 'active' })
+    expect((await b.get('/api/v1/auth/me')).status).toBe(200)
+    expect(audits(h, 'auth.register')).toHaveLength(2)
+  })
+
+  test('emails are compared case-insensitively: a second account for the same address is refused', async () => {
+    const h = harness()
+    await seedUser(h, 'taken@example.com')
+    const r = await h.client({ ip: freshIp() }).post('/api/v1/auth/register', { email: 'TAKEN@example.com', password: 'a long password' })
+    expect(r.status).toBe(409)
+    expect(r.body.code).toBe('email_taken')
+  })
+
+  test.each([
+    ['too short', 'short9chr'],
+    ['the email itself', 'someone@example.com'],
+    ['too long', 'x'.repeat(513)],
+  ])('a password that is %s is refused with 422', async (_why, password) => {
+    const h = harness()
+    const r = await h.client({ ip: freshIp() }).post('/api/v1/auth/register', { email: 'someone@example.com', password })
+    expect(r.status).toBe(422)
+    expect(r.body.code).toBe('validation_failed')
+    expect(h.ctx.db.select().from(users).all()).toHaveLength(0)
+  })
+
+  test('unknown fields and wrong types are refused, nothing is written', async () => {
+    const h = harness()
+    const c = h.client({ ip: freshIp() })
+    for (const body of [{ email: 'x@example.com', password: 'long enough pw', role: 'admin' }, { email: 5, password: 'long enough pw' }, []]) {
+      const r = await c.post('/api/v1/auth/register', body)
+      expect(r.status).toBe(422)
+    }
+    expect(h.ctx.db.select().from(users).all()).toHaveLength(0)
+  })
+
+  test('with approval required, later users start pending_approval and cannot log in (403 with the reason)', async () => {
+    const h = harness({ SVC_REQUIRE_ADMIN_APPROVAL: '1' })
+    await seedUser(h, 'root@example.com', { role: 'admin' })
+    const c = h.client({ ip: freshIp() })
+    const r = await c.post('/api/v1/auth/register', { email: 'new@example.com', password: 'a long password' })
+    expect(r.status).toBe(201)
+    expect(r.body).toMatchObject({ user: { status: 'pending_approval' }, logged_in: false })
+    expect(c.cookies.has('svc_session')).toBe(false)
+    const login = await c.post('/api/v1/auth/login', { email: 'new@example.com', password: 'a long password' })
+    expect(login.status).toBe(403)
+    expect(login.body).toMatchObject({ code: 'account_not_active', account_status: 'pending_approval' })
+    expect(login.body.detail).toContain('approve')
+  })
+
+  test('with verification required and mail configured: unverified, a verify-email mail, then active after the link', async () => {
+    const h = harness({ SVC_REQUIRE_EMAIL_VERIFICATION: '1' }, { mailEnabled: true })
+    await seedUser(h, 'root@example.com', { role: 'admin' })
+    const c = h.client({ ip: freshIp() })
+    const r = await c.post('/api/v1/auth/register', { email: 'v@example.com', password: 'a long password' })
+    expect(r.body.user.status).toBe('unverified')
+    const mails = h.ctx.db.select().from(mailOutbox).all()
+    expect(mails.map((m) => [m.template, m.toEmail])).toEqual([['verify-email', 'v@example.com']])
+    expect(mails[0]!.payload).not.toContain('verify-email?token') // sealed, not plaintext
+    const login = await c.post('/api/v1/auth/login', { email: 'v@example.com', password: 'a long password' })
+    expect(login.body.account_status).toBe('unverified')
+
+    const userId = r.body.user.id as string
+    const token = issueActionToken(h.ctx.db, h.clock.now(), userId, 'verify')
+    const v = await c.post('/api/v1/auth/verify-email', { token })
+    expect(v.status).toBe(200)
+    expect(v.body).toEqual({ status: 'active' })
+    // Single use.
+    expect((await c.post('/api/v1/auth/verify-email', { token })).status).toBe(400)
+    expect((await c.post('/api/v1/auth/login', { email: 'v@example.com', password: 'a long password' })).status).toBe(200)
+  })
+
+  test('with both flags on: unverified, then pending_approval after verifying', async () => {
+    const h = harness({ SVC_REQUIRE_EMAIL_VERIFICATION: '1', SVC_REQUIRE_ADMIN_APPROVAL: '1' }, { mailEnabled: true })
+    await seedUser(h, 'root@example.com', { role: 'admin' })
+    const c = h.client({ ip: freshIp() })
+    const r = await c.post('/api/v1/auth/register', { email: 'both@example.com', password: 'a long password' })
+    expect(r.body.user.status).toBe('unverified')
+    const token = issueActionToken(h.ctx.db, h.clock.now(), r.body.user.id, 'verify')
+    expect((await c.post('/api/v1/auth/verify-email', { token })).body).toEqual({ status: 'pending_approval' })
+  })
+
+  test('verification is skipped without a mailer: the user starts active', async () => {
+    const h = harness({ SVC_REQUIRE_EMAIL_VERIFICATION: '1' }, { mailEnabled: false })
+    await seedUser(h, 'root@example.com', { role: 'admin' })
+    const r = await h.client({ ip: freshIp() }).post('/api/v1/auth/register', { email: 'nomail@example.com', password: 'a long password' })
+    expect(r.body.user.status).toBe('active')
+  })
+
+  test('a verify link expires after 24 hours', async () => {
+    const h = harness({ SVC_REQUIRE_EMAIL_VERIFICATION: '1' }, { mailEnabled: true })
+    const u = await seedUser(h, 'late@example.com', { status: 'unverified' })
+    const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'verify')
+    h.clock.advance(DAY_MS + 1)
+    const r = await h.client().post('/api/v1/auth/verify-email', { token })
+    expect(r.status).toBe(400)
+    expect(r.body.code).toBe('invalid_token')
+  })
+})
+
+describe('login', () => {
+  test('wrong password and unknown email answer the same 401, and are audited with the client IP', async () => {
+    const h = harness()
+    await seedUser(h, 'known@example.com')
+    const ip = freshIp()
+    const c = h.client({ ip })
+    const wrong = await c.post('/api/v1/auth/login', { email: 'known@example.com', password: 'not the password' })
+    const unknown = await c.post('/api/v1/auth/login', { email: 'nobody@example.com', password: 'not the password' })
+    expect(wrong.status).toBe(401)
+    expect(unknown.status).toBe(401)
+    expect(wrong.body).toEqual(unknown.body)
+    const failures = audits(h, 'auth.login_failed')
+    expect(failures).toHaveLength(2)
+    expect(failures.every((a) => a.clientIp === ip)).toBe(true)
+  })
+
+  test('a disabled account gets 403 with its status', async () => {
+    const h = harness()
+    await seedUser(h, 'off@example.com', { status: 'disabled' })
+    const r = await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'off@example.com', password: PASSWORD })
+    expect(r.status).toBe(403)
+    expect(r.body.account_status).toBe('disabled')
+  })
+
+  test('a successful login makes a new session each time, sets last_login_at and is audited', async () => {
+    const h = harness()
+    await seedUser(h, 'u@example.com')
+    const a = h.client({ ip: freshIp() })
+    const b = h.client({ ip: freshIp() })
+    const ra = await a.post('/api/v1/auth/login', { email: 'U@example.com', password: PASSWORD })
+    await b.post('/api/v1/auth/login', { email: 'u@example.com', password: PASSWORD })
+    expect(ra.status).toBe(200)
+    expect(ra.body.user.last_login_at).not.toBeNull()
+    expect(a.cookies.get('svc_session')).not.toBe(b.cookies.get('svc_session'))
+    expect(audits(h, 'auth.login')).toHaveLength(2)
+  })
+
+  test('sessions expire after SVC_SESSION_TTL_HOURS', async () => {
+    const h = harness({ SVC_SESSION_TTL_HOURS: '2' })
+    const u = await seedUser(h, 'ttl@example.com')
+    const c = sessionClient(h, u.id)
+    expect((await c.get('/api/v1/auth/me')).status).toBe(200)
+    h.clock.advance(2 * 3_600_000 + 1)
+    expect((await c.get('/api/v1/auth/me')).status).toBe(401)
+  })
+
+  test('logout revokes the session and clears the cookies', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'bye@example.com')
+    const c = sessionClient(h, u.id)
+    const token = c.cookies.get('svc_session')!
+    const r = await c.post('/api/v1/auth/logout')
+    expect(r.status).toBe(204)
+    expect(c.cookies.has('svc_session')).toBe(false)
+    const replay = h.client()
+    replay.cookies.set('svc_session', token)
+    expect((await replay.get('/api/v1/auth/me')).status).toBe(401)
+    expect(audits(h, 'auth.logout')).toHaveLength(1)
+  })
+})
+
+describe('rate limit and lockout', () => {
+  test('the 10th auth attempt per IP in a window passes, the 11th gets 429 with Retry-After; other IPs are unaffected', async () => {
+    const h = harness()
+    const ip = freshIp()
+    const c = h.client({ ip })
+    // Short passwords are refused after the limiter counts them, without hashing: a fast way to make attempts.
+    for (let i = 0; i < 10; i++) {
+      const r = await c.post('/api/v1/auth/register', { email: `r${i}@example.com`, password: 'short' })
+      expect(r.status).toBe(422)
+    }
+    const over = await c.post('/api/v1/auth/login', { email: 'x@example.com', password: 'short' })
+    expect(over.status).toBe(429)
+    expect(over.body.code).toBe('rate_limited')
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/register', { email: 'o@example.com', password: 'short' })).status).toBe(422)
+    h.clock.advance(60_000)
+    expect((await c.post('/api/v1/auth/register', { email: 'later@example.com', password: 'short' })).status).toBe(422)
+  })
+
+  test.each([
+    [0, ['203.0.113.1', '203.0.113.2', '203.0.113.3'], 'all from the socket'],
+    [1, ['6.6.6.1, 203.0.113.9', '6.6.6.2, 203.0.113.9', '6.6.6.3, 203.0.113.9'], 'same rightmost entry'],
+    [2, ['6.6.6.1, 203.0.113.9, 10.0.0.1', '6.6.6.2, 203.0.113.9, 10.0.0.2', '6.6.6.3, 203.0.113.9, 10.0.0.3'], 'same second-from-right'],
+  ])('with SVC_TRUSTED_PROXY_HOPS=%d a spoofed X-Forwarded-For does not escape the limit (%s)', async (hops, xffs) => {
+    const h = harness({ SVC_TRUSTED_PROXY_HOPS: String(hops), SVC_AUTH_RATE_MAX: '2' })
+    const statuses: number[] = []
+    for (const xff of xffs) {
+      const r = await h.client().post('/api/v1/auth/register', { email: 'a@example.com', password: 'short' }, { 'x-forwarded-for': xff })
+      statuses.push(r.status)
+    }
+    expect(statuses).toEqual([422, 422, 429])
+  })
+
+  test('the pair locks after N failures (N-th is 401, then 429 even with the right password) and unlocks after the lockout', async () => {
+    const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '3', SVC_LOGIN_LOCKOUT_SECONDS: '300' })
+    await seedUser(h, 'lock@example.com')
+    const c = h.client({ ip: freshIp() })
+    const bad = { email: 'lock@example.com', password: 'wrong password!' }
+    expect((await c.post('/api/v1/auth/login', bad)).status).toBe(401)
+    expect((await c.post('/api/v1/auth/login', bad)).status).toBe(401)
+    expect((await c.post('/api/v1/auth/login', bad)).status).toBe(401) // the N-th failure locks
+    const locked = await c.post('/api/v1/auth/login', { email: 'lock@example.com', password: PASSWORD })
+    expect(locked.status).toBe(429)
+    expect(locked.body.code).toBe('locked_out')
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0)
+    // Another address is not locked out of that account by the pair lock.
+    expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'lock@example.com', password: PASSWORD })).status).toBe(200)
+    expect(audits(h, 'auth.lockout')).toHaveLength(1)
+    h.clock.advance(300_000)
+    expect((await c.post('/api/v1/auth/login', { email: 'lock@example.com', password: PASSWORD })).status).toBe(200)
+  })
+
+  test('N-1 failures then a success clears the counter', async () => {
+    const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '3' })
+    await seedUser(h, 'clear@example.com')
+    const c = h.client({ ip: freshIp() })
+    const bad = { email: 'clear@example.com', password: 'wrong password!' }
+    await c.post('/api/v1/auth/login', bad)
+    await c.post('/api/v1/auth/login', bad)
+    expect((await c.post('/api/v1/auth/login', { email: 'clear@example.com', password: PASSWORD })).status).toBe(200)
+    await c.post('/api/v1/auth/login', bad)
+    await c.post('/api/v1/auth/login', bad)
+    expect((await c.post('/api/v1/auth/login', { email: 'clear@example.com', password: PASSWORD })).status).toBe(200)
+  })
+
+  test('the account locks after SVC_ACCOUNT_LOCKOUT_THRESHOLD failures from any addresses, and the lock survives a restart', async () => {
+    const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '10', SVC_ACCOUNT_LOCKOUT_THRESHOLD: '3', SVC_ACCOUNT_LOCKOUT_SECONDS: '900' })
+    await seedUser(h, 'acct@example.com')
+    for (let i = 0; i < 3; i++) {
+      expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'acct@example.com', password: 'wrong password!' })).status).toBe(401)
+    }
+    const fresh = await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'acct@example.com', password: PASSWORD })
+    expect(fresh.status).toBe(429)
+    // A new app on the same state file (a restart) still refuses.
+    const { createApp } = await import('../../src/http/app')
+    const restarted = createApp(h.ctx)
+    const res = await restarted.handle(
+      new Request('http://leader.test/api/v1/auth/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': freshIp() },
+        body: JSON.stringify({ email: 'acct@example.com', password: PASSWORD }),
+      }),
+    )
+    expect(res.status).toBe(429)
+    h.clock.advance(900_000)
+    expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'acct@example.com', password: PASSWORD })).status).toBe(200)
+  })
+})
+
+describe('CSRF', () => {
+  test('cookie-authenticated state changes need the X-CSRF-Token header matching the cookie', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'csrf@example.com')
+    const missing = sessionClient(h, u.id, { noCsrf: true })
+    const r1 = await missing.post('/api/v1/api-tokens', { name: 'x' })
+    expect(r1.status).toBe(403)
+    expect(r1.body.code).toBe('csrf_failed')
+    const wrong = sessionClient(h, u.id)
+    const r2 = await wrong.post('/api/v1/api-tokens', { name: 'x' }, { 'x-csrf-token': 'forged.value' })
+    expect(r2.status).toBe(403)
+    // A cookie the attacker planted (not signed by the deployment key) does not pass either.
+    const planted = sessionClient(h, u.id)
+    planted.cookies.set('svc_csrf', 'aaaa.bbbb')
+    expect((await planted.post('/api/v1/api-tokens', { name: 'x' })).body.code).toBe('csrf_failed')
+    const right = sessionClient(h, u.id)
+    expect((await right.post('/api/v1/api-tokens', { name: 'x' })).status).toBe(201)
+    // Safe methods need no header.
+    expect((await missing.get('/api/v1/auth/me')).status).toBe(200)
+  })
+
+  test('bearer-authenticated calls need no CSRF header', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'bearer@example.com')
+    const t = tokenClient(h, u.id)
+    expect((await t.delete(`/api/v1/api-tokens/${t.tokenId}`)).status).toBe(200)
+  })
+
+  test('SVC_REQUIRE_CSRF=0 turns the check off', async () => {
+    const h = harness({ SVC_REQUIRE_CSRF: '0' })
+    const u = await seedUser(h, 'nocsrf@example.com')
+    expect((await sessionClient(h, u.id, { noCsrf: true }).post('/api/v1/api-tokens', { name: 'x' })).status).toBe(201)
+  })
+})
+
+describe('password change and reset', () => {
+  test('changing the password needs the current one, revokes all other sessions and keeps this one', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'pw@example.com')
+    const here = sessionClient(h, u.id)
+    const elsewhere = sessionClient(h, u.id)
+    const wrong = await here.post('/api/v1/auth/password', { current_password: 'not it at all', new_password: 'a brand new password' })
+    expect(wrong.status).toBe(403)
+    expect(wrong.body.code).toBe('wrong_password')
+    const weak = await here.post('/api/v1/auth/password', { current_password: PASSWORD, new_password: 'short' })
+    expect(weak.status).toBe(422)
+    const ok = await here.post('/api/v1/auth/password', { current_password: PASSWORD, new_password: 'a brand new password' })
+    expect(ok.status).toBe(204)
+    expect((await here.get('/api/v1/auth/me')).status).toBe(200)
+    expect((await elsewhere.get('/api/v1/auth/me')).status).toBe(401)
+    const login = await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'pw@example.com', password: 'a brand new password' })
+    expect(login.status).toBe(200)
+    expect(audits(h, 'auth.password_change')).toHaveLength(1)
+  })
+
+  test('an API token cannot change the password (session-only action)', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'tok@example.com')
+    const r = await tokenClient(h, u.id).post('/api/v1/auth/password', { current_password: PASSWORD, new_password: 'a brand new password' })
+    expect(r.status).toBe(403)
+    expect(r.body.code).toBe('session_required')
+  })
+
+  test('a reset link sets a new password once, revokes every session, and expires after 24 h', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'reset@example.com')
+    const s = sessionClient(h, u.id)
+    const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
+    const c = h.client({ ip: freshIp() })
+    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'short' })).status).toBe(422)
+    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(204)
+    expect((await s.get('/api/v1/auth/me')).status).toBe(401)
+    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'another reset password' })).body.code).toBe('invalid_token')
+    expect((await c.post('/api/v1/auth/login', { email: 'reset@example.com', password: 'the reset password' })).status).toBe(200)
+    const late = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
+    h.clock.advance(DAY_MS)
+    expect((await c.post('/api/v1/auth/reset-password', { token: late, new_password: 'too late password' })).status).toBe(400)
+  })
+})
+
+describe('API tokens', () => {
+  test('minted once with the secret, listed without it, usable as a bearer, last_used_at kept', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'pat@example.com')
+    const s = sessionClient(h, u.id)
+    const minted = await s.post('/api/v1/api-tokens', { name: 'ci', expires_in_days: 30 })
+    expect(minted.status).toBe(201)
+    expect(minted.body.token).toStartWith('svc_pat_')
+    expect(minted.body).toMatchObject({ name: 'ci', user_id: u.id, revoked_at: null, last_used_at: null })
+    expect(minted.body.expires_at).not.toBeNull()
+    const list = await s.get('/api/v1/api-tokens')
+    expect(list.body.items).toHaveLength(1)
+    expect(JSON.stringify(list.body)).not.toContain(minted.body.token)
+    const bearer = h.client({ bearer: minted.body.token })
+    const me = await bearer.get('/api/v1/auth/me')
+    expect(me.body.id).toBe(u.id)
+    expect((await s.get('/api/v1/api-tokens')).body.items[0].last_used_at).not.toBeNull()
+    // A token cannot mint more tokens.
+    expect((await bearer.post('/api/v1/api-tokens', { name: 'more' })).body.code).toBe('session_required')
+  })
+
+  test('plain users see and revoke only their own tokens; admins see all', async () => {
+    const h = harness()
+    const alice = await seedUser(h, 'alice@example.com')
+    const bob = await seedUser(h, 'bob@example.com')
+    const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+    const ta = tokenClient(h, alice.id)
+    const tb = tokenClient(h, bob.id)
+    expect((await ta.get('/api/v1/api-tokens')).body.items.map((t: { user_id: string }) => t.user_id)).toEqual([alice.id])
+    expect((await ta.delete(`/api/v1/api-tokens/${tb.tokenId}`)).status).toBe(404)
+    expect((await tb.get('/api/v1/auth/me')).status).toBe(200)
+    const adminList = await sessionClient(h, admin.id).get('/api/v1/api-tokens')
+    expect(adminList.body.items).toHaveLength(2)
+    expect((await sessionClient(h, admin.id).delete(`/api/v1/api-tokens/${tb.tokenId}`)).status).toBe(200)
+    expect((await tb.get('/api/v1/auth/me')).status).toBe(401)
+  })
+
+  test('expired tokens and tokens of disabled users stop working', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'exp@example.com')
+    const s = sessionClient(h, u.id)
+    const minted = await s.post('/api/v1/api-tokens', { name: 'short', expires_in_days: 1 })
+    const bearer = h.client({ bearer: minted.body.token })
+    expect((await bearer.get('/api/v1/auth/me')).status).toBe(200)
+    h.clock.advance(DAY_MS)
+    expect((await bearer.get('/api/v1/auth/me')).status).toBe(401)
+    const other = tokenClient(h, u.id)
+    h.ctx.db.update(users).set({ status: 'disabled' }).where(eq(users.id, u.id)).run()
+    expect((await other.get('/api/v1/auth/me')).status).toBe(401)
+  })
+})
+
+describe('operator auth switched off', () => {
+  test('a wrong credential is still refused', async () => {
+    const h = harness({ SVC_REQUIRE_OPERATOR_AUTH: '0' })
+    const r = await h.client({ bearer: 'svc_pat_garbage' }).get('/api/v1/api-tokens')
+    expect(r.status).toBe(401)
+  })
+})
