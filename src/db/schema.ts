@@ -1,6 +1,6 @@
 // The state file's tables. Times are Unix milliseconds; ids are UUIDv7 strings.
 // Only SHA-256 digests of tokens are stored (never the token itself).
-import { sqliteTable, text, integer, index, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { sqliteTable, text, integer, real, index, uniqueIndex, primaryKey } from 'drizzle-orm/sqlite-core'
 
 export const users = sqliteTable(
   'users',
@@ -115,4 +115,132 @@ export const mailOutbox = sqliteTable(
     sentAt: integer('sent_at'),
   },
   (t) => [index('mail_outbox_due_idx').on(t.status, t.nextAttemptAt)],
+)
+
+/** Plans: per-role quotas, read on every check so an edit applies without a restart. NULL = unlimited. */
+export const roleLimits = sqliteTable('role_limits', {
+  role: text('role').primaryKey(),
+  maxPools: integer('max_pools'),
+  maxNodesPerPool: integer('max_nodes_per_pool'),
+  allowedVisibilities: text('allowed_visibilities').notNull(), // comma-separated: 'private' or 'public,private'
+})
+
+export const pools = sqliteTable(
+  'pools',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    slug: text('slug').notNull(),
+    description: text('description').notNull(),
+    visibility: text('visibility', { enum: ['public', 'private'] }).notNull(),
+    nodeLimit: integer('node_limit'),
+    openJoin: integer('open_join', { mode: 'boolean' }).notNull(),
+    // NULL only for the deployment's default pool, which no person owns.
+    ownerUserId: text('owner_user_id').references(() => users.id, { onDelete: 'restrict' }),
+    isDefault: integer('is_default', { mode: 'boolean' }).notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('pools_slug_uq').on(t.slug), index('pools_owner_idx').on(t.ownerUserId), index('pools_visibility_idx').on(t.visibility)],
+)
+
+export const poolMembers = sqliteTable(
+  'pool_members',
+  {
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: ['owner', 'member'] }).notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.poolId, t.userId] }), index('pool_members_user_idx').on(t.userId)],
+)
+
+export const poolInvites = sqliteTable(
+  'pool_invites',
+  {
+    id: text('id').primaryKey(),
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(), // lower-cased
+    invitedBy: text('invited_by'),
+    status: text('status', { enum: ['pending', 'accepted'] }).notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('pool_invites_email_idx').on(t.email), index('pool_invites_pool_idx').on(t.poolId)],
+)
+
+export const joinRequests = sqliteTable(
+  'join_requests',
+  {
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    status: text('status', { enum: ['pending', 'approved'] }).notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.poolId, t.userId] })],
+)
+
+/** A machine registered with the leader. Its latest telemetry lives here, written in batches. */
+export const fellows = sqliteTable(
+  'fellows',
+  {
+    id: text('id').primaryKey(),
+    hostname: text('hostname').notNull(),
+    tokenHash: text('token_hash').notNull(),
+    state: text('state', { enum: ['active', 'released'] }).notNull(),
+    registeredAt: integer('registered_at').notNull(),
+    lastSeenAt: integer('last_seen_at'),
+    status: text('status'),
+    step: integer('step'),
+    loss: real('loss'),
+    bytesSent: integer('bytes_sent'),
+    bytesReceived: integer('bytes_received'),
+    hardware: text('hardware'), // JSON, the heartbeat's hardware object
+    address: text('address'), // where neighbours reach its p2p ports
+    agentVersion: text('agent_version'),
+  },
+  (t) => [uniqueIndex('fellows_token_uq').on(t.tokenHash)],
+)
+
+/** The pool a fellow belongs to, and the member whose join token admitted it (never from a request body). */
+export const poolNodes = sqliteTable(
+  'pool_nodes',
+  {
+    fellowId: text('fellow_id')
+      .primaryKey()
+      .references(() => fellows.id, { onDelete: 'cascade' }),
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    ownerUserId: text('owner_user_id').references(() => users.id, { onDelete: 'set null' }),
+    joinSessionId: text('join_session_id'),
+    attachedAt: integer('attached_at').notNull(),
+  },
+  (t) => [index('pool_nodes_pool_idx').on(t.poolId), index('pool_nodes_owner_idx').on(t.ownerUserId)],
+)
+
+export const joinSessions = sqliteTable(
+  'join_sessions',
+  {
+    id: text('id').primaryKey(),
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    createdBy: text('created_by').references(() => users.id, { onDelete: 'cascade' }),
+    tokenHash: text('token_hash').notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    revokedAt: integer('revoked_at'),
+  },
+  (t) => [uniqueIndex('join_sessions_token_uq').on(t.tokenHash), index('join_sessions_pool_idx').on(t.poolId)],
 )

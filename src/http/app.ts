@@ -7,6 +7,9 @@ import { AppError } from '../errors'
 import { TOKEN_PREFIX } from '../crypto'
 import { healthRoutes } from '../health/routes'
 import { accountRoutes } from '../accounts/routes'
+import { poolRoutes } from '../pools/routes'
+import { requireMember } from '../pools/service'
+import type { PoolTelemetry } from '../pools/telemetry'
 import { Accounts } from '../accounts/service'
 import { resolveSession } from '../accounts/sessions'
 import { resolveApiToken } from '../accounts/api-tokens'
@@ -14,10 +17,15 @@ import type { Ctx } from '../context'
 
 export interface Services {
   accounts: Accounts
+  poolTelemetry: PoolTelemetry
 }
 
 export function createServices(ctx: Ctx): Services {
-  return { accounts: new Accounts(ctx) }
+  const empty = (actor: Parameters<PoolTelemetry['metrics']>[0], poolId: string) => {
+    requireMember(ctx.db, actor, poolId)
+    return { items: [] }
+  }
+  return { accounts: new Accounts(ctx), poolTelemetry: { metrics: empty, events: empty, history: empty } }
 }
 
 function cookieValue(header: string | null, name: string): string | undefined {
@@ -55,6 +63,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(base)
     .use(healthRoutes(base, ctx))
     .use(accountRoutes(base, ctx, services.accounts))
+    .use(poolRoutes(base, ctx, { telemetry: services.poolTelemetry }))
   index.load(app.routes)
   return app
 }

@@ -8,6 +8,7 @@ export type CallerKind =
   | 'revoked_token'
   | 'user_session'
   | 'user_token'
+  | 'other_pool_member'
   | 'admin_session'
   | 'admin_token'
   | 'own_node'
@@ -21,7 +22,7 @@ const DENIED_CODES = new Set(['unauthorized', 'forbidden', 'session_required', '
 /** What a caller must get from a route of class `cls` with every enforcement flag on. */
 export function expected(cls: PolicyClass, who: CallerKind): Expect {
   const bad = who === 'none' || who === 'garbage_bearer' || who === 'garbage_cookie' || who === 'revoked_token' || who === 'revoked_node'
-  const user = who === 'user_session' || who === 'user_token' || who === 'admin_session' || who === 'admin_token'
+  const user = who === 'user_session' || who === 'user_token' || who === 'other_pool_member' || who === 'admin_session' || who === 'admin_token'
   const node = who === 'own_node' || who === 'foreign_node'
   switch (cls) {
     case 'public':
@@ -36,7 +37,7 @@ export function expected(cls: PolicyClass, who: CallerKind): Expect {
       return who === 'user_token' || who === 'admin_token' ? 'allowed' : 403
     case 'session':
       if (bad) return 401
-      return who === 'user_session' || who === 'admin_session' ? 'allowed' : 403
+      return who === 'user_session' || who === 'other_pool_member' || who === 'admin_session' ? 'allowed' : 403
     case 'operator':
       if (bad) return 401
       return node ? 403 : 'allowed'

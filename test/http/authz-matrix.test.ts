@@ -8,6 +8,8 @@ afterAll(() => h.close())
 
 const user = await seedUser(h, 'matrix-user@example.com')
 const admin = await seedUser(h, 'matrix-admin@example.com', { role: 'admin' })
+const otherMember = await seedUser(h, 'matrix-other@example.com')
+await sessionClient(h, otherMember.id).post('/api/v1/pools', { name: 'Other pool' })
 const revoked = tokenClient(h, user.id)
 await revoked.delete(`/api/v1/api-tokens/${revoked.tokenId}`)
 
@@ -29,6 +31,8 @@ function callerFor(kind: CallerKind): Client {
       return sessionClient(h, user.id)
     case 'user_token':
       return tokenClient(h, user.id)
+    case 'other_pool_member':
+      return sessionClient(h, otherMember.id)
     case 'admin_session':
       return sessionClient(h, admin.id)
     case 'admin_token':
@@ -38,7 +42,7 @@ function callerFor(kind: CallerKind): Client {
   }
 }
 
-const KINDS: CallerKind[] = ['none', 'garbage_bearer', 'garbage_cookie', 'revoked_token', 'user_session', 'user_token', 'admin_session', 'admin_token']
+const KINDS: CallerKind[] = ['none', 'garbage_bearer', 'garbage_cookie', 'revoked_token', 'user_session', 'user_token', 'other_pool_member', 'admin_session', 'admin_token']
 const routes = h.app.routes
   .filter((r) => r.method !== 'WS')
   .map((r) => ({ method: r.method, path: r.path, cls: r.hooks?.detail?.['x-policy'] as PolicyClass }))

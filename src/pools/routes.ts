@@ -1,0 +1,159 @@
+// HTTP surface of pools: the admin surface /api/v1/admin/pools and the user surface /api/v1/pools.
+import { Elysia } from 'elysia'
+import { asUser } from '../accounts/routes'
+import type { AppBase } from '../http/base'
+import type { Caller } from '../http/policy'
+import type { Ctx } from '../context'
+import { createPool, deletePool, getVisiblePool, listPools, listRoleLimits, updatePool, updateRoleLimits, userLimits, type Actor } from './service'
+import { acceptInvite, approveJoinRequest, inviteToPool, joinPool, listJoinRequests, listMembers, myInvites, removeMember } from './membership'
+import type { PoolTelemetry } from './telemetry'
+import * as M from './model'
+import { t } from 'elysia'
+
+export function actorOf(caller: Caller, clientIp: string): Actor {
+  const u = asUser(caller)
+  return { userId: u.userId, role: u.role, clientIp }
+}
+
+export interface PoolRouteDeps {
+  /** Fills in the per-node telemetry routes (the Fellows feature); empty until fellows exist. */
+  telemetry: PoolTelemetry
+  /** Told which fellows a forced delete detached, so it can stop them. */
+  onDetached?: (fellowIds: string[]) => void
+}
+
+export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
+  const del = (actor: Actor, id: string, force: boolean) => {
+    const r = deletePool(ctx, actor, id, force)
+    if (r.fellowIds.length > 0) deps.onDetached?.(r.fellowIds)
+    return { deleted: true as const, detached_nodes: r.detached }
+  }
+  return (
+    new Elysia({ name: 'pools' })
+      .use(base)
+      // Admin surface.
+      .get('/api/v1/admin/pools', ({ caller, clientIp }) => ({ items: listPools(ctx.db, actorOf(caller, clientIp)) }), {
+        policy: 'admin',
+        response: { 200: M.PoolList },
+      })
+      .post(
+        '/api/v1/admin/pools',
+        ({ caller, clientIp, body, set }) => {
+          set.status = 201
+          return createPool(ctx, actorOf(caller, clientIp), body, { adminSurface: true })
+        },
+        { policy: 'admin', body: M.CreatePoolBody, response: { 201: M.Pool } },
+      )
+      .get('/api/v1/admin/pools/:id', ({ caller, clientIp, params }) => getVisiblePool(ctx.db, actorOf(caller, clientIp), params.id), {
+        policy: 'admin',
+        params: M.PoolParams,
+        response: { 200: M.Pool },
+      })
+      .patch('/api/v1/admin/pools/:id', ({ caller, clientIp, params, body }) => updatePool(ctx, actorOf(caller, clientIp), params.id, body), {
+        policy: 'admin',
+        params: M.PoolParams,
+        body: M.UpdatePoolBody,
+        response: { 200: M.Pool },
+      })
+      .delete('/api/v1/admin/pools/:id', ({ caller, clientIp, params, query }) => del(actorOf(caller, clientIp), params.id, query.force === 'true'), {
+        policy: 'admin',
+        params: M.PoolParams,
+        query: M.DeleteQuery,
+        response: { 200: M.DeleteResult },
+      })
+      .get('/api/v1/admin/role-limits', () => ({ items: listRoleLimits(ctx.db) }), { policy: 'admin', response: { 200: M.RoleLimitsList } })
+      .patch(
+        '/api/v1/admin/role-limits/:role',
+        ({ caller, clientIp, params, body }) => updateRoleLimits(ctx, actorOf(caller, clientIp), params.role, body),
+        { policy: 'admin', params: t.Object({ role: t.String({ maxLength: 32 }) }), body: M.RoleLimitsPatch },
+      )
+      // User surface, held to the caller's plan.
+      .get('/api/v1/pools', ({ caller, clientIp, query }) => ({ items: listPools(ctx.db, actorOf(caller, clientIp), { mine: query.mine === 'true' }) }), {
+        policy: 'operator',
+        query: t.Object({ mine: t.Optional(t.Union([t.Literal('true'), t.Literal('false')])) }, { additionalProperties: false }),
+        response: { 200: M.PoolList },
+      })
+      .post(
+        '/api/v1/pools',
+        ({ caller, clientIp, body, set }) => {
+          set.status = 201
+          return createPool(ctx, actorOf(caller, clientIp), body)
+        },
+        { policy: 'operator', body: M.CreatePoolBody, response: { 201: M.Pool } },
+      )
+      .get('/api/v1/pools/limits', ({ caller, clientIp }) => userLimits(ctx.db, actorOf(caller, clientIp)), { policy: 'operator', response: { 200: M.Limits } })
+      .get('/api/v1/pools/invites/mine', ({ caller, clientIp }) => ({ items: myInvites(ctx.db, ctx.clock.now(), actorOf(caller, clientIp).userId) }), {
+        policy: 'operator',
+        response: { 200: M.InviteList },
+      })
+      .post('/api/v1/pools/invites/:invite_id/accept', ({ caller, clientIp, params }) => acceptInvite(ctx, actorOf(caller, clientIp), params.invite_id), {
+        policy: 'operator',
+        params: M.InviteParams,
+        response: { 200: M.Invite },
+      })
+      .get('/api/v1/pools/:id', ({ caller, clientIp, params }) => getVisiblePool(ctx.db, actorOf(caller, clientIp), params.id), {
+        policy: 'operator',
+        params: M.PoolParams,
+        response: { 200: M.Pool },
+      })
+      .patch('/api/v1/pools/:id', ({ caller, clientIp, params, body }) => updatePool(ctx, actorOf(caller, clientIp), params.id, body), {
+        policy: 'operator',
+        params: M.PoolParams,
+        body: M.UpdatePoolBody,
+        response: { 200: M.Pool },
+      })
+      .delete('/api/v1/pools/:id', ({ caller, clientIp, params, query }) => del(actorOf(caller, clientIp), params.id, query.force === 'true'), {
+        policy: 'operator',
+        params: M.PoolParams,
+        query: M.DeleteQuery,
+        response: { 200: M.DeleteResult },
+      })
+      .post(
+        '/api/v1/pools/:id/invites',
+        ({ caller, clientIp, params, body, set }) => {
+          const { invite, created } = inviteToPool(ctx, actorOf(caller, clientIp), params.id, body.email)
+          set.status = created ? 201 : 200
+          return invite
+        },
+        { policy: 'operator', params: M.PoolParams, body: M.InviteBody, response: { 200: M.Invite, 201: M.Invite } },
+      )
+      .post('/api/v1/pools/:id/join', ({ caller, clientIp, params, set }) => {
+        const r = joinPool(ctx, actorOf(caller, clientIp), params.id)
+        set.status = r.status === 'pending' ? 202 : 200
+        return r
+      }, { policy: 'operator', params: M.PoolParams, response: { 200: M.JoinResult, 202: M.JoinResult } })
+      .get('/api/v1/pools/:id/join-requests', ({ caller, clientIp, params }) => ({ items: listJoinRequests(ctx.db, actorOf(caller, clientIp), params.id) }), {
+        policy: 'operator',
+        params: M.PoolParams,
+        response: { 200: M.JoinRequestList },
+      })
+      .post(
+        '/api/v1/pools/:id/join-requests/:user_id/approve',
+        ({ caller, clientIp, params }) => approveJoinRequest(ctx, actorOf(caller, clientIp), params.id, params.user_id),
+        { policy: 'operator', params: M.PoolUserParams, response: { 200: t.Object({ status: t.Literal('joined') }) } },
+      )
+      .get('/api/v1/pools/:id/members', ({ caller, clientIp, params }) => ({ items: listMembers(ctx.db, actorOf(caller, clientIp), params.id) }), {
+        policy: 'operator',
+        params: M.PoolParams,
+        response: { 200: M.MemberList },
+      })
+      .delete('/api/v1/pools/:id/members/:user_id', ({ caller, clientIp, params, set }) => {
+        removeMember(ctx, actorOf(caller, clientIp), params.id, params.user_id)
+        set.status = 204
+      }, { policy: 'operator', params: M.PoolUserParams })
+      // Per-node telemetry: membership required, not just visibility.
+      .get('/api/v1/pools/:id/metrics', ({ caller, clientIp, params }) => deps.telemetry.metrics(actorOf(caller, clientIp), params.id), {
+        policy: 'operator',
+        params: M.PoolParams,
+      })
+      .get('/api/v1/pools/:id/events', ({ caller, clientIp, params, query }) => deps.telemetry.events(actorOf(caller, clientIp), params.id, query.limit ?? 100), {
+        policy: 'operator',
+        params: M.PoolParams,
+        query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })) }, { additionalProperties: false }),
+      })
+      .get('/api/v1/pools/:id/metrics/history', ({ caller, clientIp, params }) => deps.telemetry.history(actorOf(caller, clientIp), params.id), {
+        policy: 'operator',
+        params: M.PoolParams,
+      })
+  )
+}

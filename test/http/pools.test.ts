@@ -1,0 +1,303 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
+import { fellows, mailOutbox, poolMembers, poolNodes, pools, roleLimits } from '../../src/db/schema'
+import { ensureDefaultPool } from '../../src/pools/service'
+import { newId } from '../../src/crypto'
+import { DAY_MS } from '../../src/time'
+
+const all: Harness[] = []
+function harness(opts: { mailEnabled?: boolean } = {}) {
+  const h = makeHarness({}, opts)
+  all.push(h)
+  return h
+}
+afterAll(() => all.forEach((h) => h.close()))
+
+async function setup(opts: { mailEnabled?: boolean } = {}) {
+  const h = harness(opts)
+  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+  const alice = await seedUser(h, 'alice@example.com')
+  const bob = await seedUser(h, 'bob@example.com')
+  return { h, admin, alice, bob, A: sessionClient(h, admin.id), a: sessionClient(h, alice.id), b: sessionClient(h, bob.id) }
+}
+
+function attachNode(h: Harness, poolId: string): string {
+  const id = newId()
+  h.ctx.db.insert(fellows).values({ id, hostname: 'gpu-box', tokenHash: `h-${id}`, state: 'active', registeredAt: h.clock.now() }).run()
+  h.ctx.db.insert(poolNodes).values({ fellowId: id, poolId, attachedAt: h.clock.now() }).run()
+  return id
+}
+
+const PLAN = 'Your plan allows 1 pool(s) with up to 2 node(s) each.'
+
+describe('plans and quota', () => {
+  test('the seeded plans: a user gets 1 private pool with 2 nodes, an admin is unlimited', async () => {
+    const { A, a } = await setup()
+    expect((await a.get('/api/v1/pools/limits')).body).toEqual({
+      role: 'user',
+      max_pools: 1,
+      max_nodes_per_pool: 2,
+      allowed_visibilities: ['private'],
+      pools_owned: 0,
+      plan: PLAN,
+    })
+    const admin = (await A.get('/api/v1/pools/limits')).body
+    expect(admin).toMatchObject({ max_pools: null, max_nodes_per_pool: null, allowed_visibilities: ['public', 'private'] })
+    expect(admin.plan).toBe('Your plan allows unlimited pool(s) with up to unlimited node(s) each.')
+  })
+
+  test('a user creates one private pool (owner, node limit snapshotted); the second is refused with the plan sentence', async () => {
+    const { a, alice } = await setup()
+    const r = await a.post('/api/v1/pools', { name: 'Alice Lab', description: 'GPUs in the basement' })
+    expect(r.status).toBe(201)
+    expect(r.body).toMatchObject({ name: 'Alice Lab', slug: 'alice-lab', visibility: 'private', node_limit: 2, open_join: false, owner_user_id: alice.id, my_role: 'owner', member_count: 1, node_count: 0 })
+    const second = await a.post('/api/v1/pools', { name: 'Another' })
+    expect(second.status).toBe(403)
+    expect(second.body.code).toBe('quota_exceeded')
+    expect(second.body.detail).toBe(PLAN)
+  })
+
+  test('a user cannot create a public pool or choose a node limit', async () => {
+    const { a } = await setup()
+    const pub = await a.post('/api/v1/pools', { name: 'Open', visibility: 'public' })
+    expect(pub.status).toBe(403)
+    expect(pub.body.detail).toStartWith(PLAN)
+    expect((await a.post('/api/v1/pools', { name: 'Big', node_limit: 100 })).status).toBe(422)
+  })
+
+  test('role_limits are data: an edit applies at once, and existing pools keep their snapshot', async () => {
+    const { h, a } = await setup()
+    const first = await a.post('/api/v1/pools', { name: 'One' })
+    h.ctx.db.update(roleLimits).set({ maxPools: 2, maxNodesPerPool: 5 }).where(eq(roleLimits.role, 'user')).run()
+    const second = await a.post('/api/v1/pools', { name: 'Two' })
+    expect(second.status).toBe(201)
+    expect(second.body.node_limit).toBe(5)
+    expect((await a.get(`/api/v1/pools/${first.body.id}`)).body.node_limit).toBe(2)
+    expect((await a.get('/api/v1/pools/limits')).body.plan).toBe('Your plan allows 2 pool(s) with up to 5 node(s) each.')
+  })
+
+  test('admins edit plans through the API', async () => {
+    const { A, a } = await setup()
+    const r = await A.patch('/api/v1/admin/role-limits/user', { max_pools: 3 })
+    expect(r.status).toBe(200)
+    expect(r.body.max_pools).toBe(3)
+    expect((await a.patch('/api/v1/admin/role-limits/user', { max_pools: 99 })).status).toBe(403)
+    expect((await A.patch('/api/v1/admin/role-limits/nobody', { max_pools: 1 })).status).toBe(404)
+  })
+
+  test('two concurrent creations by a plain user do not both pass the 1-pool limit', async () => {
+    const { h, alice } = await setup()
+    const c = tokenClient(h, alice.id)
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => c.post('/api/v1/pools', { name: `Race ${i}` })))
+    expect(results.map((r) => r.status).sort()).toEqual([201, 403, 403, 403, 403, 403, 403, 403])
+    expect(h.ctx.db.select().from(pools).where(eq(pools.ownerUserId, alice.id)).all()).toHaveLength(1)
+  })
+})
+
+describe('pools: slugs, visibility and edits', () => {
+  test('slugs are generated, unique, URL-safe, and fixed after creation', async () => {
+    const { A } = await setup()
+    const p1 = await A.post('/api/v1/admin/pools', { name: 'Ünïcode  Pool!!', visibility: 'public' })
+    const p2 = await A.post('/api/v1/admin/pools', { name: 'Unicode Pool', visibility: 'public' })
+    expect(p1.body.slug).toBe('unicode-pool')
+    expect(p2.body.slug).toBe('unicode-pool-2')
+    const taken = await A.post('/api/v1/admin/pools', { name: 'x', slug: 'unicode-pool' })
+    expect(taken.status).toBe(409)
+    expect(taken.body.code).toBe('slug_taken')
+    expect((await A.post('/api/v1/admin/pools', { name: 'x', slug: 'Not OK' })).status).toBe(422)
+    const patch = await A.patch(`/api/v1/admin/pools/${p1.body.id}`, { slug: 'new-slug' })
+    expect(patch.status).toBe(422)
+  })
+
+  test('public pools are listed to everyone; private ones only to members and admins (others get 404)', async () => {
+    const { A, a, b } = await setup()
+    const pub = await A.post('/api/v1/admin/pools', { name: 'Public', visibility: 'public' })
+    const priv = await a.post('/api/v1/pools', { name: 'Private' })
+    const bobSees = (await b.get('/api/v1/pools')).body.items.map((p: { name: string }) => p.name)
+    expect(bobSees).toEqual(['Public'])
+    expect((await b.get(`/api/v1/pools/${priv.body.id}`)).status).toBe(404)
+    expect((await b.get(`/api/v1/pools/${pub.body.id}`)).body.my_role).toBeNull()
+    const adminSees = (await A.get('/api/v1/admin/pools')).body.items.map((p: { name: string }) => p.name)
+    expect(adminSees).toEqual(['Public', 'Private'])
+    expect((await a.get('/api/v1/pools')).body.items.find((p: { id: string }) => p.id === priv.body.id).my_role).toBe('owner')
+    expect((await a.get('/api/v1/pools?mine=true')).body.items).toHaveLength(1)
+  })
+
+  test('the owner edits name, description and open-join; only an admin changes the node limit', async () => {
+    const { A, a, b } = await setup()
+    const p = await a.post('/api/v1/pools', { name: 'Mine' })
+    const r = await a.patch(`/api/v1/pools/${p.body.id}`, { name: 'Renamed', description: 'new' })
+    expect(r.body).toMatchObject({ name: 'Renamed', description: 'new', slug: 'mine' })
+    expect((await a.patch(`/api/v1/pools/${p.body.id}`, { node_limit: 50 })).status).toBe(403)
+    expect((await a.patch(`/api/v1/pools/${p.body.id}`, { visibility: 'public' })).body.code).toBe('quota_exceeded')
+    expect((await b.patch(`/api/v1/pools/${p.body.id}`, { name: 'hijack' })).status).toBe(404)
+    expect((await A.patch(`/api/v1/admin/pools/${p.body.id}`, { node_limit: null })).body.node_limit).toBeNull()
+    expect((await a.patch(`/api/v1/pools/${p.body.id}`, {})).status).toBe(422)
+  })
+})
+
+describe('pool deletion', () => {
+  test('refused with 409 while nodes are attached; force=true detaches them in one go', async () => {
+    const { h, A, a } = await setup()
+    const p = await a.post('/api/v1/pools', { name: 'Busy' })
+    const fellowId = attachNode(h, p.body.id)
+    const refused = await a.delete(`/api/v1/pools/${p.body.id}`)
+    expect(refused.status).toBe(409)
+    expect(refused.body.code).toBe('pool_has_nodes')
+    expect((await a.get(`/api/v1/pools/${p.body.id}`)).status).toBe(200)
+    const admin = await A.delete(`/api/v1/admin/pools/${p.body.id}`)
+    expect(admin.status).toBe(409)
+    const forced = await A.delete(`/api/v1/admin/pools/${p.body.id}?force=true`)
+    expect(forced.body).toEqual({ deleted: true, detached_nodes: 1 })
+    expect(h.ctx.db.select().from(poolNodes).all()).toHaveLength(0)
+    expect(h.ctx.db.select().from(fellows).where(eq(fellows.id, fellowId)).get()).toBeDefined()
+    expect(h.ctx.db.select().from(poolMembers).where(eq(poolMembers.poolId, p.body.id)).all()).toHaveLength(0)
+  })
+
+  test('a member who is not the owner cannot delete; an empty pool deletes without force', async () => {
+    const { A, a, b, bob } = await setup()
+    const p = await A.post('/api/v1/admin/pools', { name: 'Team', visibility: 'public', open_join: true })
+    await b.post(`/api/v1/pools/${p.body.id}/join`)
+    expect((await b.delete(`/api/v1/pools/${p.body.id}`)).status).toBe(403)
+    expect((await a.delete(`/api/v1/pools/${p.body.id}`)).status).toBe(403)
+    expect((await A.delete(`/api/v1/pools/${p.body.id}`)).status).toBe(200)
+    expect(bob.id).toBeTruthy()
+  })
+})
+
+describe('invites', () => {
+  test('owner invites by email; the invitee sees it and accepts (email matched case-insensitively)', async () => {
+    const { h, a, bob } = await setup({ mailEnabled: true })
+    const p = await a.post('/api/v1/pools', { name: 'Invite Only' })
+    const inv = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'BOB@example.com' })
+    expect(inv.status).toBe(201)
+    expect(inv.body).toMatchObject({ pool_id: p.body.id, email: 'bob@example.com', status: 'pending', pool_name: 'Invite Only' })
+    expect(h.ctx.db.select().from(mailOutbox).all().map((m) => m.template)).toEqual(['pool-invite'])
+    const b = sessionClient(h, bob.id)
+    const mine = await b.get('/api/v1/pools/invites/mine')
+    expect(mine.body.items.map((i: { id: string }) => i.id)).toEqual([inv.body.id])
+    const acc = await b.post(`/api/v1/pools/invites/${inv.body.id}/accept`)
+    expect(acc.status).toBe(200)
+    expect((await b.get(`/api/v1/pools/${p.body.id}`)).body.my_role).toBe('member')
+    expect((await b.get('/api/v1/pools/invites/mine')).body.items).toEqual([])
+    expect((await b.post(`/api/v1/pools/invites/${inv.body.id}/accept`)).status).toBe(404)
+  })
+
+  test('accepting with a different email is refused (403 invite_email_mismatch)', async () => {
+    const { h, a } = await setup()
+    const carol = await seedUser(h, 'carol@example.com')
+    const p = await a.post('/api/v1/pools', { name: 'P' })
+    const inv = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    const r = await sessionClient(h, carol.id).post(`/api/v1/pools/invites/${inv.body.id}/accept`)
+    expect(r.status).toBe(403)
+    expect(r.body.code).toBe('invite_email_mismatch')
+  })
+
+  test('re-inviting refreshes the pending invite; it expires after 7 days', async () => {
+    const { h, a, b } = await setup()
+    const p = await a.post('/api/v1/pools', { name: 'P' })
+    const first = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    h.clock.advance(6 * DAY_MS)
+    const again = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    expect(again.status).toBe(200)
+    expect(again.body.id).toBe(first.body.id)
+    expect(Date.parse(again.body.expires_at)).toBe(h.clock.now() + 7 * DAY_MS)
+    h.clock.advance(7 * DAY_MS)
+    expect((await b.get('/api/v1/pools/invites/mine')).body.items).toEqual([])
+    const late = await b.post(`/api/v1/pools/invites/${first.body.id}/accept`)
+    expect(late.status).toBe(410)
+  })
+
+  test('only the owner or an admin may invite; inviting an existing member is a conflict', async () => {
+    const { A, a, b } = await setup()
+    const p = await A.post('/api/v1/admin/pools', { name: 'Pub', visibility: 'public', open_join: true })
+    await b.post(`/api/v1/pools/${p.body.id}/join`)
+    expect((await b.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'x@example.com' })).status).toBe(403)
+    const priv = await a.post('/api/v1/pools', { name: 'Priv' })
+    expect((await b.post(`/api/v1/pools/${priv.body.id}/invites`, { email: 'x@example.com' })).status).toBe(404)
+    expect((await A.post(`/api/v1/pools/${priv.body.id}/invites`, { email: 'x@example.com' })).status).toBe(201)
+    expect((await A.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })).status).toBe(409)
+  })
+})
+
+describe('join requests and membership', () => {
+  test('public + open join joins at once; public without it files a request the owner approves; private is 404', async () => {
+    const { A, a, b, bob } = await setup()
+    const open = await A.post('/api/v1/admin/pools', { name: 'Open', visibility: 'public', open_join: true })
+    const closed = await A.post('/api/v1/admin/pools', { name: 'Closed', visibility: 'public' })
+    const priv = await a.post('/api/v1/pools', { name: 'Priv' })
+    expect((await b.post(`/api/v1/pools/${open.body.id}/join`)).body).toEqual({ status: 'joined' })
+    expect((await b.post(`/api/v1/pools/${open.body.id}/join`)).body).toEqual({ status: 'member' })
+    const req = await b.post(`/api/v1/pools/${closed.body.id}/join`)
+    expect(req.status).toBe(202)
+    expect(req.body).toEqual({ status: 'pending' })
+    expect((await b.post(`/api/v1/pools/${closed.body.id}/join`)).status).toBe(202)
+    expect((await b.get(`/api/v1/pools/${closed.body.id}/join-requests`)).status).toBe(403)
+    const list = await A.get(`/api/v1/pools/${closed.body.id}/join-requests`)
+    expect(list.body.items.map((r: { user_id: string }) => r.user_id)).toEqual([bob.id])
+    expect((await A.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/approve`)).body).toEqual({ status: 'joined' })
+    expect((await b.get(`/api/v1/pools/${closed.body.id}`)).body.my_role).toBe('member')
+    expect((await A.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/approve`)).status).toBe(404)
+    expect((await b.post(`/api/v1/pools/${priv.body.id}/join`)).status).toBe(404)
+  })
+
+  test('members leave; the owner removes others; the owner cannot be removed (409)', async () => {
+    const { h, A, a, alice, bob } = await setup()
+    const carol = await seedUser(h, 'carol@example.com')
+    const p = await A.post('/api/v1/admin/pools', { name: 'Team', visibility: 'public', open_join: true })
+    const b = sessionClient(h, bob.id)
+    const c = sessionClient(h, carol.id)
+    await b.post(`/api/v1/pools/${p.body.id}/join`)
+    await c.post(`/api/v1/pools/${p.body.id}/join`)
+    await a.post(`/api/v1/pools/${p.body.id}/join`)
+    expect((await c.delete(`/api/v1/pools/${p.body.id}/members/${bob.id}`)).status).toBe(403)
+    expect((await b.delete(`/api/v1/pools/${p.body.id}/members/${bob.id}`)).status).toBe(204)
+    expect((await A.delete(`/api/v1/pools/${p.body.id}/members/${carol.id}`)).status).toBe(204)
+    const members = (await a.get(`/api/v1/pools/${p.body.id}/members`)).body.items.map((m: { user_id: string }) => m.user_id)
+    expect(members).toContain(alice.id)
+    expect(members).not.toContain(bob.id)
+    const owner = (await A.get(`/api/v1/pools/${p.body.id}`)).body.owner_user_id
+    const r = await A.delete(`/api/v1/pools/${p.body.id}/members/${owner}`)
+    expect(r.status).toBe(409)
+    expect(r.body.code).toBe('owner_cannot_leave')
+    expect((await b.delete(`/api/v1/pools/${p.body.id}/members/${bob.id}`)).status).toBe(404)
+  })
+})
+
+describe('pool scoping', () => {
+  test("a member of pool A asking for pool B's resources gets 404, not 403", async () => {
+    const { h, A, a, b, bob } = await setup()
+    const poolA = await b.post('/api/v1/pools', { name: 'Bob A' })
+    const poolB = await a.post('/api/v1/pools', { name: 'Alice B' })
+    expect(poolA.status).toBe(201)
+    for (const path of ['', '/members', '/metrics', '/events', '/metrics/history', '/join-requests']) {
+      const r = await b.get(`/api/v1/pools/${poolB.body.id}${path}`)
+      expect([path, r.status]).toEqual([path, 404])
+    }
+    expect((await b.patch(`/api/v1/pools/${poolB.body.id}`, { name: 'x' })).status).toBe(404)
+    expect((await b.delete(`/api/v1/pools/${poolB.body.id}`)).status).toBe(404)
+    expect((await b.post(`/api/v1/pools/${poolB.body.id}/invites`, { email: 'bob@example.com' })).status).toBe(404)
+    expect((await b.delete(`/api/v1/pools/${poolB.body.id}/members/${bob.id}`)).status).toBe(404)
+    // Telemetry needs membership, not just visibility: a public pool's metrics are 404 to non-members.
+    const pub = await A.post('/api/v1/admin/pools', { name: 'Pub', visibility: 'public' })
+    expect((await b.get(`/api/v1/pools/${pub.body.id}`)).status).toBe(200)
+    expect((await b.get(`/api/v1/pools/${pub.body.id}/metrics`)).status).toBe(404)
+    expect((await a.get(`/api/v1/pools/${poolB.body.id}/metrics`)).body).toEqual({ items: [] })
+    expect((await A.get(`/api/v1/pools/${poolB.body.id}/metrics`)).status).toBe(200)
+    expect(h.ctx.db.select().from(pools).all()).toHaveLength(3)
+  })
+})
+
+describe('default pool', () => {
+  test('is created once, lazily, owned by nobody and private', async () => {
+    const { h, A, a } = await setup()
+    expect(h.ctx.db.select().from(pools).all()).toHaveLength(0)
+    const d1 = ensureDefaultPool(h.ctx)
+    const d2 = ensureDefaultPool(h.ctx)
+    expect(d1.id).toBe(d2.id)
+    expect(d1).toMatchObject({ slug: 'default', visibility: 'private', ownerUserId: null, isDefault: true, nodeLimit: null })
+    expect((await a.get('/api/v1/pools')).body.items).toEqual([])
+    expect((await A.get('/api/v1/admin/pools')).body.items[0].is_default).toBe(true)
+  })
+})
