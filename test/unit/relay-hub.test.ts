@@ -1,0 +1,163 @@
+import { describe, expect, test } from 'bun:test'
+import { frameWireBytes, type Frame } from '../../src/relay/frames'
+import { MemoryRelayHub } from '../../src/relay/hub'
+
+const frame = (i: number, bytes = 100): Frame => ({ meta: { i }, data: new Uint8Array(bytes) })
+const ids = (frames: Frame[]) => frames.map((f) => f.meta.i)
+const COST = frameWireBytes(frame(0))
+const LONG = 10_000
+
+describe('relay hub', () => {
+  test('frames come out in the order they went in, as the same objects', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    const pushed = [frame(0), frame(1)]
+    expect(hub.push('j', 'activations', pushed)).toEqual({ ok: true, depthBytes: 2 * COST })
+    hub.push('j', 'activations', [frame(2)])
+    const got = await hub.pop('j', 'activations', { max: 10, waitMs: 0 })
+    expect(ids(got)).toEqual([0, 1, 2])
+    expect(got[0]).toBe(pushed[0]!)
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+  })
+
+  test('channels and jobs are separate queues', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    hub.push('j', 'activations', [frame(1)])
+    hub.push('j', 'gradients', [frame(2)])
+    hub.push('k', 'activations', [frame(3)])
+    expect(hub.stats().channels).toBe(3)
+    expect(ids(await hub.pop('j', 'gradients', { max: 10, waitMs: 0 }))).toEqual([2])
+    expect(ids(await hub.pop('k', 'activations', { max: 10, waitMs: 0 }))).toEqual([3])
+    expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([1])
+  })
+
+  test('pop returns at most max frames', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    hub.push('j', 'activations', [0, 1, 2, 3, 4].map((i) => frame(i)))
+    expect(ids(await hub.pop('j', 'activations', { max: 2, waitMs: 0 }))).toEqual([0, 1])
+    expect(ids(await hub.pop('j', 'activations', { max: 2, waitMs: 0 }))).toEqual([2, 3])
+    expect(ids(await hub.pop('j', 'activations', { max: 2, waitMs: 0 }))).toEqual([4])
+    expect(() => hub.pop('j', 'activations', { max: 0, waitMs: 0 })).toThrow()
+  })
+
+  test('a blocked pop is woken by the push itself, not by its timeout', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    const started = performance.now()
+    const popped = hub.pop('j', 'gradients', { max: 10, waitMs: LONG })
+    expect(hub.stats().waiters).toBe(1)
+    const f = frame(7)
+    expect(hub.push('j', 'gradients', [f])).toEqual({ ok: true, depthBytes: 0 })
+    expect(await popped).toEqual([f])
+    expect(performance.now() - started).toBeLessThan(LONG / 2)
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+  })
+
+  test('a waiter takes at most max frames and the rest stay queued', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    const popped = hub.pop('j', 'activations', { max: 2, waitMs: LONG })
+    expect(hub.push('j', 'activations', [0, 1, 2].map((i) => frame(i)))).toEqual({ ok: true, depthBytes: COST })
+    expect(ids(await popped)).toEqual([0, 1])
+    expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([2])
+  })
+
+  test('several waiters on one channel each get distinct frames, first come first served', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    const waiters = [0, 1, 2].map(() => hub.pop('j', 'activations', { max: 1, waitMs: LONG }))
+    hub.push('j', 'activations', [frame(10), frame(11)])
+    expect(ids(await waiters[0]!)).toEqual([10])
+    expect(ids(await waiters[1]!)).toEqual([11])
+    expect(hub.stats().waiters).toBe(1)
+    hub.push('j', 'activations', [frame(12)])
+    expect(ids(await waiters[2]!)).toEqual([12])
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+  })
+
+  test('a pop resolves [] after a short wait when nothing comes', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    expect(await hub.pop('j', 'activations', { max: 1, waitMs: 5 })).toEqual([])
+    expect(await hub.pop('j', 'activations', { max: 1, waitMs: 0 })).toEqual([])
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+  })
+
+  test('an aborted waiter leaves at once and does not swallow later frames', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    const gone = new AbortController()
+    const first = hub.pop('j', 'activations', { max: 10, waitMs: LONG, signal: gone.signal })
+    const second = hub.pop('j', 'activations', { max: 10, waitMs: LONG })
+    gone.abort()
+    expect(await first).toEqual([])
+    expect(hub.stats().waiters).toBe(1)
+    hub.push('j', 'activations', [frame(1)])
+    expect(ids(await second)).toEqual([1])
+
+    const alone = new AbortController()
+    const third = hub.pop('j', 'activations', { max: 10, waitMs: LONG, signal: alone.signal })
+    alone.abort()
+    expect(await third).toEqual([])
+    hub.push('j', 'activations', [frame(2)])
+    expect(await hub.pop('j', 'activations', { max: 10, waitMs: 0, signal: alone.signal })).toEqual([])
+    expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([2])
+  })
+
+  test('a full channel refuses a push whole, then accepts it once a pop frees space', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 3 * COST })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)]).ok).toBe(true)
+    const before = hub.stats()
+    expect(hub.push('j', 'activations', [frame(2), frame(3)])).toEqual({ ok: false, retryAfterS: 1, reason: 'full' })
+    expect(hub.stats()).toEqual(before)
+    expect(hub.push('j', 'gradients', [frame(9), frame(9)]).ok).toBe(true)
+    await hub.pop('j', 'activations', { max: 1, waitMs: 0 })
+    expect(hub.push('j', 'activations', [frame(2), frame(3)])).toEqual({ ok: true, depthBytes: 3 * COST })
+    expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([1, 2, 3])
+  })
+
+  test('a push larger than a whole channel is refused as never fitting', () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: COST })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)])).toEqual({
+      ok: false,
+      retryAfterS: 1,
+      reason: 'exceeds_capacity',
+    })
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+  })
+
+  test('empty-data frames still count against the cap, so tiny floods meet backpressure', () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1024 })
+    let accepted = 0
+    while (hub.push('j', 'activations', [frame(accepted, 0)]).ok) accepted++
+    expect(accepted).toBeGreaterThan(0)
+    expect(hub.stats().queuedBytes).toBeLessThanOrEqual(1024)
+  })
+
+  test('a satisfied or aborted waiter leaves no timer behind, so the process can exit', () => {
+    // A leaked 30 s timer would keep this child alive until the kill below.
+    const hubPath = new URL('../../src/relay/hub.ts', import.meta.url).pathname
+    const script = `
+      import { MemoryRelayHub } from ${JSON.stringify(hubPath)}
+      const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+      const p = hub.pop('j', 'activations', { max: 1, waitMs: 30_000 })
+      hub.push('j', 'activations', [{ meta: {}, data: new Uint8Array(1) }])
+      const a = new AbortController()
+      const q = hub.pop('j', 'gradients', { max: 1, waitMs: 30_000, signal: a.signal })
+      a.abort()
+      const d = hub.pop('k', 'gradients', { max: 1, waitMs: 30_000 })
+      hub.dropJob('k')
+      console.log((await p).length, (await q).length, (await d).length)
+    `
+    const child = Bun.spawnSync([process.execPath, '-e', script], { timeout: 3_000 })
+    expect(child.exitedDueToTimeout ?? false).toBe(false)
+    expect(child.stdout.toString().trim()).toBe('1 0 0')
+  })
+
+  test('dropJob resolves its waiters with [] and frees its bytes, leaving other jobs alone', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
+    hub.push('j', 'activations', [frame(1), frame(2)])
+    hub.push('k', 'activations', [frame(3)])
+    const waiting = hub.pop('j', 'gradients', { max: 1, waitMs: LONG })
+    expect(hub.stats()).toEqual({ channels: 3, queuedBytes: 3 * COST, waiters: 1 })
+    hub.dropJob('j')
+    expect(await waiting).toEqual([])
+    expect(hub.stats()).toEqual({ channels: 1, queuedBytes: COST, waiters: 0 })
+    expect(await hub.pop('j', 'activations', { max: 10, waitMs: 0 })).toEqual([])
+    expect(ids(await hub.pop('k', 'activations', { max: 10, waitMs: 0 }))).toEqual([3])
+  })
+})
