@@ -30,6 +30,8 @@ export interface SmtpConfig {
   password: string | null
   from: string
   tls: SmtpTls
+  /** PEM text of an extra CA to trust (SVC_SMTP_CA_FILE), for a private mail server. */
+  ca: string | null
 }
 
 export interface Config {
@@ -86,7 +88,7 @@ export const CONFIG_VARIABLES = [
   'SVC_RELAY_MAX_QUEUE_BYTES', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
   'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
   'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
-  'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
+  'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_SMTP_CA_FILE', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
   'SVC_LEGAL_LANG', 'SVC_A11Y_CONTACT', 'SVC_ACCESSIBILITY_FILE', 'SVC_DGS_VIDEO_URL',
   'SVC_LOG_LEVEL',
 ] as const
@@ -155,6 +157,7 @@ function smtpConfig(env: Env): SmtpConfig | null {
   const user = str(env, 'SVC_SMTP_USER')
   const password = str(env, 'SVC_SMTP_PASSWORD')
   const from = str(env, 'SVC_SMTP_FROM')
+  const caFile = readableFile(env, 'SVC_SMTP_CA_FILE')
   if (host === null) return null
   if (from === null) throw new ConfigError('SVC_SMTP_FROM', 'required when SVC_SMTP_HOST is set')
   if (!/^[^\s@<>]+@[^\s@<>]+$/.test(from.replace(/^.*<([^>]*)>\s*$/, '$1'))) {
@@ -163,7 +166,7 @@ function smtpConfig(env: Env): SmtpConfig | null {
   if ((user === null) !== (password === null)) {
     throw new ConfigError(user === null ? 'SVC_SMTP_USER' : 'SVC_SMTP_PASSWORD', 'SVC_SMTP_USER and SVC_SMTP_PASSWORD go together')
   }
-  return { host, port, user, password, from, tls }
+  return { host, port, user, password, from, tls, ca: caFile === null ? null : readFileSync(caFile, 'utf8') }
 }
 
 /** BCP 47 language tag, loosely: a primary subtag and optional subtags. Falls back to `en`. */

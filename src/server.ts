@@ -5,7 +5,8 @@ import { createLogger, type Logger } from './log'
 import { systemClock, type Clock } from './clock'
 import { createOutbox } from './mail/outbox'
 import { createApp, createServices } from './http/app'
-import { startLoops, purgeLoop } from './loops'
+import { startLoops, purgeLoop, type LoopSpec } from './loops'
+import { createTransport, mailLoop } from './mail/sender'
 import type { Ctx } from './context'
 
 export interface RunningServer {
@@ -15,18 +16,25 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-export function buildContext(cfg: Config, log: Logger, clock: Clock = systemClock): Ctx {
+export function buildContext(cfg: Config, log: Logger, clock: Clock = systemClock, onMailWake: () => void = () => {}): Ctx {
   const store = openDb(cfg.dbPath)
-  const mail = createOutbox(cfg.smtp !== null, cfg.secretKey, clock)
+  const mail = createOutbox(cfg.smtp !== null, cfg.secretKey, clock, onMailWake)
   return { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail }
 }
 
 export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, process.stdout.isTTY === true)): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
-  const ctx = buildContext(cfg, log)
+  let wakeMail = () => {}
+  const ctx = buildContext(cfg, log, systemClock, () => wakeMail())
   const services = createServices(ctx)
   const app = createApp(ctx, services)
-  const loops = startLoops(ctx, [purgeLoop(ctx)])
+  const specs: LoopSpec[] = [purgeLoop(ctx), ...services.loops]
+  const mailer = cfg.smtp ? mailLoop(ctx, createTransport(cfg.smtp, { ca: cfg.smtp.ca ?? undefined })) : null
+  if (mailer) {
+    wakeMail = mailer.wake
+    specs.push(mailer)
+  }
+  const loops = startLoops(ctx, specs)
   app.listen({
     hostname: cfg.host,
     port: cfg.port,
@@ -47,6 +55,8 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
       stopped ??= (async () => {
         await server.stop(false) // stop accepting; in-flight requests finish
         await loops.stop()
+        await mailer?.close()
+        await services.close()
         ctx.sqlite.exec('PRAGMA optimize')
         ctx.sqlite.close()
         log.info('leader stopped')

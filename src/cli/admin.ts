@@ -8,6 +8,8 @@ import { createLogger } from '../log'
 import { createOutbox } from '../mail/outbox'
 import { createAdminUser, setUserPassword } from '../accounts/service'
 import { readPassword } from './prompt'
+import { sendTestMail } from '../mail/sender'
+import { AppError } from '../errors'
 import { UsageError } from './usage'
 import type { Ctx } from '../context'
 
@@ -64,6 +66,14 @@ export async function runAdmin(argv: string[]): Promise<number> {
       } finally {
         ctx.sqlite.close()
       }
+      return 0
+    }
+    case 'send-test-mail': {
+      const to = email(oneArg(positionals, 'EMAIL'))
+      const cfg = loadConfig(process.env, { withoutSecret: true })
+      if (cfg.smtp === null) throw new AppError('mail_disabled', 'SMTP is not configured: set SVC_SMTP_HOST and SVC_SMTP_FROM (see docs/operations.md)')
+      await sendTestMail(cfg.smtp, to, cfg.baseUrl, cfg.smtp.ca ?? undefined)
+      process.stdout.write(`test mail sent to ${to} through ${cfg.smtp.host}:${cfg.smtp.port} (${cfg.smtp.tls})\n`)
       return 0
     }
     case 'backup': {

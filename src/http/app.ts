@@ -14,10 +14,15 @@ import { Accounts } from '../accounts/service'
 import { resolveSession } from '../accounts/sessions'
 import { resolveApiToken } from '../accounts/api-tokens'
 import type { Ctx } from '../context'
+import type { LoopSpec } from '../loops'
 
 export interface Services {
   accounts: Accounts
   poolTelemetry: PoolTelemetry
+  /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
+  loops: LoopSpec[]
+  /** Flushes buffered state and closes hubs before the database closes. */
+  close(): Promise<void>
 }
 
 export function createServices(ctx: Ctx): Services {
@@ -25,7 +30,7 @@ export function createServices(ctx: Ctx): Services {
     requireMember(ctx.db, actor, poolId)
     return { items: [] }
   }
-  return { accounts: new Accounts(ctx), poolTelemetry: { metrics: empty, events: empty, history: empty } }
+  return { accounts: new Accounts(ctx), poolTelemetry: { metrics: empty, events: empty, history: empty }, loops: [], close: async () => {} }
 }
 
 function cookieValue(header: string | null, name: string): string | undefined {
