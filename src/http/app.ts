@@ -8,8 +8,13 @@ import { TOKEN_PREFIX } from '../crypto'
 import { healthRoutes } from '../health/routes'
 import { accountRoutes } from '../accounts/routes'
 import { poolRoutes } from '../pools/routes'
-import { requireMember } from '../pools/service'
 import type { PoolTelemetry } from '../pools/telemetry'
+import { fellowRoutes } from '../fellows/routes'
+import { Fellows } from '../fellows/service'
+import { FellowRegistry } from '../fellows/live'
+import { MemorySignalHub } from '../fellows/signals'
+import { FellowViews } from '../fellows/views'
+import { LogRings } from '../fellows/logs'
 import { Accounts } from '../accounts/service'
 import { resolveSession } from '../accounts/sessions'
 import { resolveApiToken } from '../accounts/api-tokens'
@@ -18,6 +23,9 @@ import type { LoopSpec } from '../loops'
 
 export interface Services {
   accounts: Accounts
+  fellows: Fellows
+  views: FellowViews
+  logs: LogRings
   poolTelemetry: PoolTelemetry
   /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
   loops: LoopSpec[]
@@ -26,11 +34,27 @@ export interface Services {
 }
 
 export function createServices(ctx: Ctx): Services {
-  const empty = (actor: Parameters<PoolTelemetry['metrics']>[0], poolId: string) => {
-    requireMember(ctx.db, actor, poolId)
-    return { items: [] }
+  const registry = new FellowRegistry(ctx)
+  const signals = new MemorySignalHub(ctx.clock)
+  const fellows = new Fellows(ctx, registry, signals)
+  const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
+  const loops: LoopSpec[] = [
+    // Heartbeats land in memory; this writes them in batches (one transaction per flush).
+    { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
+    { name: 'liveness', intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2), run: () => void registry.tick(ctx.clock.now()) },
+  ]
+  return {
+    accounts: new Accounts(ctx),
+    fellows,
+    views,
+    logs: new LogRings(),
+    poolTelemetry: views,
+    loops,
+    close: async () => {
+      registry.flush()
+      signals.closeAll()
+    },
   }
-  return { accounts: new Accounts(ctx), poolTelemetry: { metrics: empty, events: empty, history: empty }, loops: [], close: async () => {} }
 }
 
 function cookieValue(header: string | null, name: string): string | undefined {
@@ -46,6 +70,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   const index = new PolicyIndex()
   const resolve: CredentialResolver = (token, source) => {
     if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? resolveApiToken(ctx, token) : null
+    if (token.startsWith(TOKEN_PREFIX.nodeToken)) return source === 'bearer' ? services.fellows.resolveNodeToken(token) : null
     if (token.startsWith('svc_')) return null
     return resolveSession(ctx, token, source === 'cookie')
   }
@@ -68,7 +93,16 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(base)
     .use(healthRoutes(base, ctx))
     .use(accountRoutes(base, ctx, services.accounts))
-    .use(poolRoutes(base, ctx, { telemetry: services.poolTelemetry }))
+    .use(
+      poolRoutes(base, ctx, {
+        telemetry: services.poolTelemetry,
+        onDetached: (ids) => {
+          services.fellows.registry.detach(ids)
+          for (const id of ids) services.fellows.signals.send(id, 'STOP', { payload: { reason: 'pool deleted' } })
+        },
+      }),
+    )
+    .use(fellowRoutes(base, ctx, services))
   index.load(app.routes)
   return app
 }

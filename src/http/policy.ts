@@ -25,7 +25,8 @@ export interface UserCaller {
 export interface NodeCaller {
   kind: 'node'
   fellowId: string
-  poolId: string
+  /** Null for a fellow detached from its pool (the pool was force-deleted). */
+  poolId: string | null
   credentialId: string
 }
 /** No credential. `open` marks an operator route let through by SVC_REQUIRE_OPERATOR_AUTH=0. */
@@ -93,15 +94,22 @@ type Presented =
   | { kind: 'invalid' }
   | { kind: 'valid'; caller: UserCaller | NodeCaller }
 
+/** The token of an `Authorization: Bearer` header, or null when absent or malformed. */
+export function bearerOf(authorization: string | null): string | null {
+  if (authorization === null) return null
+  const m = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})\s*$/i.exec(authorization)
+  return m ? m[1]! : null
+}
+
 export function presentedCredential(
   authorization: string | null,
   sessionCookie: string | undefined,
   resolve: CredentialResolver,
 ): Presented {
   if (authorization !== null) {
-    const m = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})\s*$/i.exec(authorization)
-    if (m === null) return { kind: 'invalid' }
-    const caller = resolve(m[1]!, 'bearer')
+    const token = bearerOf(authorization)
+    if (token === null) return { kind: 'invalid' }
+    const caller = resolve(token, 'bearer')
     return caller === null ? { kind: 'invalid' } : { kind: 'valid', caller }
   }
   if (sessionCookie !== undefined && sessionCookie !== '') {
@@ -198,8 +206,22 @@ export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
     .derive({ as: 'global' }, ({ request, route, server, cookie }) => {
       const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request), cfg.trustedProxyHops)
       const meta = index.lookup(request.method, route)
-      const presented = presentedCredential(request.headers.get('authorization'), cookie[SESSION_COOKIE]?.value as string | undefined, resolve)
-      const caller = authorize(meta.policy, presented, cfg, log)
+      const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
+      let authorization = request.headers.get('authorization')
+      // Agents that cannot set headers on a WebSocket handshake may pass ?token= instead.
+      if (upgrade && authorization === null) {
+        const token = new URL(request.url).searchParams.get('token')
+        if (token !== null) authorization = `Bearer ${token}`
+      }
+      const presented = presentedCredential(authorization, cookie[SESSION_COOKIE]?.value as string | undefined, resolve)
+      let caller: Caller
+      try {
+        caller = authorize(meta.policy, presented, cfg, log)
+      } catch (e) {
+        // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not reachable before accept).
+        if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message, { close_code: 4401 })
+        throw e
+      }
       if (
         cfg.requireCsrf &&
         caller.kind === 'user' &&

@@ -1,0 +1,232 @@
+// The live view of every fellow, in memory. Heartbeats update it without touching the database;
+// a flush writes the changed rows in one transaction every few hundred milliseconds, and liveness
+// (online / stale / offline) is computed from the last heartbeat time instead of being written.
+import { eq } from 'drizzle-orm'
+import { fellows, poolNodes } from '../db/schema'
+import type { Ctx } from '../context'
+import type { Hardware, HeartbeatInput, NodeState } from './model'
+
+export interface LiveFellow {
+  id: string
+  hostname: string
+  poolId: string | null
+  ownerUserId: string | null
+  released: boolean
+  registeredAt: number
+  lastSeenAt: number | null
+  status: string | null
+  jobId: string | null
+  step: number | null
+  loss: number | null
+  bytesSent: number
+  bytesReceived: number
+  hardware: Hardware | null
+  address: string | null
+  servables: string[]
+}
+
+export interface PoolEvent {
+  ts: number
+  fellow_id: string
+  kind: 'registered' | 'online' | 'stale' | 'offline' | 'released' | 'removed' | 'status'
+  detail: string | null
+}
+
+export interface HistoryPoint {
+  ts: number
+  status: string | null
+  step: number | null
+  loss: number | null
+  gpu_util_pct: number | null
+  gpu_free_mb: number | null
+}
+
+const HISTORY_EVERY_MS = 30_000 // one point per fellow per 30 s
+const HISTORY_POINTS = 240 // two hours at that rate
+const EVENTS_PER_POOL = 500
+
+export class FellowRegistry {
+  private byId = new Map<string, LiveFellow>()
+  private dirty = new Set<string>()
+  private lastState = new Map<string, NodeState>()
+  private history = new Map<string, HistoryPoint[]>()
+  private events = new Map<string, PoolEvent[]>()
+
+  constructor(private ctx: Ctx) {
+    const rows = ctx.db
+      .select({ f: fellows, poolId: poolNodes.poolId, ownerUserId: poolNodes.ownerUserId })
+      .from(fellows)
+      .leftJoin(poolNodes, eq(poolNodes.fellowId, fellows.id))
+      .all()
+    for (const { f, poolId, ownerUserId } of rows) {
+      const live: LiveFellow = {
+        id: f.id,
+        hostname: f.hostname,
+        poolId: poolId ?? null,
+        ownerUserId: ownerUserId ?? null,
+        released: f.state === 'released',
+        registeredAt: f.registeredAt,
+        lastSeenAt: f.lastSeenAt,
+        status: f.status,
+        jobId: null,
+        step: f.step,
+        loss: f.loss,
+        bytesSent: f.bytesSent ?? 0,
+        bytesReceived: f.bytesReceived ?? 0,
+        hardware: f.hardware ? (JSON.parse(f.hardware) as Hardware) : null,
+        address: f.address,
+        servables: [],
+      }
+      this.byId.set(f.id, live)
+      this.lastState.set(f.id, this.stateOf(live, ctx.clock.now()))
+    }
+  }
+
+  get(id: string): LiveFellow | undefined {
+    return this.byId.get(id)
+  }
+
+  all(): IterableIterator<LiveFellow> {
+    return this.byId.values()
+  }
+
+  size(): number {
+    return this.byId.size
+  }
+
+  put(f: LiveFellow, event: PoolEvent['kind'] | null): void {
+    this.byId.set(f.id, f)
+    this.lastState.set(f.id, this.stateOf(f, this.ctx.clock.now()))
+    if (event) this.event(f, event, null)
+  }
+
+  remove(id: string): void {
+    const f = this.byId.get(id)
+    if (f) this.event(f, 'removed', null)
+    this.byId.delete(id)
+    this.dirty.delete(id)
+    this.lastState.delete(id)
+    this.history.delete(id)
+  }
+
+  stateOf(f: LiveFellow, now: number): NodeState {
+    if (f.released) return 'released'
+    if (f.lastSeenAt === null) return 'offline'
+    const interval = this.ctx.cfg.heartbeatIntervalS * 1000
+    const age = now - f.lastSeenAt
+    if (age <= 2 * interval) return 'online'
+    if (age <= 6 * interval) return 'stale'
+    return 'offline'
+  }
+
+  /** The hot path: memory only. */
+  heartbeat(f: LiveFellow, hb: HeartbeatInput, now: number): void {
+    if (hb.status !== f.status && f.status !== null) this.event(f, 'status', `${f.status} -> ${hb.status}`)
+    f.lastSeenAt = now
+    f.status = hb.status
+    if (hb.job_id !== undefined) f.jobId = hb.job_id
+    if (hb.step !== undefined) f.step = hb.step
+    if (hb.loss !== undefined) f.loss = hb.loss
+    if (hb.bytes_sent !== undefined) f.bytesSent = hb.bytes_sent
+    if (hb.bytes_received !== undefined) f.bytesReceived = hb.bytes_received
+    if (hb.hardware !== undefined) f.hardware = hb.hardware
+    if (hb.servables !== undefined) f.servables = hb.servables
+    this.dirty.add(f.id)
+    const prev = this.lastState.get(f.id)
+    if (prev !== 'online') {
+      this.lastState.set(f.id, 'online')
+      this.event(f, 'online', null)
+    }
+    const points = this.history.get(f.id) ?? []
+    const last = points[points.length - 1]
+    if (!last || now - last.ts >= HISTORY_EVERY_MS) {
+      const gpus = f.hardware?.gpus ?? []
+      points.push({
+        ts: now,
+        status: f.status,
+        step: f.step,
+        loss: f.loss,
+        gpu_util_pct: gpus.length ? gpus.reduce((s, g) => s + g.utilization_pct, 0) / gpus.length : null,
+        gpu_free_mb: gpus.length ? gpus.reduce((s, g) => s + g.memory_free_mb, 0) : null,
+      })
+      if (points.length > HISTORY_POINTS) points.shift()
+      this.history.set(f.id, points)
+    }
+  }
+
+  /** Writes the fellows whose heartbeats arrived since the last flush, in one transaction. */
+  flush(): number {
+    if (this.dirty.size === 0) return 0
+    const ids = [...this.dirty]
+    this.dirty.clear()
+    const stmt = this.ctx.sqlite.prepare(
+      'UPDATE fellows SET last_seen_at = ?, status = ?, step = ?, loss = ?, bytes_sent = ?, bytes_received = ?, hardware = ? WHERE id = ?',
+    )
+    this.ctx.sqlite.transaction(() => {
+      for (const id of ids) {
+        const f = this.byId.get(id)
+        if (!f) continue
+        stmt.run(f.lastSeenAt, f.status, f.step, f.loss, f.bytesSent, f.bytesReceived, f.hardware ? JSON.stringify(f.hardware) : null, id)
+      }
+    })()
+    return ids.length
+  }
+
+  /** Liveness transitions since the last tick (no database write); returns fellows that just went offline. */
+  tick(now: number): LiveFellow[] {
+    const wentOffline: LiveFellow[] = []
+    for (const f of this.byId.values()) {
+      const s = this.stateOf(f, now)
+      const prev = this.lastState.get(f.id)
+      if (s === prev) continue
+      this.lastState.set(f.id, s)
+      if (s === 'stale' || s === 'offline') this.event(f, s, null)
+      if (s === 'offline') wentOffline.push(f)
+    }
+    return wentOffline
+  }
+
+  event(f: LiveFellow, kind: PoolEvent['kind'], detail: string | null): void {
+    if (!f.poolId) return
+    const list = this.events.get(f.poolId) ?? []
+    list.push({ ts: this.ctx.clock.now(), fellow_id: f.id, kind, detail })
+    if (list.length > EVENTS_PER_POOL) list.splice(0, list.length - EVENTS_PER_POOL)
+    this.events.set(f.poolId, list)
+  }
+
+  poolEvents(poolId: string, limit: number): PoolEvent[] {
+    return (this.events.get(poolId) ?? []).slice(-limit).reverse()
+  }
+
+  poolHistory(poolId: string): { fellow_id: string; points: HistoryPoint[] }[] {
+    const out: { fellow_id: string; points: HistoryPoint[] }[] = []
+    for (const f of this.byId.values()) if (f.poolId === poolId) out.push({ fellow_id: f.id, points: this.history.get(f.id) ?? [] })
+    return out
+  }
+
+  /** Detaches fellows from their pool (forced pool delete). */
+  detach(ids: string[]): void {
+    for (const id of ids) {
+      const f = this.byId.get(id)
+      if (f) {
+        f.poolId = null
+        f.ownerUserId = null
+      }
+    }
+  }
+
+  reload(id: string): void {
+    const row = this.ctx.db.select({ poolId: poolNodes.poolId, ownerUserId: poolNodes.ownerUserId }).from(poolNodes).where(eq(poolNodes.fellowId, id)).get()
+    const f = this.byId.get(id)
+    if (f) {
+      f.poolId = row?.poolId ?? null
+      f.ownerUserId = row?.ownerUserId ?? null
+    }
+  }
+
+  inPools(poolIds: Set<string> | null): LiveFellow[] {
+    const out: LiveFellow[] = []
+    for (const f of this.byId.values()) if (poolIds === null || (f.poolId !== null && poolIds.has(f.poolId))) out.push(f)
+    return out
+  }
+}

@@ -1,0 +1,233 @@
+// Fellows: join sessions, registration, node credentials, release and removal.
+import { and, count, eq, isNull } from 'drizzle-orm'
+import { fellows, joinSessions, poolNodes, pools } from '../db/schema'
+import { AppError, notFound } from '../errors'
+import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
+import { recordAudit } from '../audit/service'
+import { HOUR_MS, iso } from '../time'
+import { ensureDefaultPool, requireMember, requireOwner, getVisiblePool, type Actor } from '../pools/service'
+import type { Ctx } from '../context'
+import type { NodeCaller } from '../http/policy'
+import type { FellowRegistry, LiveFellow } from './live'
+import type { SignalHub } from './signals'
+import type { RegisterInput } from './model'
+
+const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
+const TOKEN_CACHE_MAX = 200_000
+
+export function signalsUrl(baseUrl: string, fellowId: string): string {
+  return `${baseUrl.replace(/^http/, 'ws')}/ws/signals/${fellowId}`
+}
+
+export function joinCommand(baseUrl: string, token: string): string {
+  // One line a user pastes on the new machine; the token doubles as the bootstrap token.
+  return `curl -fsSL -H 'X-Bootstrap-Token: ${token}' '${baseUrl}/api/v1/bootstrap/fellow.sh' | sh -s -- --leader '${baseUrl}' --join-token '${token}'`
+}
+
+export interface JoinGrant {
+  sessionId: string
+  poolId: string
+  createdBy: string | null
+}
+
+export class Fellows {
+  /** Node-token digest -> caller (or null for a token known to be bad), bounded, invalidated on revoke. */
+  private tokenCache = new Map<string, NodeCaller | null>()
+
+  constructor(
+    private ctx: Ctx,
+    readonly registry: FellowRegistry,
+    readonly signals: SignalHub,
+  ) {}
+
+  mintJoinSession(actor: Actor, poolId: string) {
+    const { ctx } = this
+    return ctx.db.transaction((tx) => {
+      requireMember(tx, actor, poolId)
+      const token = randomToken(TOKEN_PREFIX.joinToken)
+      const now = ctx.clock.now()
+      const id = newId()
+      tx.insert(joinSessions).values({ id, poolId, createdBy: actor.userId, tokenHash: sha256(token), createdAt: now, expiresAt: now + JOIN_SESSION_TTL_MS }).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.join_session', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
+      return { id, join_token: token, pool_id: poolId, expires_at: iso(now + JOIN_SESSION_TTL_MS), command: joinCommand(ctx.cfg.baseUrl, token) }
+    })
+  }
+
+  revokeJoinSession(actor: Actor, id: string): void {
+    const { ctx } = this
+    ctx.db.transaction((tx) => {
+      const row = tx.select().from(joinSessions).where(eq(joinSessions.id, id)).get()
+      if (!row) throw notFound('Join session')
+      const pool = getVisiblePool(tx, actor, row.poolId)
+      if (row.createdBy !== actor.userId) requireOwner(tx, actor, pool)
+      tx.update(joinSessions).set({ revokedAt: ctx.clock.now() }).where(and(eq(joinSessions.id, id), isNull(joinSessions.revokedAt))).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.join_session_revoke', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.poolId })
+    })
+  }
+
+  /** A live, unexpired join token, or null. */
+  resolveJoinToken(token: string): JoinGrant | null {
+    if (!token.startsWith(TOKEN_PREFIX.joinToken)) return null
+    const row = this.ctx.db.select().from(joinSessions).where(eq(joinSessions.tokenHash, sha256(token))).get()
+    if (!row || row.revokedAt !== null || row.expiresAt <= this.ctx.clock.now()) return null
+    return { sessionId: row.id, poolId: row.poolId, createdBy: row.createdBy }
+  }
+
+  resolveNodeToken(token: string): NodeCaller | null {
+    const hash = sha256(token)
+    const hit = this.tokenCache.get(hash)
+    if (hit !== undefined) {
+      // The pool binding can change (forced pool delete); the registry is the truth for it.
+      if (hit !== null) hit.poolId = this.registry.get(hit.fellowId)?.poolId ?? null
+      return hit
+    }
+    const row = this.ctx.db.select({ id: fellows.id, state: fellows.state }).from(fellows).where(eq(fellows.tokenHash, hash)).get()
+    const caller: NodeCaller | null =
+      row && row.state === 'active' ? { kind: 'node', fellowId: row.id, poolId: this.registry.get(row.id)?.poolId ?? null, credentialId: row.id } : null
+    if (this.tokenCache.size >= TOKEN_CACHE_MAX) this.tokenCache.delete(this.tokenCache.keys().next().value!)
+    this.tokenCache.set(hash, caller)
+    return caller
+  }
+
+  private forgetToken(hash: string): void {
+    this.tokenCache.delete(hash)
+  }
+
+  /**
+   * Registers a fellow. `bearer` is the join token (lands in its pool), the fellow's own node token
+   * (re-registration), or null (the default pool). Any other token is refused, whatever the flags.
+   */
+  register(bearer: string | null, input: RegisterInput, clientIp: string) {
+    const { ctx } = this
+    let grant: JoinGrant | null = null
+    let self: NodeCaller | null = null
+    if (bearer !== null) {
+      if (bearer.startsWith(TOKEN_PREFIX.joinToken)) grant = this.resolveJoinToken(bearer)
+      else if (bearer.startsWith(TOKEN_PREFIX.nodeToken)) self = this.resolveNodeToken(bearer)
+      if (!grant && !self) throw new AppError('unauthorized', 'The join or node token is wrong, expired or revoked.')
+    }
+    const token = randomToken(TOKEN_PREFIX.nodeToken)
+    const now = ctx.clock.now()
+    const result = ctx.db.transaction((tx) => {
+      const existing = input.fellow_id ? tx.select().from(fellows).where(eq(fellows.id, input.fellow_id)).get() : undefined
+      const binding = existing ? tx.select().from(poolNodes).where(eq(poolNodes.fellowId, existing.id)).get() : undefined
+      if (self && (!existing || existing.id !== self.fellowId)) {
+        throw new AppError('forbidden', 'A node token can only re-register its own fellow.')
+      }
+      let poolId: string
+      let ownerUserId: string | null
+      if (self) {
+        poolId = binding?.poolId ?? ensureDefaultPool(ctx, tx).id
+        ownerUserId = binding?.ownerUserId ?? null
+      } else if (grant) {
+        if (existing && binding && binding.poolId !== grant.poolId) {
+          throw new AppError('forbidden', 'This fellow belongs to another pool; re-register it with its node token or a join token of its pool.')
+        }
+        poolId = grant.poolId
+        ownerUserId = grant.createdBy
+      } else {
+        if (existing) throw new AppError('unauthorized', 'Re-registering a fellow needs its node token or a join token of its pool.')
+        poolId = ensureDefaultPool(ctx, tx).id
+        ownerUserId = null
+      }
+      const pool = tx.select().from(pools).where(eq(pools.id, poolId)).get()!
+      const alreadyIn = binding?.poolId === poolId && existing !== undefined
+      if (!alreadyIn && pool.nodeLimit !== null) {
+        const n = tx.select({ n: count() }).from(poolNodes).where(eq(poolNodes.poolId, poolId)).get()?.n ?? 0
+        if (n >= pool.nodeLimit) throw new AppError('pool_node_limit', `The pool "${pool.name}" already has its ${pool.nodeLimit} node(s).`, { node_limit: pool.nodeLimit })
+      }
+      const id = existing?.id ?? newId()
+      if (existing) {
+        tx.update(fellows).set({ tokenHash: sha256(token), hostname: input.hostname, state: 'active', address: input.address ?? null, agentVersion: input.agent_version ?? null }).where(eq(fellows.id, id)).run()
+      } else {
+        tx.insert(fellows).values({ id, hostname: input.hostname, tokenHash: sha256(token), state: 'active', registeredAt: now, address: input.address ?? null, agentVersion: input.agent_version ?? null }).run()
+      }
+      tx.insert(poolNodes)
+        .values({ fellowId: id, poolId, ownerUserId, joinSessionId: grant?.sessionId ?? binding?.joinSessionId ?? null, attachedAt: now })
+        .onConflictDoUpdate({ target: poolNodes.fellowId, set: { poolId, ownerUserId, joinSessionId: grant?.sessionId ?? binding?.joinSessionId ?? null } })
+        .run()
+      recordAudit(tx, ctx.clock, { kind: existing ? 'worker.reregister' : 'worker.register', actorUserId: ownerUserId, clientIp, targetType: 'fellow', targetId: id, detail: { pool_id: poolId, hostname: input.hostname } })
+      return { id, poolId, ownerUserId, oldHash: existing?.tokenHash ?? null, registeredAt: existing?.registeredAt ?? now }
+    })
+    if (result.oldHash) this.forgetToken(result.oldHash)
+    const prev = this.registry.get(result.id)
+    const live: LiveFellow = {
+      id: result.id,
+      hostname: input.hostname,
+      poolId: result.poolId,
+      ownerUserId: result.ownerUserId,
+      released: false,
+      registeredAt: result.registeredAt,
+      lastSeenAt: now,
+      status: prev?.status ?? 'idle',
+      jobId: prev?.jobId ?? null,
+      step: prev?.step ?? null,
+      loss: prev?.loss ?? null,
+      bytesSent: prev?.bytesSent ?? 0,
+      bytesReceived: prev?.bytesReceived ?? 0,
+      hardware: input.gpus ? { gpus: input.gpus } : (prev?.hardware ?? null),
+      address: input.address ?? null,
+      servables: prev?.servables ?? [],
+    }
+    this.registry.put(live, prev ? null : 'registered')
+    return {
+      fellow_id: result.id,
+      node_token: token,
+      pool_id: result.poolId,
+      heartbeat_interval_s: ctx.cfg.heartbeatIntervalS,
+      signals_url: signalsUrl(ctx.cfg.baseUrl, result.id),
+    }
+  }
+
+  /** A fellow the actor may manage: pool owner, the member who admitted it, or an admin. Others: 404/403. */
+  private manageable(actor: Actor, fellowId: string): LiveFellow {
+    const f = this.registry.get(fellowId)
+    if (!f) throw notFound('Fellow')
+    if (actor.role === 'admin') return f
+    if (f.poolId === null) throw notFound('Fellow')
+    const pool = requireMember(this.ctx.db, actor, f.poolId)
+    if (pool.my_role !== 'owner' && f.ownerUserId !== actor.userId) throw new AppError('forbidden', 'Only the pool owner, the member who added this fellow, or an admin can do this.')
+    return f
+  }
+
+  /** Release: the fellow is told to STOP, its token stops working, it shows as released. */
+  release(actor: Actor, fellowId: string): void {
+    const f = this.manageable(actor, fellowId)
+    const old = this.ctx.db.select({ tokenHash: fellows.tokenHash }).from(fellows).where(eq(fellows.id, fellowId)).get()
+    this.ctx.db.transaction((tx) => {
+      tx.update(fellows).set({ state: 'released', tokenHash: `released:${fellowId}` }).where(eq(fellows.id, fellowId)).run()
+      recordAudit(tx, this.ctx.clock, { kind: 'worker.release', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'fellow', targetId: fellowId, detail: { pool_id: f.poolId } })
+    })
+    if (old) this.forgetToken(old.tokenHash)
+    this.signals.send(fellowId, 'STOP', { payload: { reason: 'released' } })
+    f.released = true
+    this.registry.event(f, 'released', null)
+  }
+
+  remove(actor: Actor, fellowId: string): void {
+    const f = this.manageable(actor, fellowId)
+    const old = this.ctx.db.select({ tokenHash: fellows.tokenHash }).from(fellows).where(eq(fellows.id, fellowId)).get()
+    this.ctx.db.transaction((tx) => {
+      tx.delete(fellows).where(eq(fellows.id, fellowId)).run()
+      recordAudit(tx, this.ctx.clock, { kind: 'worker.remove', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'fellow', targetId: fellowId, detail: { pool_id: f.poolId } })
+    })
+    if (old) this.forgetToken(old.tokenHash)
+    this.signals.send(fellowId, 'STOP', { payload: { reason: 'removed' } })
+    this.registry.remove(fellowId)
+  }
+
+  /** UPDATE to one fellow, or to every fellow of a pool the actor owns (admins: any). */
+  update(actor: Actor, target: { fellow_id?: string; pool_id?: string; version?: string }): { signalled: number } {
+    const payload = target.version ? { version: target.version } : {}
+    let ids: string[]
+    if (target.fellow_id) ids = [this.manageable(actor, target.fellow_id).id]
+    else {
+      const pool = getVisiblePool(this.ctx.db, actor, target.pool_id!)
+      requireOwner(this.ctx.db, actor, pool)
+      ids = this.registry.inPools(new Set([pool.id])).filter((f) => !f.released).map((f) => f.id)
+    }
+    for (const id of ids) this.signals.send(id, 'UPDATE', { payload })
+    recordAudit(this.ctx.db, this.ctx.clock, { kind: 'worker.update', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: target.fellow_id ? 'fellow' : 'pool', targetId: target.fellow_id ?? target.pool_id, detail: { count: ids.length, ...payload } })
+    return { signalled: ids.length }
+  }
+}

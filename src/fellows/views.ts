@@ -1,0 +1,92 @@
+// Operator views of fellows, held to the caller's pools: a fellow outside them is "not found".
+import { eq } from 'drizzle-orm'
+import { poolMembers } from '../db/schema'
+import { notFound } from '../errors'
+import { iso, isoOrNull } from '../time'
+import { requireMember, type Actor } from '../pools/service'
+import type { Db } from '../db/client'
+import type { Caller } from '../http/policy'
+import type { PoolTelemetry } from '../pools/telemetry'
+import type { FellowRegistry, LiveFellow } from './live'
+import type { SignalHub } from './signals'
+import type { NodeView } from './model'
+
+/** The pools whose fellows a caller may see: its memberships; null means every pool (admins). */
+export function scopeOf(db: Db, caller: Caller): Set<string> | null {
+  if (caller.kind === 'anonymous') return caller.open ? null : new Set()
+  if (caller.kind === 'node') return new Set(caller.poolId ? [caller.poolId] : [])
+  if (caller.role === 'admin') return null
+  return new Set(db.select({ poolId: poolMembers.poolId }).from(poolMembers).where(eq(poolMembers.userId, caller.userId)).all().map((r) => r.poolId))
+}
+
+export function inScope(scope: Set<string> | null, poolId: string | null): boolean {
+  return scope === null || (poolId !== null && scope.has(poolId))
+}
+
+export class FellowViews implements PoolTelemetry {
+  constructor(
+    private db: Db,
+    private registry: FellowRegistry,
+    private signals: SignalHub,
+    private now: () => number,
+  ) {}
+
+  view(f: LiveFellow): NodeView {
+    return {
+      fellow_id: f.id,
+      hostname: f.hostname,
+      pool_id: f.poolId,
+      owner_user_id: f.ownerUserId,
+      state: this.registry.stateOf(f, this.now()),
+      registered_at: iso(f.registeredAt),
+      last_seen_at: isoOrNull(f.lastSeenAt),
+      status: f.status,
+      job_id: f.jobId,
+      step: f.step,
+      loss: f.loss,
+      bytes_sent: f.bytesSent,
+      bytes_received: f.bytesReceived,
+      cpu_pct: f.hardware?.cpu_pct ?? null,
+      mem_free_mb: f.hardware?.mem_free_mb ?? null,
+      gpus: f.hardware?.gpus ?? [],
+      connected: this.signals.connected(f.id),
+    }
+  }
+
+  nodes(caller: Caller, poolId?: string): NodeView[] {
+    const scope = scopeOf(this.db, caller)
+    if (poolId !== undefined && !inScope(scope, poolId)) return []
+    const wanted = poolId !== undefined ? new Set([poolId]) : scope
+    return this.registry.inPools(wanted).sort((a, b) => a.registeredAt - b.registeredAt).map((f) => this.view(f))
+  }
+
+  devices(caller: Caller, poolId?: string) {
+    return this.nodes(caller, poolId).flatMap((n) =>
+      n.gpus.map((g) => ({ ...g, fellow_id: n.fellow_id, hostname: n.hostname, pool_id: n.pool_id, state: n.state })),
+    )
+  }
+
+  /** One fellow the caller may see, else 404. */
+  fellow(caller: Caller, id: string): LiveFellow {
+    const f = this.registry.get(id)
+    if (!f || !inScope(scopeOf(this.db, caller), f.poolId)) throw notFound('Fellow')
+    return f
+  }
+
+  metrics(actor: Actor, poolId: string) {
+    requireMember(this.db, actor, poolId)
+    return { items: this.registry.inPools(new Set([poolId])).map((f) => this.view(f)) }
+  }
+
+  events(actor: Actor, poolId: string, limit: number) {
+    requireMember(this.db, actor, poolId)
+    return { items: this.registry.poolEvents(poolId, limit).map((e) => ({ ...e, ts: iso(e.ts) })) }
+  }
+
+  history(actor: Actor, poolId: string) {
+    requireMember(this.db, actor, poolId)
+    return {
+      items: this.registry.poolHistory(poolId).map((h) => ({ fellow_id: h.fellow_id, points: h.points.map((p) => ({ ...p, ts: iso(p.ts) })) })),
+    }
+  }
+}

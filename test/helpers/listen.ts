@@ -1,0 +1,58 @@
+// The harness app on a real port (loopback, ephemeral), for WebSockets and streaming.
+import { connect } from 'node:net'
+import type { Harness } from './harness'
+
+export function listen(h: Harness): { url: string; port: number; stop(): Promise<void> } {
+  h.app.listen({ hostname: '127.0.0.1', port: 0 })
+  const port = h.app.server!.port!
+  return { url: `http://127.0.0.1:${port}`, port, stop: async () => void (await h.app.server?.stop(true)) }
+}
+
+/** Sends a raw WebSocket upgrade request and returns the HTTP status line's code. */
+export function rawUpgrade(port: number, path: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1', () => {
+      const lines = [
+        `GET ${path} HTTP/1.1`,
+        `Host: 127.0.0.1:${port}`,
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        'Sec-WebSocket-Version: 13',
+        ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+        '',
+        '',
+      ]
+      sock.write(lines.join('\r\n'))
+    })
+    let buf = ''
+    sock.on('data', (d) => {
+      buf += d.toString()
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(buf)
+      if (m) {
+        sock.destroy()
+        resolve(Number(m[1]))
+      }
+    })
+    sock.on('error', reject)
+  })
+}
+
+export function openSocket(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; messages: unknown[]; closed: Promise<{ code: number; reason: string }> }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers } as unknown as string[])
+    const messages: unknown[] = []
+    const closed = new Promise<{ code: number; reason: string }>((r) => ws.addEventListener('close', (e) => r({ code: e.code, reason: e.reason })))
+    ws.addEventListener('message', (e) => messages.push(JSON.parse(String(e.data))))
+    ws.addEventListener('open', () => resolve({ ws, messages, closed }))
+    ws.addEventListener('error', () => reject(new Error('websocket failed to open')))
+  })
+}
+
+export async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(5)
+  }
+}

@@ -1,0 +1,273 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
+import { auditLog, fellows as fellowsTable, poolNodes } from '../../src/db/schema'
+import { ensureDefaultPool } from '../../src/pools/service'
+
+const all: Harness[] = []
+afterAll(() => all.forEach((h) => h.close()))
+
+async function setup(env: Record<string, string> = {}) {
+  const h = makeHarness(env)
+  all.push(h)
+  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+  const alice = await seedUser(h, 'alice@example.com')
+  const bob = await seedUser(h, 'bob@example.com')
+  const A = sessionClient(h, admin.id)
+  const a = sessionClient(h, alice.id)
+  const b = sessionClient(h, bob.id)
+  const pool = (await a.post('/api/v1/pools', { name: 'Alice GPUs' })).body
+  const bobPool = (await b.post('/api/v1/pools', { name: 'Bob GPUs' })).body
+  return { h, admin, alice, bob, A, a, b, pool, bobPool }
+}
+
+const GPU = { index: 0, name: 'NVIDIA A100-SXM4-80GB', memory_total_mb: 81920, memory_free_mb: 80000, utilization_pct: 3 }
+
+async function joinToken(c: ReturnType<Harness['client']>, poolId: string): Promise<string> {
+  const r = await c.post('/api/v1/bootstrap/join-sessions', { pool_id: poolId })
+  expect(r.status).toBe(201)
+  return r.body.join_token
+}
+
+async function register(h: Harness, token: string | null, body: Record<string, unknown> = {}) {
+  return h.client(token ? { bearer: token } : {}).post('/api/v1/workers/register', { hostname: 'gpu-1', gpus: [GPU], ...body })
+}
+
+describe('join sessions', () => {
+  test('a pool member mints a join token with a pasteable command; non-members get 404', async () => {
+    const { h, a, b, pool } = await setup()
+    const r = await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })
+    expect(r.status).toBe(201)
+    expect(r.body.join_token).toStartWith('svc_join_')
+    expect(r.body.pool_id).toBe(pool.id)
+    expect(r.body.command).toContain(`${h.cfg.baseUrl}/api/v1/bootstrap/fellow.sh`)
+    expect(r.body.command).toContain(r.body.join_token)
+    expect(Date.parse(r.body.expires_at) - h.clock.now()).toBe(24 * 3_600_000)
+    expect((await b.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).status).toBe(404)
+  })
+})
+
+describe('registration', () => {
+  test('a join token lands the fellow in its pool, bound to the member who minted it (never the body)', async () => {
+    const { h, a, alice, pool } = await setup()
+    const token = await joinToken(a, pool.id)
+    const r = await register(h, token, { owner_user_id: 'someone-else' })
+    expect(r.status).toBe(422) // unknown fields are refused outright
+    const ok = await register(h, token)
+    expect(ok.status).toBe(201)
+    expect(ok.body).toMatchObject({ pool_id: pool.id, heartbeat_interval_s: 10 })
+    expect(ok.body.node_token).toStartWith('svc_node_')
+    expect(ok.body.signals_url).toBe(`${h.cfg.baseUrl.replace('http', 'ws')}/ws/signals/${ok.body.fellow_id}`)
+    const binding = h.ctx.db.select().from(poolNodes).where(eq(poolNodes.fellowId, ok.body.fellow_id)).get()!
+    expect(binding.ownerUserId).toBe(alice.id)
+    const row = h.ctx.db.select().from(fellowsTable).where(eq(fellowsTable.id, ok.body.fellow_id)).get()!
+    expect(row.tokenHash).not.toContain(ok.body.node_token)
+    expect(h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, 'worker.register')).all()).toHaveLength(1)
+  })
+
+  test('without a token a fellow lands in the default pool; a wrong token is refused', async () => {
+    const { h } = await setup()
+    const r = await register(h, null)
+    expect(r.status).toBe(201)
+    expect(r.body.pool_id).toBe(ensureDefaultPool(h.ctx).id)
+    expect((await register(h, 'svc_join_nope')).status).toBe(401)
+    expect((await register(h, 'svc_node_nope')).status).toBe(401)
+    expect((await register(h, 'garbage')).status).toBe(401)
+  })
+
+  test('the pool node limit answers 409 once reached (plan: 2 nodes per user pool)', async () => {
+    const { h, a, pool } = await setup()
+    const token = await joinToken(a, pool.id)
+    expect((await register(h, token, { hostname: 'one' })).status).toBe(201)
+    expect((await register(h, token, { hostname: 'two' })).status).toBe(201)
+    const third = await register(h, token, { hostname: 'three' })
+    expect(third.status).toBe(409)
+    expect(third.body.code).toBe('pool_node_limit')
+  })
+
+  test('an expired or revoked join token is refused', async () => {
+    const { h, a, pool } = await setup()
+    const session = (await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body
+    expect((await a.delete(`/api/v1/bootstrap/join-sessions/${session.id}`)).status).toBe(204)
+    expect((await register(h, session.join_token)).status).toBe(401)
+    const later = await joinToken(a, pool.id)
+    h.clock.advance(24 * 3_600_000)
+    expect((await register(h, later)).status).toBe(401)
+  })
+
+  test('re-registration with the node token keeps the id and pool, mints a new token and revokes the old', async () => {
+    const { h, a, pool } = await setup()
+    const first = (await register(h, await joinToken(a, pool.id))).body
+    const again = await register(h, first.node_token, { fellow_id: first.fellow_id })
+    expect(again.status).toBe(201)
+    expect(again.body.fellow_id).toBe(first.fellow_id)
+    expect(again.body.pool_id).toBe(pool.id)
+    expect(again.body.node_token).not.toBe(first.node_token)
+    const hb = (token: string) => h.client({ bearer: token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect((await hb(first.node_token)).status).toBe(401)
+    expect((await hb(again.body.node_token)).status).toBe(200)
+    // Re-registering at the node limit does not count the fellow twice.
+    expect((await register(h, again.body.node_token, { fellow_id: first.fellow_id })).status).toBe(201)
+  })
+
+  test("another fellow's node token, or a join token of another pool, cannot take over a fellow id", async () => {
+    const { h, a, b, pool, bobPool } = await setup()
+    const mine = (await register(h, await joinToken(a, pool.id))).body
+    const other = (await register(h, await joinToken(a, pool.id), { hostname: 'other' })).body
+    expect((await register(h, other.node_token, { fellow_id: mine.fellow_id })).status).toBe(403)
+    expect((await register(h, await joinToken(b, bobPool.id), { fellow_id: mine.fellow_id })).status).toBe(403)
+    expect((await register(h, null, { fellow_id: mine.fellow_id })).status).toBe(401)
+  })
+})
+
+describe('node authentication rules', () => {
+  test('heartbeats need a node token when SVC_REQUIRE_NODE_AUTH is on; user credentials are refused', async () => {
+    const { h, alice } = await setup()
+    expect((await h.client().post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(401)
+    expect((await tokenClient(h, alice.id).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(403)
+  })
+
+  test('with SVC_REQUIRE_NODE_AUTH=0 a missing token passes, but a wrong, revoked or foreign one is still refused', async () => {
+    const { h, a, pool } = await setup({ SVC_REQUIRE_NODE_AUTH: '0' })
+    const f1 = (await register(h, await joinToken(a, pool.id))).body
+    const f2 = (await register(h, await joinToken(a, pool.id), { hostname: 'two' })).body
+    expect((await h.client().post('/api/v1/workers/heartbeat', { status: 'idle', fellow_id: f1.fellow_id })).status).toBe(200)
+    expect((await h.client({ bearer: 'svc_node_wrong' }).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(401)
+    const foreign = await h.client({ bearer: f2.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', fellow_id: f1.fellow_id })
+    expect(foreign.status).toBe(403)
+    await register(h, f1.node_token, { fellow_id: f1.fellow_id }) // revokes f1's first token
+    expect((await h.client({ bearer: f1.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(401)
+  })
+
+  test('a fellow ships log lines only for itself', async () => {
+    const { h, a, pool } = await setup()
+    const f1 = (await register(h, await joinToken(a, pool.id))).body
+    const f2 = (await register(h, await joinToken(a, pool.id), { hostname: 'two' })).body
+    const c = h.client({ bearer: f1.node_token })
+    expect((await c.post(`/api/v1/workers/${f1.fellow_id}/logs`, { lines: ['hello'] })).status).toBe(204)
+    expect((await c.post(`/api/v1/workers/${f2.fellow_id}/logs`, { lines: ['spoof'] })).status).toBe(403)
+  })
+})
+
+describe('heartbeats and telemetry', () => {
+  test('live GPU telemetry refreshes free VRAM in /cluster/nodes and /cluster/devices, filtered to the caller pools', async () => {
+    const { h, a, b, A, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    const node = h.client({ bearer: f.node_token })
+    const hb = await node.post('/api/v1/workers/heartbeat', {
+      status: 'running',
+      step: 42,
+      loss: 0.5,
+      bytes_sent: 1000,
+      bytes_received: 2000,
+      hardware: { gpus: [{ ...GPU, memory_free_mb: 1234, utilization_pct: 97 }], cpu_pct: 12.5, mem_free_mb: 64000 },
+    })
+    expect(hb.status).toBe(200)
+    expect(hb.body).toEqual({ ok: true, next_heartbeat_s: 10 })
+    const devices = (await a.get('/api/v1/cluster/devices')).body.items
+    expect(devices).toEqual([{ ...GPU, memory_free_mb: 1234, utilization_pct: 97, fellow_id: f.fellow_id, hostname: 'gpu-1', pool_id: pool.id, state: 'online' }])
+    const nodes = (await a.get('/api/v1/cluster/nodes')).body.items
+    expect(nodes[0]).toMatchObject({ fellow_id: f.fellow_id, state: 'online', status: 'running', step: 42, loss: 0.5, bytes_sent: 1000, cpu_pct: 12.5 })
+    expect((await b.get('/api/v1/cluster/nodes')).body.items).toEqual([])
+    expect((await b.get(`/api/v1/cluster/devices?pool_id=${pool.id}`)).body.items).toEqual([])
+    expect((await A.get('/api/v1/cluster/nodes')).body.items).toHaveLength(1)
+    // Per-pool telemetry for members.
+    expect((await a.get(`/api/v1/pools/${pool.id}/metrics`)).body.items[0].gpus[0].memory_free_mb).toBe(1234)
+    expect((await a.get(`/api/v1/pools/${pool.id}/metrics/history`)).body.items[0].points).toHaveLength(1)
+    const events = (await a.get(`/api/v1/pools/${pool.id}/events`)).body.items.map((e: { kind: string }) => e.kind)
+    expect(events).toContain('registered')
+    // Batched: memory first, the state file on flush.
+    h.services.fellows.registry.flush()
+    expect(h.ctx.db.select().from(fellowsTable).where(eq(fellowsTable.id, f.fellow_id)).get()!.step).toBe(42)
+  })
+
+  test('liveness: online, then stale after 2 missed intervals, offline after 6 (fake clock, no writes per tick)', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    const state = async () => (await a.get('/api/v1/cluster/nodes')).body.items[0].state
+    expect(await state()).toBe('online')
+    h.clock.advance(20_000)
+    expect(await state()).toBe('online')
+    h.clock.advance(1)
+    expect(await state()).toBe('stale')
+    h.clock.advance(40_000)
+    expect(await state()).toBe('offline')
+    const offline = h.services.fellows.registry.tick(h.clock.now())
+    expect(offline.map((x) => x.id)).toEqual([f.fellow_id])
+    const kinds = (await a.get(`/api/v1/pools/${pool.id}/events`)).body.items.map((e: { kind: string }) => e.kind)
+    expect(kinds[0]).toBe('offline')
+    await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(await state()).toBe('online')
+  })
+
+  test('malformed telemetry is refused with 422', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    const node = h.client({ bearer: f.node_token })
+    for (const body of [{ status: 'dancing' }, { status: 'idle', step: -1 }, { status: 'idle', hardware: { gpus: [{ index: 0 }] } }, { status: 'idle', loss: 'NaN' }]) {
+      expect((await node.post('/api/v1/workers/heartbeat', body)).status).toBe(422)
+    }
+  })
+})
+
+describe('worker management', () => {
+  test('release is audited, sends STOP, revokes the token; others get 404 for foreign fellows', async () => {
+    const { h, a, b, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    expect((await b.post('/api/v1/workers/release', { fellow_id: f.fellow_id })).status).toBe(404)
+    const r = await a.post('/api/v1/workers/release', { fellow_id: f.fellow_id })
+    expect(r.status).toBe(200)
+    expect(h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, 'worker.release')).all()).toHaveLength(1)
+    expect(h.services.fellows.signals.takePending(f.fellow_id).map((s) => s.signal)).toEqual(['STOP'])
+    expect((await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(401)
+    expect((await a.get('/api/v1/workers')).body.items[0].state).toBe('released')
+  })
+
+  test('update sends UPDATE to a fellow or a whole pool; delete removes the fellow', async () => {
+    const { h, a, b, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    expect((await a.post('/api/v1/workers/update', { pool_id: pool.id, version: '0.2.0' })).body).toEqual({ signalled: 1 })
+    const pending = h.services.fellows.signals.takePending(f.fellow_id)
+    expect(pending.map((s) => [s.signal, s.payload])).toEqual([['UPDATE', { version: '0.2.0' }]])
+    expect((await b.delete(`/api/v1/workers/${f.fellow_id}`)).status).toBe(404)
+    expect((await a.delete(`/api/v1/workers/${f.fellow_id}`)).status).toBe(204)
+    expect((await a.get('/api/v1/workers')).body.items).toEqual([])
+    expect((await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(401)
+  })
+
+  test('signals for a fellow without a socket arrive in its next heartbeat response', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    await a.post('/api/v1/workers/update', { fellow_id: f.fellow_id })
+    const hb = await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(hb.body.pending_signals.map((s: { signal: string }) => s.signal)).toEqual(['UPDATE'])
+    const again = await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(again.body.pending_signals).toBeUndefined()
+  })
+
+  test('a forced pool delete detaches its fellows and stops them', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    expect((await a.delete(`/api/v1/pools/${pool.id}?force=true`)).body.detached_nodes).toBe(1)
+    expect(h.services.fellows.signals.takePending(f.fellow_id).map((s) => s.signal)).toEqual(['STOP'])
+    expect((await a.get('/api/v1/cluster/nodes')).body.items).toEqual([])
+  })
+})
+
+describe('bootstrap downloads', () => {
+  test('manifest and fellow.sh are public unless SVC_BOOTSTRAP_REQUIRE_TOKEN=1, then a join token is needed', async () => {
+    const open = await setup()
+    const m = await open.h.client().get('/api/v1/bootstrap/manifest.json')
+    expect(m.status).toBe(200)
+    expect(m.body.leader_url).toBe(open.h.cfg.baseUrl)
+    const sh = await open.h.client().get('/api/v1/bootstrap/fellow.sh')
+    expect(sh.body).toStartWith('#!/bin/sh')
+    expect(sh.body).toContain('set -eu')
+    const locked = await setup({ SVC_BOOTSTRAP_REQUIRE_TOKEN: '1' })
+    expect((await locked.h.client().get('/api/v1/bootstrap/fellow.sh')).status).toBe(401)
+    const token = await joinToken(locked.a, locked.pool.id)
+    expect((await locked.h.client().get('/api/v1/bootstrap/fellow.sh', { 'x-bootstrap-token': token })).status).toBe(200)
+    expect((await locked.h.client().get('/api/v1/bootstrap/manifest.json', { 'x-bootstrap-token': 'svc_join_bad' })).status).toBe(401)
+  })
+})

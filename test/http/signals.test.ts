@@ -1,0 +1,56 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { listen, openSocket, rawUpgrade, until } from '../helpers/listen'
+import { CLOSE_REPLACED } from '../../src/fellows/signals'
+
+const h: Harness = makeHarness()
+const server = listen(h)
+afterAll(async () => {
+  await server.stop()
+  h.close()
+})
+
+const alice = await seedUser(h, 'alice@example.com')
+const a = sessionClient(h, alice.id)
+const pool = (await a.post('/api/v1/pools', { name: 'WS' })).body
+async function registerFellow(hostname: string) {
+  const token = (await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+  return (await h.client({ bearer: token }).post('/api/v1/workers/register', { hostname })).body as { fellow_id: string; node_token: string; signals_url: string }
+}
+const f1 = await registerFellow('one')
+const f2 = await registerFellow('two')
+const wsUrl = (id: string) => `ws://127.0.0.1:${server.port}/ws/signals/${id}`
+
+describe('signal WebSocket handshake', () => {
+  test('refused with HTTP 403 on the upgrade: no token, a garbage token, another fellow\'s token, a user token', async () => {
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`)).toBe(403)
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`, { Authorization: 'Bearer svc_node_garbage' })).toBe(403)
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`, { Authorization: `Bearer ${f2.node_token}` })).toBe(403)
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`, { Cookie: `svc_session=${a.cookies.get('svc_session')}` })).toBe(403)
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`, { Authorization: `Bearer ${f1.node_token}` })).toBe(101)
+  })
+
+  test('signals reach the connected fellow as JSON text frames; queued ones arrive on connect', async () => {
+    await a.post('/api/v1/workers/update', { fellow_id: f2.fellow_id, version: '9' })
+    const s = await openSocket(wsUrl(f2.fellow_id), { Authorization: `Bearer ${f2.node_token}` })
+    await until(() => s.messages.length === 1, 'the queued UPDATE')
+    expect(s.messages[0]).toMatchObject({ signal: 'UPDATE', payload: { version: '9' } })
+    await a.post('/api/v1/workers/update', { fellow_id: f2.fellow_id })
+    await until(() => s.messages.length === 2, 'a live UPDATE')
+    const m = s.messages[1] as { id: string; ts: string }
+    expect(typeof m.id).toBe('string')
+    expect(Number.isNaN(Date.parse(m.ts))).toBe(false)
+    s.ws.close()
+  })
+
+  test('a second connection with the fellow\'s own token replaces the first (closed with 4409); ?token= works too', async () => {
+    const first = await openSocket(wsUrl(f1.fellow_id), { Authorization: `Bearer ${f1.node_token}` })
+    const second = await openSocket(`${wsUrl(f1.fellow_id)}?token=${f1.node_token}`)
+    const closed = await first.closed
+    expect(closed.code).toBe(CLOSE_REPLACED)
+    await a.post('/api/v1/workers/update', { fellow_id: f1.fellow_id })
+    await until(() => second.messages.length === 1, 'signal on the newer socket')
+    expect(first.messages).toHaveLength(0)
+    second.ws.close()
+  })
+})
