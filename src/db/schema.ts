@@ -244,3 +244,51 @@ export const joinSessions = sqliteTable(
   },
   (t) => [uniqueIndex('join_sessions_token_uq').on(t.tokenHash), index('join_sessions_pool_idx').on(t.poolId)],
 )
+
+/** Training jobs, bound to a pool. `assignments` is the pipeline: stage i -> fellow, as JSON. */
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    createdBy: text('created_by'),
+    status: text('status', { enum: ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] }).notNull(),
+    reason: text('reason'),
+    stages: integer('stages').notNull(),
+    minFreeVramMb: integer('min_free_vram_mb').notNull(),
+    config: text('config').notNull(), // JSON object handed to fellows
+    transport: text('transport'),
+    assignments: text('assignments').notNull(), // JSON [{stage, fellow_id}]
+    step: integer('step').notNull(),
+    loss: real('loss'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    finishedAt: integer('finished_at'),
+  },
+  (t) => [index('jobs_pool_idx').on(t.poolId), index('jobs_status_idx').on(t.status)],
+)
+
+/**
+ * The model catalog: manifests fellows post for models they can serve. Stamped with the pool of the
+ * job that produced them so a catalog is as private as the pool; rows from before stamping have
+ * pool_id NULL and stay visible to every logged-in person (SPEC "Job and servable").
+ */
+export const servables = sqliteTable(
+  'servables',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    version: text('version').notNull(),
+    format: text('format').notNull(),
+    sizeBytes: integer('size_bytes').notNull(),
+    // Cascade, not set null: a NULL pool would turn a private manifest into a legacy public one.
+    poolId: text('pool_id').references(() => pools.id, { onDelete: 'cascade' }),
+    jobId: text('job_id'), // no foreign key: a manifest outlives a purged job
+    fellowId: text('fellow_id').references(() => fellows.id, { onDelete: 'set null' }),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('servables_pool_name_version_uq').on(t.poolId, t.name, t.version), index('servables_name_idx').on(t.name)],
+)

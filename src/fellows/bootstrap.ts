@@ -14,7 +14,8 @@ export function binaryDigest(): Promise<{ sha256: string; size: number }> | null
   digest ??= (async () => {
     const file = Bun.file(process.execPath)
     const hasher = new Bun.CryptoHasher('sha256')
-    for await (const chunk of file.stream()) hasher.update(chunk)
+    const reader = file.stream().getReader()
+    for (let r = await reader.read(); !r.done; r = await reader.read()) hasher.update(r.value)
     return { sha256: hasher.digest('hex'), size: file.size }
   })()
   return digest

@@ -15,6 +15,11 @@ import { FellowRegistry } from '../fellows/live'
 import { MemorySignalHub } from '../fellows/signals'
 import { FellowViews } from '../fellows/views'
 import { LogRings } from '../fellows/logs'
+import { JobService } from '../jobs/service'
+import { JobMetrics } from '../jobs/metrics'
+import { jobRoutes } from '../jobs/routes'
+import { MemoryRelayHub, type RelayHub } from '../relay/hub'
+import { relayRoutes } from '../relay/routes'
 import { Accounts } from '../accounts/service'
 import { resolveSession } from '../accounts/sessions'
 import { resolveApiToken } from '../accounts/api-tokens'
@@ -26,6 +31,8 @@ export interface Services {
   fellows: Fellows
   views: FellowViews
   logs: LogRings
+  jobs: JobService
+  relay: RelayHub
   poolTelemetry: PoolTelemetry
   /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
   loops: LoopSpec[]
@@ -38,16 +45,27 @@ export function createServices(ctx: Ctx): Services {
   const signals = new MemorySignalHub(ctx.clock)
   const fellows = new Fellows(ctx, registry, signals)
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
+  const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes })
+  const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics())
   const loops: LoopSpec[] = [
     // Heartbeats land in memory; this writes them in batches (one transaction per flush).
     { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
-    { name: 'liveness', intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2), run: () => void registry.tick(ctx.clock.now()) },
+    {
+      name: 'liveness',
+      intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2),
+      run: () => {
+        for (const f of registry.tick(ctx.clock.now())) jobs.onFellowOffline(f.id)
+      },
+    },
+    { name: 'scheduler', intervalMs: 1000, run: () => void jobs.schedulePass() },
   ]
   return {
     accounts: new Accounts(ctx),
     fellows,
     views,
     logs: new LogRings(),
+    jobs,
+    relay,
     poolTelemetry: views,
     loops,
     close: async () => {
@@ -103,6 +121,8 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       }),
     )
     .use(fellowRoutes(base, ctx, services))
+    .use(jobRoutes(base, ctx, services.jobs))
+    .use(relayRoutes(base, ctx, services.relay, services.jobs))
   index.load(app.routes)
   return app
 }

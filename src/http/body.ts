@@ -56,7 +56,8 @@ export function bodyPlugin(maxJsonBytes: number, maxBinaryBytes: number, index: 
     const ct = (contentType ?? '').trim().toLowerCase()
     const binary = index.lookup(request.method, route).binary
     if (binary) {
-      if (ct !== 'application/octet-stream') throw new AppError('unsupported_media_type', 'Send application/octet-stream.')
+      // Refused by the handler, after the credential check, so an anonymous caller still sees 401.
+      if (ct !== 'application/octet-stream') return { unsupportedMediaType: ct }
       return readLimited(request, maxBinaryBytes)
     }
     if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {

@@ -95,9 +95,10 @@ export class Client {
       if (expired) this.cookies.delete(name)
       else this.cookies.set(name, value)
     }
+    const ct = res.headers.get('content-type') ?? ''
+    if (ct.includes('octet-stream')) return { status: res.status, body: new Uint8Array(await res.arrayBuffer()) as T, headers: res.headers }
     const text = await res.text()
     let parsed: unknown = text
-    const ct = res.headers.get('content-type') ?? ''
     if (ct.includes('json') && text !== '') parsed = JSON.parse(text)
     return { status: res.status, body: parsed as T, headers: res.headers }
   }

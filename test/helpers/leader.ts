@@ -33,8 +33,9 @@ export async function startLeader(env: Record<string, string> = {}, dir = mkdtem
     void (async () => {
       const decoder = new TextDecoder()
       let buf = ''
-      for await (const chunk of proc.stdout) {
-        buf += decoder.decode(chunk)
+      const reader = proc.stdout.getReader()
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        buf += decoder.decode(r.value)
         let nl: number
         while ((nl = buf.indexOf('\n')) !== -1) {
           const line = buf.slice(0, nl)

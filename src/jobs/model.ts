@@ -1,0 +1,61 @@
+// Wire shapes of jobs: submission, records, status reports from fellows, metrics.
+import { t, type Static } from 'elysia'
+import { Timestamp } from '../accounts/model'
+
+export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
+export type JobStatus = (typeof JOB_STATUSES)[number]
+export const TERMINAL: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled'])
+export const ACTIVE: ReadonlySet<JobStatus> = new Set(['scheduled', 'running', 'paused'])
+
+export const SubmitBody = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 100 }),
+    pool_id: t.Optional(t.String({ format: 'uuid' })),
+    stages: t.Optional(t.Integer({ minimum: 1, maximum: 64 })),
+    min_free_vram_mb: t.Optional(t.Integer({ minimum: 0, maximum: 10_000_000 })),
+    config: t.Optional(t.Record(t.String({ maxLength: 100 }), t.Unknown(), { maxProperties: 200 })),
+  },
+  { additionalProperties: false },
+)
+export type SubmitInput = Static<typeof SubmitBody>
+
+export const Assignment = t.Object({ stage: t.Integer(), fellow_id: t.String() })
+export type Assignment = Static<typeof Assignment>
+
+export const Job = t.Object({
+  id: t.String(),
+  name: t.String(),
+  pool_id: t.String(),
+  status: t.UnionEnum(JOB_STATUSES),
+  reason: t.Nullable(t.String()),
+  stages: t.Integer(),
+  min_free_vram_mb: t.Integer(),
+  transport: t.Nullable(t.String()),
+  config: t.Record(t.String(), t.Unknown()),
+  assignments: t.Array(Assignment),
+  step: t.Integer(),
+  loss: t.Nullable(t.Number()),
+  created_by: t.Nullable(t.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+})
+export type Job = Static<typeof Job>
+export const JobList = t.Object({ items: t.Array(Job) })
+export const JobListQuery = t.Object(
+  { pool_id: t.Optional(t.String({ format: 'uuid' })), status: t.Optional(t.UnionEnum(JOB_STATUSES)) },
+  { additionalProperties: false },
+)
+export const JobParams = t.Object({ job_id: t.String({ format: 'uuid' }) })
+
+/** What a fellow reports about its part of a job. */
+export const StatusReport = t.Object(
+  {
+    status: t.UnionEnum(['running', 'paused', 'checkpointed', 'completed', 'failed'] as const),
+    step: t.Optional(t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    loss: t.Optional(t.Nullable(t.Number({ minimum: -1e15, maximum: 1e15 }))),
+    throughput: t.Optional(t.Number({ minimum: 0, maximum: 1e15 })),
+    reason: t.Optional(t.String({ maxLength: 1000 })),
+  },
+  { additionalProperties: false },
+)
+export type StatusReport = Static<typeof StatusReport>

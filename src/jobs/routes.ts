@@ -1,0 +1,84 @@
+// HTTP surface of jobs: submit, list, get, cancel, pause/resume, checkpoint, purge, status reports
+// from fellows, and the metrics stream.
+import { Elysia, t } from 'elysia'
+import { AppError } from '../errors'
+import { asUser } from '../accounts/routes'
+import type { AppBase } from '../http/base'
+import type { Caller, NodeCaller } from '../http/policy'
+import type { Ctx } from '../context'
+import type { JobService } from './service'
+import { metricsStream } from './metrics'
+import * as M from './model'
+
+export function nodeOrOpen(caller: Caller): NodeCaller | null {
+  if (caller.kind === 'node') return caller
+  if (caller.kind === 'anonymous') return null // SVC_REQUIRE_NODE_AUTH=0 and no token
+  throw new AppError('forbidden', 'This route is for fellows.')
+}
+
+export function jobRoutes(base: AppBase, _ctx: Ctx, jobs: JobService) {
+  return new Elysia({ name: 'jobs' })
+    .use(base)
+    .post(
+      '/api/v1/jobs',
+      ({ caller, clientIp, body, set }) => {
+        set.status = 201
+        return jobs.submit(caller, body, clientIp)
+      },
+      { policy: 'operator', body: M.SubmitBody, response: { 201: M.Job } },
+    )
+    .get('/api/v1/jobs', ({ caller, query }) => ({ items: jobs.list(caller, query) }), {
+      policy: 'operator',
+      query: M.JobListQuery,
+      response: { 200: M.JobList },
+    })
+    .delete(
+      '/api/v1/jobs',
+      ({ caller, clientIp }) => jobs.purgeAll(asUser(caller).userId, clientIp),
+      { policy: 'admin', response: { 200: t.Object({ purged: t.Integer(), signalled: t.Integer() }) } },
+    )
+    .get('/api/v1/jobs/:job_id', ({ caller, params }) => jobs.get(caller, params.job_id), {
+      policy: 'operator',
+      params: M.JobParams,
+      response: { 200: M.Job },
+    })
+    .delete('/api/v1/jobs/:job_id', ({ caller, clientIp, params }) => jobs.cancel(caller, params.job_id, clientIp), {
+      policy: 'operator',
+      params: M.JobParams,
+      response: { 200: M.Job },
+    })
+    .post('/api/v1/jobs/:job_id/pause', ({ caller, params }) => jobs.pause(caller, params.job_id, true), {
+      policy: 'operator',
+      params: M.JobParams,
+      response: { 200: M.Job },
+    })
+    .post('/api/v1/jobs/:job_id/resume', ({ caller, params }) => jobs.pause(caller, params.job_id, false), {
+      policy: 'operator',
+      params: M.JobParams,
+      response: { 200: M.Job },
+    })
+    .post('/api/v1/jobs/:job_id/checkpoint', ({ caller, params }) => jobs.checkpoint(caller, params.job_id), {
+      policy: 'operator',
+      params: M.JobParams,
+      response: { 200: t.Object({ job_id: t.String(), signalled: t.Integer() }) },
+    })
+    .post(
+      '/api/v1/jobs/:job_id/status',
+      ({ caller, params, body }) => jobs.report(nodeOrOpen(caller), params.job_id, body, body.fellow_id),
+      {
+        policy: 'node',
+        params: M.JobParams,
+        body: t.Composite([M.StatusReport, t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) })], { additionalProperties: false }),
+        response: { 200: M.Job },
+      },
+    )
+    .get(
+      '/api/v1/jobs/:job_id/metrics/stream',
+      ({ caller, params, headers, request }) => {
+        jobs.visible(caller, params.job_id)
+        const after = Number(headers['last-event-id'] ?? 0)
+        return metricsStream(jobs.metrics, params.job_id, Number.isSafeInteger(after) && after > 0 ? after : 0, request.signal)
+      },
+      { policy: 'operator', params: M.JobParams },
+    )
+}

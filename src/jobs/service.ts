@@ -1,0 +1,315 @@
+// Jobs: submission, the scheduler (queued -> scheduled), lifecycle signals, re-placement when a
+// fellow goes offline, and the status reports fellows post.
+import { and, asc, desc, eq, inArray, type SQL } from 'drizzle-orm'
+import { jobs } from '../db/schema'
+import { AppError, notFound } from '../errors'
+import { newId } from '../crypto'
+import { recordAudit } from '../audit/service'
+import { iso } from '../time'
+import { ensureDefaultPool, memberRole } from '../pools/service'
+import { scopeOf, inScope } from '../fellows/views'
+import { candidateOf, pendingReason, place, type Candidate } from './placement'
+import { ACTIVE, TERMINAL, type Assignment, type Job, type JobStatus, type StatusReport, type SubmitInput } from './model'
+import type { Ctx } from '../context'
+import type { Caller, NodeCaller } from '../http/policy'
+import type { FellowRegistry } from '../fellows/live'
+import type { SignalHub } from '../fellows/signals'
+import type { RelayHub } from '../relay/hub'
+import type { JobMetrics } from './metrics'
+
+type JobRow = typeof jobs.$inferSelect
+
+function toJob(r: JobRow): Job {
+  return {
+    id: r.id,
+    name: r.name,
+    pool_id: r.poolId,
+    status: r.status,
+    reason: r.reason,
+    stages: r.stages,
+    min_free_vram_mb: r.minFreeVramMb,
+    transport: r.transport,
+    config: JSON.parse(r.config) as Record<string, unknown>,
+    assignments: JSON.parse(r.assignments) as Assignment[],
+    step: r.step,
+    loss: r.loss,
+    created_by: r.createdBy,
+    created_at: iso(r.createdAt),
+    updated_at: iso(r.updatedAt),
+  }
+}
+
+export class JobService {
+  constructor(
+    private ctx: Ctx,
+    private registry: FellowRegistry,
+    private signals: SignalHub,
+    private relay: RelayHub,
+    readonly metrics: JobMetrics,
+  ) {}
+
+  private row(id: string): JobRow | undefined {
+    return this.ctx.db.select().from(jobs).where(eq(jobs.id, id)).get()
+  }
+
+  /** A job the caller may see (its pools; admins all); anything else is "not found". */
+  visible(caller: Caller, id: string): JobRow {
+    const r = this.row(id)
+    if (!r || !inScope(scopeOf(this.ctx.db, caller), r.poolId)) throw notFound('Job')
+    return r
+  }
+
+  /** Creator, pool owner or admin may steer a job; other members may only look. */
+  private steerable(caller: Caller, id: string): JobRow {
+    const r = this.visible(caller, id)
+    if (caller.kind === 'user' && caller.role !== 'admin' && r.createdBy !== caller.userId && memberRole(this.ctx.db, r.poolId, caller.userId) !== 'owner') {
+      throw new AppError('forbidden', 'Only the job creator, the pool owner or an admin can do this.')
+    }
+    return r
+  }
+
+  submit(caller: Caller, input: SubmitInput, clientIp: string): Job {
+    const { ctx } = this
+    const job = ctx.db.transaction((tx) => {
+      const poolId = input.pool_id ?? ensureDefaultPool(ctx, tx).id
+      if (!inScope(scopeOf(tx, caller), poolId)) throw notFound('Pool')
+      const now = ctx.clock.now()
+      const row: JobRow = {
+        id: newId(),
+        name: input.name.trim(),
+        poolId,
+        createdBy: caller.kind === 'user' ? caller.userId : null,
+        status: 'queued',
+        reason: null,
+        stages: input.stages ?? 1,
+        minFreeVramMb: input.min_free_vram_mb ?? 0,
+        config: JSON.stringify(input.config ?? {}),
+        transport: null,
+        assignments: '[]',
+        step: 0,
+        loss: null,
+        createdAt: now,
+        updatedAt: now,
+        finishedAt: null,
+      }
+      tx.insert(jobs).values(row).run()
+      recordAudit(tx, ctx.clock, { kind: 'job.submit', actorUserId: row.createdBy, clientIp, targetType: 'job', targetId: row.id, detail: { pool_id: poolId, stages: row.stages } })
+      return row
+    })
+    this.schedulePass()
+    return toJob(this.row(job.id)!)
+  }
+
+  list(caller: Caller, filter: { pool_id?: string; status?: JobStatus }): Job[] {
+    const scope = scopeOf(this.ctx.db, caller)
+    const conds: SQL[] = []
+    if (scope !== null) conds.push(inArray(jobs.poolId, [...scope]))
+    if (filter.pool_id) conds.push(eq(jobs.poolId, filter.pool_id))
+    if (filter.status) conds.push(eq(jobs.status, filter.status))
+    return this.ctx.db.select().from(jobs).where(and(...conds)).orderBy(desc(jobs.createdAt)).limit(500).all().map(toJob)
+  }
+
+  get(caller: Caller, id: string): Job {
+    return toJob(this.visible(caller, id))
+  }
+
+  private setStatus(id: string, status: JobStatus, extra: Partial<JobRow> = {}): void {
+    const now = this.ctx.clock.now()
+    this.ctx.db
+      .update(jobs)
+      .set({ status, updatedAt: now, ...(TERMINAL.has(status) ? { finishedAt: now } : {}), ...extra })
+      .where(eq(jobs.id, id))
+      .run()
+    if (TERMINAL.has(status)) this.endJob(id, JSON.parse(this.row(id)?.assignments ?? '[]') as Assignment[])
+  }
+
+  private endJob(id: string, assignments: Assignment[]): void {
+    for (let stage = 0; stage < Math.max(1, assignments.length); stage++) {
+      this.relay.dropJob(`${id}/${stage}`)
+    }
+    this.metrics.end(id)
+  }
+
+  private signalAll(r: JobRow, signal: 'STOP' | 'PAUSE' | 'CHECKPOINT', payload: Record<string, unknown> = {}): void {
+    for (const a of JSON.parse(r.assignments) as Assignment[]) this.signals.send(a.fellow_id, signal, { jobId: r.id, payload })
+  }
+
+  cancel(caller: Caller, id: string, clientIp: string): Job {
+    const r = this.steerable(caller, id)
+    if (TERMINAL.has(r.status)) throw new AppError('conflict', `The job is already ${r.status}.`)
+    this.signalAll(r, 'STOP', { reason: 'cancelled' })
+    this.setStatus(id, 'cancelled', { reason: 'cancelled by a user' })
+    recordAudit(this.ctx.db, this.ctx.clock, { kind: 'job.cancel', actorUserId: caller.kind === 'user' ? caller.userId : null, clientIp, targetType: 'job', targetId: id })
+    return toJob(this.row(id)!)
+  }
+
+  pause(caller: Caller, id: string, pause: boolean): Job {
+    const r = this.steerable(caller, id)
+    if (pause && r.status !== 'running' && r.status !== 'scheduled') throw new AppError('conflict', `A ${r.status} job cannot be paused.`)
+    if (!pause && r.status !== 'paused') throw new AppError('conflict', `A ${r.status} job cannot be resumed.`)
+    if (pause) {
+      this.signalAll(r, 'PAUSE')
+      this.setStatus(id, 'paused')
+    } else {
+      this.startAll(r, JSON.parse(r.assignments) as Assignment[], 'START', { resume: true })
+      this.setStatus(id, 'running')
+    }
+    return toJob(this.row(id)!)
+  }
+
+  checkpoint(caller: Caller, id: string): { job_id: string; signalled: number } {
+    const r = this.steerable(caller, id)
+    if (!ACTIVE.has(r.status)) throw new AppError('conflict', `A ${r.status} job cannot be checkpointed.`)
+    this.signalAll(r, 'CHECKPOINT')
+    return { job_id: id, signalled: (JSON.parse(r.assignments) as Assignment[]).length }
+  }
+
+  /** Admin only: every job goes, every fellow is told to PURGE. Pool boundaries do not apply. */
+  purgeAll(actorUserId: string, clientIp: string): { purged: number; signalled: number } {
+    const rows = this.ctx.db.select({ id: jobs.id, assignments: jobs.assignments }).from(jobs).all()
+    this.ctx.db.transaction((tx) => {
+      tx.delete(jobs).run()
+      recordAudit(tx, this.ctx.clock, { kind: 'jobs.purge', actorUserId, clientIp, targetType: 'jobs', detail: { count: rows.length } })
+    })
+    for (const r of rows) {
+      this.endJob(r.id, JSON.parse(r.assignments) as Assignment[])
+      this.metrics.drop(r.id)
+    }
+    let signalled = 0
+    for (const f of this.registry.all()) {
+      if (f.released) continue
+      this.signals.send(f.id, 'PURGE')
+      signalled++
+    }
+    return { purged: rows.length, signalled }
+  }
+
+  /** The stage a node caller holds in a live job, or a refusal. */
+  stageOf(caller: NodeCaller | null, jobId: string, claimedFellow?: string): { row: JobRow; stage: number; assignments: Assignment[] } {
+    const r = this.row(jobId)
+    const fellowId = caller?.fellowId ?? claimedFellow
+    if (!r || (caller && r.poolId !== caller.poolId)) throw notFound('Job')
+    const assignments = JSON.parse(r.assignments) as Assignment[]
+    const mine = assignments.find((a) => a.fellow_id === fellowId)
+    if (!mine || !ACTIVE.has(r.status)) throw new AppError('forbidden', 'This fellow is not assigned to the job.')
+    return { row: r, stage: mine.stage, assignments }
+  }
+
+  report(caller: NodeCaller | null, jobId: string, rep: StatusReport, claimedFellow?: string): Job {
+    const { row, stage } = this.stageOf(caller, jobId, claimedFellow)
+    const fellowId = caller?.fellowId ?? claimedFellow!
+    this.metrics.append(jobId, {
+      ts: this.ctx.clock.now(),
+      fellow_id: fellowId,
+      stage,
+      step: rep.step ?? null,
+      loss: rep.loss ?? null,
+      throughput: rep.throughput ?? null,
+      status: rep.status,
+    })
+    const extra: Partial<JobRow> = {}
+    if (rep.step !== undefined && rep.step >= row.step) extra.step = rep.step
+    if (rep.loss !== undefined && rep.loss !== null) extra.loss = rep.loss
+    let next: JobStatus = row.status
+    if (rep.status === 'completed') next = 'completed'
+    else if (rep.status === 'failed') {
+      next = 'failed'
+      extra.reason = rep.reason ?? `stage ${stage} failed`
+      this.signalAll(row, 'STOP', { reason: 'a stage failed' })
+    } else if (rep.status === 'running' && (row.status === 'scheduled' || row.status === 'paused')) next = 'running'
+    else if (rep.status === 'paused' && row.status === 'running') next = 'paused'
+    if (next === 'completed') this.signalAll(row, 'STOP', { reason: 'completed' })
+    this.setStatus(jobId, next, extra)
+    return toJob(this.row(jobId)!)
+  }
+
+  private busyFellows(): Set<string> {
+    const busy = new Set<string>()
+    for (const r of this.ctx.db.select({ a: jobs.assignments }).from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()) {
+      for (const a of JSON.parse(r.a) as Assignment[]) busy.add(a.fellow_id)
+    }
+    return busy
+  }
+
+  private candidates(poolId: string, busy: Set<string>): Candidate[] {
+    const now = this.ctx.clock.now()
+    return this.registry
+      .inPools(new Set([poolId]))
+      .filter((f) => !busy.has(f.id) && this.registry.stateOf(f, now) === 'online')
+      .map(candidateOf)
+  }
+
+  private transportFor(fellows: Candidate[]): string {
+    const mode = this.ctx.cfg.pipelineTransport
+    if (mode !== 'auto') return mode
+    return fellows.every((f) => f.address !== null) ? 'auto' : 'tunnel'
+  }
+
+  /** Tells `targets` (default: every stage) their stage and neighbours in `assignments`. */
+  private startAll(r: JobRow, assignments: Assignment[], signal: 'START' | 'RECONFIGURE' = 'START', extra: Record<string, unknown> = {}, targets = assignments): void {
+    const addr = (id: string | undefined) => (id ? { fellow_id: id, address: this.registry.get(id)?.address ?? null } : null)
+    for (const a of targets) {
+      this.signals.send(a.fellow_id, signal, {
+        jobId: r.id,
+        payload: {
+          stage: a.stage,
+          stages: assignments.length,
+          prev: addr(assignments[a.stage - 1]?.fellow_id),
+          next: addr(assignments[a.stage + 1]?.fellow_id),
+          transport: r.transport ?? this.ctx.cfg.pipelineTransport,
+          relay_url: `${this.ctx.cfg.baseUrl}/api/v1/relay/${r.id}`,
+          config: JSON.parse(r.config) as unknown,
+          ...extra,
+        },
+      })
+    }
+  }
+
+  /** Places queued jobs, oldest first. Runs on submit and from the scheduler loop. */
+  schedulePass(): number {
+    const queued = this.ctx.db.select().from(jobs).where(eq(jobs.status, 'queued')).orderBy(asc(jobs.createdAt)).all()
+    if (queued.length === 0) return 0
+    const busy = this.busyFellows()
+    let placed = 0
+    for (const r of queued) {
+      const p = place(this.candidates(r.poolId, busy), r.stages, r.minFreeVramMb)
+      if (!p.ok) {
+        const reason = pendingReason(r.stages, r.minFreeVramMb, p.eligible)
+        if (reason !== r.reason) this.ctx.db.update(jobs).set({ reason, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+        continue
+      }
+      const assignments = p.fellows.map((f, stage) => ({ stage, fellow_id: f.id }))
+      const transport = this.transportFor(p.fellows)
+      this.ctx.db.update(jobs).set({ status: 'scheduled', reason: null, assignments: JSON.stringify(assignments), transport, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+      for (const f of p.fellows) busy.add(f.id)
+      this.startAll({ ...r, transport }, assignments)
+      placed++
+    }
+    return placed
+  }
+
+  /** A fellow went offline: re-place its stage if another fellow can take it, else fail the job. */
+  onFellowOffline(fellowId: string): void {
+    const active = this.ctx.db.select().from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()
+    for (const r of active) {
+      const assignments = JSON.parse(r.assignments) as Assignment[]
+      const lost = assignments.find((a) => a.fellow_id === fellowId)
+      if (!lost) continue
+      const busy = this.busyFellows()
+      const p = place(this.candidates(r.poolId, busy), 1, r.minFreeVramMb)
+      if (!p.ok) {
+        const reason = `fellow ${fellowId} went offline and no other fellow with >= ${r.minFreeVramMb} MiB free is online to take stage ${lost.stage}`
+        this.signalAll({ ...r, assignments: JSON.stringify(assignments.filter((a) => a.fellow_id !== fellowId)) }, 'STOP', { reason })
+        this.setStatus(r.id, 'failed', { reason })
+        continue
+      }
+      const replacement = p.fellows[0]!.id
+      const next = assignments.map((a) => (a.fellow_id === fellowId ? { stage: a.stage, fellow_id: replacement } : a))
+      this.ctx.db.update(jobs).set({ assignments: JSON.stringify(next), reason: `stage ${lost.stage} moved from ${fellowId} to ${replacement}`, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+      const updated = { ...r, assignments: JSON.stringify(next) }
+      // The newcomer gets START for its stage; the rest get RECONFIGURE with their new neighbours.
+      this.startAll(updated, next, 'START', {}, next.filter((a) => a.fellow_id === replacement))
+      this.startAll(updated, next, 'RECONFIGURE', { reconfigured: true }, next.filter((a) => a.fellow_id !== replacement))
+    }
+  }
+}

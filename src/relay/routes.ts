@@ -1,0 +1,69 @@
+// The relay: fellows of one job exchange activation and gradient frames through the leader when a
+// direct connection is not possible. Frames are routed by pipeline position: activations go to
+// the next stage, gradients to the previous one; each fellow pops only its own stage's queues.
+import { Elysia, t } from 'elysia'
+import { AppError } from '../errors'
+import { problem } from '../http/errors'
+import { decodeFrames, encodeFrames } from './frames'
+import { MAX_POP_WAIT_MS, type RelayChannel, type RelayHub } from './hub'
+import { nodeOrOpen } from '../jobs/routes'
+import type { AppBase } from '../http/base'
+import type { Ctx } from '../context'
+import type { JobService } from '../jobs/service'
+
+const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.UnionEnum(['activations', 'gradients'] as const) })
+
+export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
+
+export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService) {
+  return new Elysia({ name: 'relay' })
+    .use(base)
+    .post(
+      '/api/v1/relay/:job_id/:channel/push',
+      ({ caller, params, body, query, set }) => {
+        const { stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+        const to = params.channel === 'activations' ? stage + 1 : stage - 1
+        if (to < 0 || to >= assignments.length) throw new AppError('conflict', `Stage ${stage} has no ${params.channel === 'activations' ? 'next' : 'previous'} stage to send ${params.channel} to.`)
+        if (!(body instanceof Uint8Array)) throw new AppError('unsupported_media_type', 'Send application/octet-stream.')
+        const frames = decodeFrames(body, { maxFrameBytes: ctx.cfg.relayMaxFrameBytes })
+        const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames)
+        if (!r.ok) {
+          if (r.reason === 'exceeds_capacity') return problem('payload_too_large', 'This push is larger than a relay channel can hold.')
+          return problem('rate_limited', 'The relay channel is full; retry shortly.', { retryAfterS: r.retryAfterS })
+        }
+        set.status = 202
+        return { queued_frames: frames.length, depth_bytes: r.depthBytes }
+      },
+      {
+        policy: 'node',
+        detail: { 'x-body': 'binary' },
+        params: Params,
+        query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false }),
+      },
+    )
+    .get(
+      '/api/v1/relay/:job_id/:channel/pop',
+      async ({ caller, params, query, request }) => {
+        const { stage } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+        const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
+          max: query.max ?? 64,
+          waitMs: Math.min(query.wait_ms ?? 0, MAX_POP_WAIT_MS),
+          signal: request.signal,
+        })
+        if (frames.length === 0) return new Response(null, { status: 204 })
+        return new Response(encodeFrames(frames) as Uint8Array<ArrayBuffer>, { headers: { 'content-type': 'application/octet-stream', 'x-frame-count': String(frames.length) } })
+      },
+      {
+        policy: 'node',
+        params: Params,
+        query: t.Object(
+          {
+            wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: MAX_POP_WAIT_MS })),
+            max: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
+            fellow_id: t.Optional(t.String({ format: 'uuid' })),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    )
+}

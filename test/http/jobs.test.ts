@@ -1,0 +1,273 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { encodeFrames, decodeFrames } from '../../src/relay/frames'
+
+const all: Harness[] = []
+afterAll(() => all.forEach((h) => h.close()))
+
+interface Fellow {
+  fellow_id: string
+  node_token: string
+  c: Client
+  hb(freeMb?: number): Promise<unknown>
+}
+
+export async function cluster(n: number, opts: { env?: Record<string, string>; freeMb?: number[] } = {}) {
+  const h = makeHarness(opts.env ?? {})
+  all.push(h)
+  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+  const bob = await seedUser(h, 'bob@example.com')
+  const A = sessionClient(h, admin.id)
+  const b = sessionClient(h, bob.id)
+  const pool = (await A.post('/api/v1/admin/pools', { name: 'Lab', visibility: 'private' })).body
+  const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+  const fellows: Fellow[] = []
+  for (let i = 0; i < n; i++) {
+    const r = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: `gpu-${i}`, address: `127.0.0.1:${5557 + 10 * i}` })).body
+    const c = h.client({ bearer: r.node_token })
+    const free = opts.freeMb?.[i] ?? 40_960
+    const f: Fellow = {
+      ...r,
+      c,
+      hb: (freeMb = free) =>
+        c.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [{ index: 0, name: 'A100', memory_total_mb: 81920, memory_free_mb: freeMb, utilization_pct: 0 }] } }),
+    }
+    await f.hb()
+    h.clock.advance(1) // distinct registration order
+    fellows.push(f)
+  }
+  const signalsOf = (f: Fellow) => h.services.fellows.signals.takePending(f.fellow_id)
+  return { h, A, b, pool, fellows, signalsOf }
+}
+
+describe('job lifecycle', () => {
+  test('a 3-stage job is placed on 3 fellows in pipeline order and each gets START with its neighbours', async () => {
+    const { A, pool, fellows, signalsOf } = await cluster(3, { freeMb: [30_000, 50_000, 40_000] })
+    const r = await A.post('/api/v1/jobs', { name: 'mlp', pool_id: pool.id, stages: 3, min_free_vram_mb: 20_480, config: { steps: 100 } })
+    expect(r.status).toBe(201)
+    expect(r.body.status).toBe('scheduled')
+    const order = r.body.assignments.map((a: { fellow_id: string }) => a.fellow_id)
+    expect(order).toEqual([fellows[1]!.fellow_id, fellows[2]!.fellow_id, fellows[0]!.fellow_id]) // roomiest first
+    const mid = signalsOf(fellows[2]!)
+    expect(mid).toHaveLength(1)
+    expect(mid[0]).toMatchObject({ signal: 'START', job_id: r.body.id })
+    expect(mid[0]!.payload).toMatchObject({
+      stage: 1,
+      stages: 3,
+      prev: { fellow_id: fellows[1]!.fellow_id, address: '127.0.0.1:5567' },
+      next: { fellow_id: fellows[0]!.fellow_id, address: '127.0.0.1:5557' },
+      transport: 'auto',
+      config: { steps: 100 },
+    })
+  })
+
+  test('goes queued -> scheduled -> running -> paused -> running -> completed, with signals for each step', async () => {
+    const { A, pool, fellows, signalsOf } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'life', pool_id: pool.id, stages: 2 })).body
+    fellows.forEach(signalsOf)
+    const report = (f: Fellow, body: Record<string, unknown>) => f.c.post(`/api/v1/jobs/${job.id}/status`, body)
+    expect((await report(fellows[0]!, { status: 'running', step: 1 })).body.status).toBe('running')
+    expect((await A.post(`/api/v1/jobs/${job.id}/pause`)).body.status).toBe('paused')
+    expect(signalsOf(fellows[0]!).map((s) => s.signal)).toEqual(['PAUSE'])
+    expect((await A.post(`/api/v1/jobs/${job.id}/pause`)).status).toBe(409)
+    const resumed = await A.post(`/api/v1/jobs/${job.id}/resume`)
+    expect(resumed.body.status).toBe('running')
+    expect(signalsOf(fellows[1]!).map((s) => [s.signal, s.payload?.resume])).toEqual([['PAUSE', undefined], ['START', true]])
+    expect((await A.post(`/api/v1/jobs/${job.id}/checkpoint`)).body.signalled).toBe(2)
+    expect(signalsOf(fellows[0]!).map((s) => s.signal)).toEqual(['START', 'CHECKPOINT'])
+    const st = await report(fellows[1]!, { status: 'running', step: 10, loss: 0.25, throughput: 120 })
+    expect(st.body).toMatchObject({ step: 10, loss: 0.25 })
+    const done = await report(fellows[0]!, { status: 'completed', step: 20 })
+    expect(done.body.status).toBe('completed')
+    expect(signalsOf(fellows[1]!).map((s) => s.signal)).toContain('STOP')
+    expect((await A.delete(`/api/v1/jobs/${job.id}`)).status).toBe(409)
+  })
+
+  test('cancel sends STOP; a failed stage fails the job with its reason', async () => {
+    const { A, pool, fellows, signalsOf } = await cluster(2)
+    const j1 = (await A.post('/api/v1/jobs', { name: 'c', pool_id: pool.id, stages: 1 })).body
+    const cancelled = await A.delete(`/api/v1/jobs/${j1.id}`)
+    expect(cancelled.body.status).toBe('cancelled')
+    const holder = fellows.find((f) => f.fellow_id === j1.assignments[0].fellow_id)!
+    expect(signalsOf(holder).map((s) => s.signal)).toEqual(['START', 'STOP'])
+    const j2 = (await A.post('/api/v1/jobs', { name: 'f', pool_id: pool.id, stages: 1 })).body
+    const f2 = fellows.find((f) => f.fellow_id === j2.assignments[0].fellow_id)!
+    const failed = await f2.c.post(`/api/v1/jobs/${j2.id}/status`, { status: 'failed', reason: 'CUDA out of memory' })
+    expect(failed.body).toMatchObject({ status: 'failed', reason: 'CUDA out of memory' })
+  })
+
+  test('a job that cannot be placed stays queued with a readable reason, and is placed once fellows appear', async () => {
+    const { h, A, pool, fellows } = await cluster(2, { freeMb: [30_000, 10_000] })
+    const r = await A.post('/api/v1/jobs', { name: 'big', pool_id: pool.id, stages: 3, min_free_vram_mb: 20_480 })
+    expect(r.body.status).toBe('queued')
+    expect(r.body.reason).toBe('needs 3 fellows with >= 20 GiB free; pool has 1')
+    await fellows[1]!.hb(30_000)
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    const f3 = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'late' })).body
+    await h.client({ bearer: f3.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [{ index: 0, name: 'H100', memory_total_mb: 81920, memory_free_mb: 70_000, utilization_pct: 0 }] } })
+    expect(h.services.jobs.schedulePass()).toBe(1)
+    expect((await A.get(`/api/v1/jobs/${r.body.id}`)).body.status).toBe('scheduled')
+  })
+
+  test('a fellow that goes offline mid-job is replaced (START to the newcomer, RECONFIGURE to the rest); with no spare the job fails', async () => {
+    const { h, A, pool, fellows, signalsOf } = await cluster(3)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    const [s0, s1] = job.assignments.map((a: { fellow_id: string }) => fellows.find((f) => f.fellow_id === a.fellow_id)!)
+    const spare = fellows.find((f) => f !== s0 && f !== s1)!
+    fellows.forEach(signalsOf)
+    h.clock.advance(61_000) // six missed intervals
+    await s0.hb()
+    await spare.hb()
+    for (const f of h.services.fellows.registry.tick(h.clock.now())) h.services.jobs.onFellowOffline(f.id)
+    const moved = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect(moved.assignments.map((a: { fellow_id: string }) => a.fellow_id)).toEqual([s0.fellow_id, spare.fellow_id])
+    expect(moved.reason).toContain('moved')
+    expect(signalsOf(spare).map((s) => [s.signal, s.payload?.stage])).toEqual([['START', 1]])
+    expect(signalsOf(s0).map((s) => [s.signal, (s.payload?.next as { fellow_id: string }).fellow_id])).toEqual([['RECONFIGURE', spare.fellow_id]])
+    h.clock.advance(61_000)
+    await s0.hb()
+    for (const f of h.services.fellows.registry.tick(h.clock.now())) h.services.jobs.onFellowOffline(f.id)
+    const failed = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect(failed.status).toBe('failed')
+    expect(failed.reason).toContain('went offline')
+  })
+
+  test('purge is admin-only, audited, and sends PURGE to every fellow', async () => {
+    const { A, b, pool, fellows, signalsOf } = await cluster(2)
+    await A.post('/api/v1/jobs', { name: 'p', pool_id: pool.id, stages: 2 })
+    fellows.forEach(signalsOf)
+    expect((await b.delete('/api/v1/jobs')).status).toBe(403)
+    expect((await A.delete('/api/v1/jobs')).body).toEqual({ purged: 1, signalled: 2 })
+    expect(signalsOf(fellows[0]!).map((s) => s.signal)).toEqual(['PURGE'])
+    expect((await A.get('/api/v1/jobs')).body.items).toEqual([])
+    expect((await A.get('/api/v1/admin/audit?kind=jobs.purge')).status).not.toBe(500)
+  })
+})
+
+describe('job scoping', () => {
+  test('non-members cannot submit to, see or steer a pool\'s jobs (404); unassigned fellows cannot report (403)', async () => {
+    const { h, A, b, pool } = await cluster(2)
+    expect((await b.post('/api/v1/jobs', { name: 'x', pool_id: pool.id })).status).toBe(404)
+    const job = (await A.post('/api/v1/jobs', { name: 's', pool_id: pool.id, stages: 1 })).body
+    expect((await b.get(`/api/v1/jobs/${job.id}`)).status).toBe(404)
+    expect((await b.delete(`/api/v1/jobs/${job.id}`)).status).toBe(404)
+    expect((await b.get('/api/v1/jobs')).body.items).toEqual([])
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    const other = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'idle' })).body
+    const notMine = await h.client({ bearer: other.node_token }).post(`/api/v1/jobs/${job.id}/status`, { status: 'running' })
+    expect(notMine.status).toBe(403)
+  })
+})
+
+describe('metrics stream', () => {
+  test('SSE of step/loss with ids, resumable from Last-Event-ID, ending when the job ends', async () => {
+    const { h, A, pool, fellows } = await cluster(1)
+    const job = (await A.post('/api/v1/jobs', { name: 'm', pool_id: pool.id, stages: 1 })).body
+    const f = fellows[0]!
+    for (const [step, loss] of [[1, 0.9], [2, 0.5], [3, 0.2]] as const) await f.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step, loss })
+    await f.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'completed', step: 3 })
+    const all = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`)
+    expect(all.headers.get('content-type')).toBe('text/event-stream')
+    const ids = [...String(all.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+    expect(ids).toEqual([1, 2, 3, 4])
+    expect(String(all.body)).toContain('"loss":0.2')
+    expect(String(all.body)).toContain('event: end')
+    const resumed = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`, { 'last-event-id': '2' })
+    expect([...String(resumed.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([3, 4])
+    expect((await h.client().get(`/api/v1/jobs/${job.id}/metrics/stream`)).status).toBe(401)
+  })
+})
+
+describe('relay', () => {
+  async function pipeline(env: Record<string, string> = {}) {
+    const c = await cluster(3, { env })
+    const job = (await c.A.post('/api/v1/jobs', { name: 'relay', pool_id: c.pool.id, stages: 2 })).body
+    const byId = (id: string) => c.fellows.find((f) => f.fellow_id === id)!
+    const s0 = byId(job.assignments[0].fellow_id)
+    const s1 = byId(job.assignments[1].fellow_id)
+    const outsider = c.fellows.find((f) => f !== s0 && f !== s1)!
+    return { ...c, job, s0, s1, outsider }
+  }
+  const bin = { 'content-type': 'application/octet-stream' }
+  async function pop(f: Fellow, jobId: string, channel: string, q = 'wait_ms=0') {
+    const r = await f.c.call('GET', `/api/v1/relay/${jobId}/${channel}/pop?${q}`)
+    return r
+  }
+
+  test('activations go from stage 0 to stage 1 and gradients back, byte for byte (0 bytes to 64 MiB)', async () => {
+    const { job, s0, s1 } = await pipeline()
+    const big = new Uint8Array(64 * 1024 * 1024)
+    for (let i = 0; i < big.length; i += 4096) big[i] = i % 251
+    const frames = [{ meta: { step: 1, shape: [0] }, data: new Uint8Array(0) }, { meta: { step: 1 }, data: new Uint8Array([1, 2, 3]) }, { meta: { step: 2, big: true }, data: big }]
+    const push = await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, encodeFrames(frames), bin)
+    expect(push.status).toBe(202)
+    expect(push.body.queued_frames).toBe(3)
+    expect((await pop(s0, job.id, 'activations')).status).toBe(204) // stage 0's own queue is empty
+    const res = await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop?max=10`)
+    expect(res.status).toBe(200)
+    const got = decodeFrames(res.body as Uint8Array, { maxFrameBytes: 65 * 1024 * 1024 })
+    expect(got).toHaveLength(3)
+    expect(got[0]!.data.byteLength).toBe(0)
+    expect([...got[1]!.data]).toEqual([1, 2, 3])
+    expect(Buffer.from(got[2]!.data).equals(Buffer.from(big))).toBe(true)
+    const grad = await s1.c.call('POST', `/api/v1/relay/${job.id}/gradients/push`, encodeFrames([{ meta: { step: 1 }, data: new Uint8Array([9]) }]), bin)
+    expect(grad.status).toBe(202)
+    const back = await s0.c.call('GET', `/api/v1/relay/${job.id}/gradients/pop`)
+    expect(back.status).toBe(200)
+  }, 60_000)
+
+  test('a blocking pop is woken by the push', async () => {
+    const { job, s0, s1 } = await pipeline()
+    const started = Date.now()
+    const waiting = s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop?wait_ms=20000`)
+    await Bun.sleep(5)
+    await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, encodeFrames([{ meta: { n: 1 }, data: new Uint8Array([7]) }]), bin)
+    const r = await waiting
+    expect(r.status).toBe(200)
+    expect(Date.now() - started).toBeLessThan(10_000)
+  })
+
+  test('a full channel answers 429 with Retry-After, and nothing is enqueued by a refused push', async () => {
+    const { job, s0, s1 } = await pipeline({ SVC_RELAY_MAX_FRAME_BYTES: '1024', SVC_RELAY_MAX_QUEUE_BYTES: '4096' })
+    const frame = encodeFrames([{ meta: {}, data: new Uint8Array(1000) }])
+    const statuses: number[] = []
+    let last
+    for (let i = 0; i < 6; i++) {
+      last = await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, frame, bin)
+      statuses.push(last.status)
+    }
+    expect(statuses.slice(0, 4)).toEqual([202, 202, 202, 202])
+    expect(statuses[4]).toBe(429)
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0)
+    const drained = await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop?max=100`)
+    expect(Number(drained.headers.get('x-frame-count'))).toBe(4)
+    const tooBig = encodeFrames([{ meta: {}, data: new Uint8Array(2000) }])
+    expect((await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, tooBig, bin)).status).toBe(413)
+  })
+
+  test('fellows outside the job are refused; malformed encodings get 400 and enqueue nothing; JSON is 415', async () => {
+    const { job, s0, s1, outsider } = await pipeline()
+    const good = encodeFrames([{ meta: {}, data: new Uint8Array([1]) }])
+    expect((await outsider.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, good, bin)).status).toBe(403)
+    expect((await outsider.c.call('GET', `/api/v1/relay/${job.id}/activations/pop`)).status).toBe(403)
+    const truncated = good.slice(0, good.length - 1)
+    const lying = new Uint8Array(good)
+    new DataView(lying.buffer).setUint32(0, 10_000)
+    for (const body of [truncated, lying, new Uint8Array([0, 0])]) {
+      const r = await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, body, bin)
+      expect(r.status).toBe(400)
+      expect(r.body.code).toBe('bad_request')
+    }
+    expect((await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop`)).status).toBe(204)
+    expect((await s0.c.post(`/api/v1/relay/${job.id}/activations/push`, { frames: [] })).status).toBe(415)
+    expect((await s0.c.call('POST', `/api/v1/relay/${job.id}/gradients/push`, good, bin)).status).toBe(409) // stage 0 has no previous stage
+    expect((await s0.c.call('POST', `/api/v1/relay/${job.id}/weights/push`, good, bin)).status).toBe(422)
+  })
+
+  test('queues are dropped when the job ends', async () => {
+    const { A, job, s0, s1 } = await pipeline()
+    await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, encodeFrames([{ meta: {}, data: new Uint8Array([1]) }]), bin)
+    await A.delete(`/api/v1/jobs/${job.id}`)
+    expect((await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop`)).status).toBe(403)
+  })
+})
