@@ -3,10 +3,12 @@ import m0 from '../../migrations/0000_initial.sql' with { type: 'text' }
 import m1 from '../../migrations/0001_pools_and_fellows.sql' with { type: 'text' }
 import m2 from '../../migrations/0002_jobs.sql' with { type: 'text' }
 import m3 from '../../migrations/0003_servables.sql' with { type: 'text' }
+import m4 from '../../migrations/0004_contributions.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
   { tag: '0001_pools_and_fellows', sql: m1 },
   { tag: '0002_jobs', sql: m2 },
   { tag: '0003_servables', sql: m3 },
+  { tag: '0004_contributions', sql: m4 },
 ]

@@ -292,3 +292,23 @@ export const servables = sqliteTable(
   },
   (t) => [uniqueIndex('servables_pool_name_version_uq').on(t.poolId, t.name, t.version), index('servables_name_idx').on(t.name)],
 )
+
+/** Per-member contribution totals, added to by the metrics roll-up loop. */
+export const contributions = sqliteTable('contributions', {
+  userId: text('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  gpuSeconds: real('gpu_seconds').notNull(),
+  tokensServed: integer('tokens_served').notNull(),
+  requestsServed: integer('requests_served').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+/** Roll-up bookkeeping: the end of the last window (so windows abut across restarts) and cluster totals. */
+export const rollupState = sqliteTable('rollup_state', {
+  key: text('key').primaryKey(), // 'global'
+  windowEnd: integer('window_end').notNull(),
+  gpuSeconds: real('gpu_seconds').notNull(),
+  tokensServed: integer('tokens_served').notNull(),
+  requestsServed: integer('requests_served').notNull(),
+})

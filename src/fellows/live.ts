@@ -52,6 +52,9 @@ export class FellowRegistry {
   private history = new Map<string, HistoryPoint[]>()
   private events = new Map<string, PoolEvent[]>()
 
+  /** Told the online time observed between two heartbeats (contribution accounting). */
+  onUptime: ((f: LiveFellow, now: number, onlineMs: number, gpuCount: number) => void) | null = null
+
   constructor(private ctx: Ctx) {
     const rows = ctx.db
       .select({ f: fellows, poolId: poolNodes.poolId, ownerUserId: poolNodes.ownerUserId })
@@ -122,6 +125,11 @@ export class FellowRegistry {
   /** The hot path: memory only. */
   heartbeat(f: LiveFellow, hb: HeartbeatInput, now: number): void {
     if (hb.status !== f.status && f.status !== null) this.event(f, 'status', `${f.status} -> ${hb.status}`)
+    if (f.lastSeenAt !== null && this.onUptime && !f.released) {
+      // Online means seen within two intervals; a longer gap counts only its first two intervals.
+      const onlineMs = Math.min(now - f.lastSeenAt, 2 * this.ctx.cfg.heartbeatIntervalS * 1000)
+      this.onUptime(f, now, onlineMs, f.hardware?.gpus.length ?? 0)
+    }
     f.lastSeenAt = now
     f.status = hb.status
     if (hb.job_id !== undefined) f.jobId = hb.job_id

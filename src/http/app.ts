@@ -20,6 +20,9 @@ import { JobMetrics } from '../jobs/metrics'
 import { jobRoutes } from '../jobs/routes'
 import { MemoryRelayHub, type RelayHub } from '../relay/hub'
 import { relayRoutes } from '../relay/routes'
+import { ContributionMeter, ContributionRollup } from '../stats/contribution'
+import { PublicStatsService } from '../stats/public'
+import { statsRoutes } from '../stats/routes'
 import { Accounts } from '../accounts/service'
 import { resolveSession } from '../accounts/sessions'
 import { resolveApiToken } from '../accounts/api-tokens'
@@ -33,6 +36,8 @@ export interface Services {
   logs: LogRings
   jobs: JobService
   relay: RelayHub
+  rollup: ContributionRollup
+  publicStats: PublicStatsService
   poolTelemetry: PoolTelemetry
   /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
   loops: LoopSpec[]
@@ -47,6 +52,8 @@ export function createServices(ctx: Ctx): Services {
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
   const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes })
   const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics())
+  const rollup = new ContributionRollup(ctx, new ContributionMeter())
+  registry.onUptime = (f, now, onlineMs, gpus) => rollup.meter.uptime(f.ownerUserId, now, onlineMs, gpus)
   const loops: LoopSpec[] = [
     // Heartbeats land in memory; this writes them in batches (one transaction per flush).
     { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
@@ -58,6 +65,7 @@ export function createServices(ctx: Ctx): Services {
       },
     },
     { name: 'scheduler', intervalMs: 1000, run: () => void jobs.schedulePass() },
+    { name: 'contribution-rollup', intervalMs: ctx.cfg.metricsRollupS * 1000, run: () => void rollup.tick() },
   ]
   return {
     accounts: new Accounts(ctx),
@@ -66,10 +74,13 @@ export function createServices(ctx: Ctx): Services {
     logs: new LogRings(),
     jobs,
     relay,
+    rollup,
+    publicStats: new PublicStatsService(ctx, registry, rollup),
     poolTelemetry: views,
     loops,
     close: async () => {
       registry.flush()
+      rollup.tick()
       signals.closeAll()
     },
   }
@@ -123,6 +134,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(fellowRoutes(base, ctx, services))
     .use(jobRoutes(base, ctx, services.jobs))
     .use(relayRoutes(base, ctx, services.relay, services.jobs))
+    .use(statsRoutes(base, ctx, services.publicStats, services.rollup))
   index.load(app.routes)
   return app
 }

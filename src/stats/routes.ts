@@ -1,0 +1,51 @@
+// GET /api/v1/public/stats (anonymous, rate-limited per client IP) and GET /api/v1/me/contribution.
+import { Elysia, t } from 'elysia'
+import { AppError } from '../errors'
+import { RateLimiter } from '../http/rate-limit'
+import { asUser } from '../accounts/routes'
+import type { AppBase } from '../http/base'
+import type { Ctx } from '../context'
+import type { ContributionRollup } from './contribution'
+import type { PublicStatsService } from './public'
+
+const Count = t.Nullable(t.Integer())
+export const PublicStatsShape = t.Object({
+  nodes_online: Count,
+  gpus_online: Count,
+  pools: Count,
+  users: Count,
+  gpu_hours_contributed: Count,
+  tokens_served: Count,
+  requests_served: Count,
+  generated_at: t.String(),
+})
+export const ContributionShape = t.Object({
+  gpu_seconds: t.Number(),
+  tokens_served: t.Integer(),
+  requests_served: t.Integer(),
+  credits_status: t.Literal('not_implemented'),
+  updated_at: t.Nullable(t.String()),
+})
+
+export function statsRoutes(base: AppBase, ctx: Ctx, stats: PublicStatsService, rollup: ContributionRollup) {
+  // The bundled reverse proxy is not assumed: the leader limits this anonymous route itself.
+  const limiter = new RateLimiter(ctx.clock, 60, 60_000)
+  return new Elysia({ name: 'stats' })
+    .use(base)
+    .get(
+      '/api/v1/public/stats',
+      ({ clientIp, set }) => {
+        const wait = limiter.hit(clientIp)
+        if (wait > 0) throw new AppError('rate_limited', 'Too many requests; try again shortly.', { retryAfterS: wait })
+        set.headers['cache-control'] = `public, max-age=${ctx.cfg.publicStatsTtlS}`
+        return stats.get()
+      },
+      { policy: 'public', response: { 200: PublicStatsShape } },
+    )
+    .get('/api/v1/me/contribution', ({ caller }) => rollup.mine(asUser(caller).userId), {
+      policy: 'operator',
+      // No parameter selects another user: anything in the query is refused (422), never honoured.
+      query: t.Object({}, { additionalProperties: false }),
+      response: { 200: ContributionShape },
+    })
+}
