@@ -28,6 +28,10 @@ export type ErrorCode =
   | 'mail_disabled'
   | 'smtp_failed'
   | 'service_unavailable'
+  | 'model_not_found'
+  | 'fellow_failed'
+  | 'dispatch_timeout'
+  | 'fellow_timeout'
   | 'internal_error'
 
 export class AppError extends Error {

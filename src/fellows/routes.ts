@@ -11,9 +11,11 @@ import type { Ctx } from '../context'
 import type { Fellows } from './service'
 import type { FellowViews } from './views'
 import type { LogRings } from './logs'
+import type { Counters } from '../observability/metrics'
 import * as M from './model'
 
 export interface FellowRouteDeps {
+  counters: Counters
   fellows: Fellows
   views: FellowViews
   logs: LogRings
@@ -29,7 +31,7 @@ function fellowOf(caller: Caller, claimed: string | undefined): string {
   throw new AppError('unauthorized', 'A node token is required.')
 }
 
-export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs }: FellowRouteDeps) {
+export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters }: FellowRouteDeps) {
   const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
     if (!ctx.cfg.bootstrapRequireToken) return
     const token = headers['x-bootstrap-token']
@@ -101,6 +103,7 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs }: 
           const f = registry.get(id)
           if (!f || f.released) throw notFound('Fellow')
           registry.heartbeat(f, body, ctx.clock.now())
+          counters.heartbeats++
           const pending = fellows.signals.takePending(id)
           return { ok: true as const, next_heartbeat_s: ctx.cfg.heartbeatIntervalS, ...(pending.length > 0 ? { pending_signals: pending } : {}) }
         },

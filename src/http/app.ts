@@ -1,5 +1,5 @@
 // Composition: the feature plugins on one Elysia app, then the policy index built from its routes.
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import { createBase } from './base'
 import { errorPlugin, problemFrom } from './errors'
 import { PolicyIndex, authorize, presentedCredential, SESSION_COOKIE, type CredentialResolver } from './policy'
@@ -8,6 +8,7 @@ import { TOKEN_PREFIX } from '../crypto'
 import { healthRoutes } from '../health/routes'
 import { accountRoutes } from '../accounts/routes'
 import { poolRoutes } from '../pools/routes'
+import { adminRoutes } from '../admin/routes'
 import type { PoolTelemetry } from '../pools/telemetry'
 import { fellowRoutes } from '../fellows/routes'
 import { Fellows } from '../fellows/service'
@@ -23,6 +24,12 @@ import { relayRoutes } from '../relay/routes'
 import { ContributionMeter, ContributionRollup } from '../stats/contribution'
 import { PublicStatsService } from '../stats/public'
 import { statsRoutes } from '../stats/routes'
+import { Counters } from '../observability/metrics'
+import { observabilityPlugin } from '../observability/plugin'
+import { observabilityRoutes } from '../observability/routes'
+import { Servables } from '../servables/service'
+import { Inference } from '../inference/service'
+import { inferenceRoutes } from '../inference/routes'
 import { Accounts } from '../accounts/service'
 import { resolveSession } from '../accounts/sessions'
 import { resolveApiToken } from '../accounts/api-tokens'
@@ -38,7 +45,10 @@ export interface Services {
   relay: RelayHub
   rollup: ContributionRollup
   publicStats: PublicStatsService
+  counters: Counters
   poolTelemetry: PoolTelemetry
+  servables: Servables
+  inference: Inference
   /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
   loops: LoopSpec[]
   /** Flushes buffered state and closes hubs before the database closes. */
@@ -67,6 +77,10 @@ export function createServices(ctx: Ctx): Services {
     { name: 'scheduler', intervalMs: 1000, run: () => void jobs.schedulePass() },
     { name: 'contribution-rollup', intervalMs: ctx.cfg.metricsRollupS * 1000, run: () => void rollup.tick() },
   ]
+  const servables = new Servables(ctx)
+  const inference = new Inference(ctx, registry, servables)
+  inference.onServed = (id, usage, now) => rollup.meter.served(registry.get(id)?.ownerUserId ?? null, now, usage.prompt_tokens + usage.completion_tokens)
+  loops.push(inference.loop())
   return {
     accounts: new Accounts(ctx),
     fellows,
@@ -76,12 +90,16 @@ export function createServices(ctx: Ctx): Services {
     relay,
     rollup,
     publicStats: new PublicStatsService(ctx, registry, rollup),
+    counters: new Counters(),
     poolTelemetry: views,
+    servables,
+    inference,
     loops,
     close: async () => {
       registry.flush()
       rollup.tick()
       signals.closeAll()
+      inference.close()
     },
   }
 }
@@ -114,11 +132,14 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       throw e
     }
   }
+  // The OpenAPI route describes the app it is part of; it reads it once composition is done.
+  let composed: AnyElysia | null = null
   const base = createBase({ cfg: ctx.cfg, log: ctx.log, resolve, index })
   // normalize: false makes additionalProperties: false a refusal (422) instead of silently
   // stripping unknown fields, and makes a response that carries an undeclared field an error.
   const app = new Elysia({ normalize: false })
     .use(errorPlugin(ctx.log, notFoundGate))
+    .use(observabilityPlugin(ctx.log, services.counters, index))
     .use(base)
     .use(healthRoutes(base, ctx))
     .use(accountRoutes(base, ctx, services.accounts))
@@ -131,10 +152,22 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
         },
       }),
     )
+    .use(adminRoutes(base, ctx))
     .use(fellowRoutes(base, ctx, services))
     .use(jobRoutes(base, ctx, services.jobs))
-    .use(relayRoutes(base, ctx, services.relay, services.jobs))
+    .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))
+    .use(inferenceRoutes(base, ctx, services))
     .use(statsRoutes(base, ctx, services.publicStats, services.rollup))
+    .use(
+      observabilityRoutes(base, ctx, {
+        counters: services.counters,
+        registry: services.fellows.registry,
+        signals: services.fellows.signals,
+        relay: services.relay,
+        app: () => composed!,
+      }),
+    )
+  composed = app
   index.load(app.routes)
   return app
 }

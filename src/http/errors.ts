@@ -18,6 +18,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   invite_email_mismatch: [403, 'Invite Email Mismatch'],
   wrong_password: [403, 'Wrong Password'],
   not_found: [404, 'Not Found'],
+  model_not_found: [404, 'Model Not Found'],
   conflict: [409, 'Conflict'],
   email_taken: [409, 'Email Already Registered'],
   slug_taken: [409, 'Slug Already Taken'],
@@ -33,7 +34,10 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   locked_out: [429, 'Temporarily Locked'],
   internal_error: [500, 'Internal Server Error'],
   smtp_failed: [502, 'SMTP Failed'],
+  fellow_failed: [502, 'Fellow Failed'],
   service_unavailable: [503, 'Service Unavailable'],
+  dispatch_timeout: [504, 'Dispatch Timeout'],
+  fellow_timeout: [504, 'Fellow Timeout'],
 }
 
 export function statusOf(code: ErrorCode): number {
@@ -72,7 +76,13 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
 export type NotFoundGate = (request: Request) => Response | null
 
 export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
-  return new Elysia({ name: 'errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
+  return new Elysia({ name: 'errors' }).onError({ as: 'global' }, (c) => {
+    const res = toProblem(c.code, c.error, c.request)
+    c.set.status = res.status // so after-response hooks (logs, counters) see the real status
+    return res
+  })
+
+  function toProblem(code: string | number, error: unknown, request: Request): Response {
     if (error instanceof AppError) return problemFrom(error)
     switch (code) {
       case 'VALIDATION': {
@@ -101,5 +111,5 @@ export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
         return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)
       }
     }
-  })
+  }
 }

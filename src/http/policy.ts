@@ -51,6 +51,8 @@ export interface RouteMeta {
   declared: boolean
   /** Takes application/octet-stream instead of JSON (declared with detail['x-body'] = 'binary'). */
   binary: boolean
+  /** Also open to `Authorization: Bearer <SVC_METRICS_TOKEN>` (declared with detail['x-metrics-token']). */
+  metricsToken: boolean
 }
 
 declare module 'elysia' {
@@ -58,10 +60,11 @@ declare module 'elysia' {
     /** The route's policy class, recorded by the `policy` macro (and shown in the OpenAPI document). */
     'x-policy'?: PolicyClass
     'x-body'?: 'binary'
+    'x-metrics-token'?: boolean
   }
 }
 
-const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false }
+const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, metricsToken: false }
 
 /** Route classes by "METHOD path", filled once the app is composed. */
 export class PolicyIndex {
@@ -75,6 +78,7 @@ export class PolicyIndex {
         policy: ok ? (declared as PolicyClass) : 'admin',
         declared: ok,
         binary: r.hooks?.detail?.['x-body'] === 'binary',
+        metricsToken: r.hooks?.detail?.['x-metrics-token'] === true,
       })
     }
   }
@@ -212,6 +216,9 @@ export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
       if (upgrade && authorization === null) {
         const token = new URL(request.url).searchParams.get('token')
         if (token !== null) authorization = `Bearer ${token}`
+      }
+      if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {
+        return { caller: { kind: 'anonymous', open: false } as Caller, clientIp: ip, routeClass: meta.policy }
       }
       const presented = presentedCredential(authorization, cookie[SESSION_COOKIE]?.value as string | undefined, resolve)
       let caller: Caller

@@ -10,12 +10,13 @@ import { nodeOrOpen } from '../jobs/routes'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { JobService } from '../jobs/service'
+import type { Counters } from '../observability/metrics'
 
 const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.UnionEnum(['activations', 'gradients'] as const) })
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
-export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService) {
+export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters) {
   return new Elysia({ name: 'relay' })
     .use(base)
     .post(
@@ -31,6 +32,8 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
           if (r.reason === 'exceeds_capacity') return problem('payload_too_large', 'This push is larger than a relay channel can hold.')
           return problem('rate_limited', 'The relay channel is full; retry shortly.', { retryAfterS: r.retryAfterS })
         }
+        counters.relayBytesIn += body.byteLength
+        counters.relayFramesIn += frames.length
         set.status = 202
         return { queued_frames: frames.length, depth_bytes: r.depthBytes }
       },
@@ -51,7 +54,9 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
           signal: request.signal,
         })
         if (frames.length === 0) return new Response(null, { status: 204 })
-        return new Response(encodeFrames(frames) as Uint8Array<ArrayBuffer>, { headers: { 'content-type': 'application/octet-stream', 'x-frame-count': String(frames.length) } })
+        const out = encodeFrames(frames) as Uint8Array<ArrayBuffer>
+        counters.relayBytesOut += out.byteLength
+        return new Response(out, { headers: { 'content-type': 'application/octet-stream', 'x-frame-count': String(frames.length) } })
       },
       {
         policy: 'node',

@@ -1,0 +1,115 @@
+// Wire shapes of the admin routes: user management, the audit log and the mail status.
+import { t, type Static } from 'elysia'
+import { DisplayName, Email, Role, Timestamp, UserStatus } from '../accounts/model'
+
+export const USER_SORT_KEYS = ['email', 'display_name', 'created_at', 'last_login_at', 'pool_count', 'node_count'] as const
+export type UserSortKey = (typeof USER_SORT_KEYS)[number]
+export const MAX_PAGE_SIZE = 200
+export const DEFAULT_PAGE_SIZE = 50
+
+const Page = t.Integer({ minimum: 1, maximum: 1_000_000_000 })
+const PageSize = t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE })
+const Order = t.Union([t.Literal('asc'), t.Literal('desc')])
+
+export const UserListQuery = t.Object(
+  {
+    q: t.Optional(t.String({ maxLength: 254 })),
+    status: t.Optional(UserStatus),
+    role: t.Optional(Role),
+    sort: t.Optional(t.Union(USER_SORT_KEYS.map((k) => t.Literal(k)))),
+    order: t.Optional(Order),
+    page: t.Optional(Page),
+    page_size: t.Optional(PageSize),
+  },
+  { additionalProperties: false },
+)
+export type UserListQuery = Static<typeof UserListQuery>
+
+export const AdminUser = t.Object({
+  id: t.String(),
+  email: t.String(),
+  display_name: t.Nullable(t.String()),
+  role: Role,
+  status: UserStatus,
+  created_at: Timestamp,
+  last_login_at: t.Nullable(Timestamp),
+  /** Pools the user belongs to, owned ones included (pool_members rows). */
+  pool_count: t.Integer(),
+  /** Nodes the user attached, in any pool (pool_nodes.owner_user_id). */
+  node_count: t.Integer(),
+})
+export type AdminUser = Static<typeof AdminUser>
+
+export const UserList = t.Object({ items: t.Array(AdminUser), total: t.Integer(), page: t.Integer(), page_size: t.Integer() })
+export type UserList = Static<typeof UserList>
+
+export const UserParams = t.Object({ id: t.String({ format: 'uuid' }) })
+
+export const UpdateUserBody = t.Object(
+  { display_name: t.Optional(t.Nullable(DisplayName)), email: t.Optional(Email), role: t.Optional(Role) },
+  { additionalProperties: false, minProperties: 1 },
+)
+export type UpdateUserInput = Static<typeof UpdateUserBody>
+
+export const StatusBody = t.Object({ status: t.Union([t.Literal('disabled'), t.Literal('active')]) }, { additionalProperties: false })
+export type TargetStatus = Static<typeof StatusBody>['status']
+
+export const PendingCount = t.Object({ count: t.Integer() })
+
+export const ResetResult = t.Object({
+  delivery: t.Union([t.Literal('mail'), t.Literal('link')]),
+  /** Only without SMTP: the one-time `/reset-password?token=` path, shown to the admin once. */
+  link: t.Optional(t.String()),
+  expires_at: Timestamp,
+})
+export type ResetResult = Static<typeof ResetResult>
+
+export const ResendResult = t.Object({ delivery: t.Literal('mail'), expires_at: Timestamp })
+export type ResendResult = Static<typeof ResendResult>
+
+export const DeleteResult = t.Object({
+  deleted: t.Literal(true),
+  pools_deleted: t.Integer(),
+  memberships_removed: t.Integer(),
+  api_tokens_revoked: t.Integer(),
+  sessions_removed: t.Integer(),
+  nodes_detached: t.Integer(),
+})
+export type DeleteResult = Static<typeof DeleteResult>
+
+export const AuditQuery = t.Object(
+  {
+    kind: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
+    actor: t.Optional(t.String({ format: 'uuid' })),
+    since: t.Optional(t.String({ format: 'date-time' })),
+    until: t.Optional(t.String({ format: 'date-time' })),
+    page: t.Optional(Page),
+    page_size: t.Optional(PageSize),
+  },
+  { additionalProperties: false },
+)
+export type AuditQuery = Static<typeof AuditQuery>
+
+export const AuditEntry = t.Object({
+  id: t.String(),
+  ts: Timestamp,
+  kind: t.String(),
+  actor_user_id: t.Nullable(t.String()),
+  client_ip: t.Nullable(t.String()),
+  target_type: t.Nullable(t.String()),
+  target_id: t.Nullable(t.String()),
+  detail: t.Nullable(t.Record(t.String(), t.Unknown())),
+})
+export type AuditEntry = Static<typeof AuditEntry>
+export const AuditList = t.Object({ items: t.Array(AuditEntry), total: t.Integer(), page: t.Integer(), page_size: t.Integer() })
+export type AuditList = Static<typeof AuditList>
+
+export const MailState = t.Object({
+  configured: t.Boolean(),
+  status: t.Union([t.Literal('configured'), t.Literal('disabled')]),
+  pending: t.Integer(),
+  failed: t.Integer(),
+  sent: t.Integer(),
+})
+export type MailState = Static<typeof MailState>
+export const MailTestResult = t.Object({ sent: t.Literal(true), to: t.String() })

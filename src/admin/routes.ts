@@ -1,0 +1,92 @@
+// HTTP surface of the admin features: /api/v1/admin/users, /api/v1/admin/audit, /api/v1/admin/mail.
+import { Elysia } from 'elysia'
+import { asUser } from '../accounts/routes'
+import type { AppBase } from '../http/base'
+import type { Caller } from '../http/policy'
+import type { Ctx } from '../context'
+import {
+  adminMailState,
+  approveUser,
+  deleteUser,
+  issuePasswordReset,
+  listAudit,
+  listUsers,
+  pendingCount,
+  resendVerification,
+  sendAdminTestMail,
+  setUserStatus,
+  updateUser,
+  type AdminActor,
+} from './service'
+import * as M from './model'
+
+const actorOf = (caller: Caller, clientIp: string): AdminActor => ({ userId: asUser(caller).userId, clientIp })
+
+export interface AdminRouteDeps {
+  /** Told which fellows a user deletion detached (with the user's pools), so it can stop them. */
+  onDetached?: (fellowIds: string[]) => void
+}
+
+export function adminRoutes(base: AppBase, ctx: Ctx, deps: AdminRouteDeps = {}) {
+  return new Elysia({ name: 'admin' })
+    .use(base)
+    .get('/api/v1/admin/users', ({ query }) => listUsers(ctx.db, query), {
+      policy: 'admin',
+      query: M.UserListQuery,
+      response: { 200: M.UserList },
+    })
+    .get('/api/v1/admin/users/pending-count', () => ({ count: pendingCount(ctx.db) }), {
+      policy: 'admin',
+      response: { 200: M.PendingCount },
+    })
+    .patch('/api/v1/admin/users/:id', ({ caller, clientIp, params, body }) => updateUser(ctx, actorOf(caller, clientIp), params.id, body), {
+      policy: 'admin',
+      params: M.UserParams,
+      body: M.UpdateUserBody,
+      response: { 200: M.AdminUser },
+    })
+    .post('/api/v1/admin/users/:id/status', ({ caller, clientIp, params, body }) => setUserStatus(ctx, actorOf(caller, clientIp), params.id, body.status), {
+      policy: 'admin',
+      params: M.UserParams,
+      body: M.StatusBody,
+      response: { 200: M.AdminUser },
+    })
+    .post(
+      '/api/v1/admin/users/:id/reset-password',
+      ({ caller, clientIp, params, set }) => {
+        // The answer may carry a one-time link: no cache may keep it.
+        set.headers['cache-control'] = 'no-store'
+        return issuePasswordReset(ctx, actorOf(caller, clientIp), params.id)
+      },
+      { policy: 'admin', params: M.UserParams, response: { 200: M.ResetResult } },
+    )
+    .post('/api/v1/admin/users/:id/approve', ({ caller, clientIp, params }) => approveUser(ctx, actorOf(caller, clientIp), params.id), {
+      policy: 'admin',
+      params: M.UserParams,
+      response: { 200: M.AdminUser },
+    })
+    .post(
+      '/api/v1/admin/users/:id/resend-verification',
+      ({ caller, clientIp, params }) => resendVerification(ctx, actorOf(caller, clientIp), params.id),
+      { policy: 'admin', params: M.UserParams, response: { 200: M.ResendResult } },
+    )
+    .delete(
+      '/api/v1/admin/users/:id',
+      ({ caller, clientIp, params }) => {
+        const { fellowIds, ...result } = deleteUser(ctx, actorOf(caller, clientIp), params.id)
+        if (fellowIds.length > 0) deps.onDetached?.(fellowIds)
+        return result
+      },
+      { policy: 'admin', params: M.UserParams, response: { 200: M.DeleteResult } },
+    )
+    .get('/api/v1/admin/audit', ({ query }) => listAudit(ctx.db, query), {
+      policy: 'admin',
+      query: M.AuditQuery,
+      response: { 200: M.AuditList },
+    })
+    .get('/api/v1/admin/mail', () => adminMailState(ctx), { policy: 'admin', response: { 200: M.MailState } })
+    .post('/api/v1/admin/mail/test', ({ caller, clientIp }) => sendAdminTestMail(ctx, actorOf(caller, clientIp)), {
+      policy: 'admin',
+      response: { 200: M.MailTestResult },
+    })
+}

@@ -1,0 +1,138 @@
+// OpenAI's wire format for the chat routes: completion bodies, SSE chunks and the error shape
+// {error: {message, type, param, code}}, so the official clients work against {base_url}/api/v1.
+import { AppError } from '../errors'
+import { statusOf } from '../http/errors'
+import type { Ending, TokenUsage } from './hub'
+import type { OpenedCompletion } from './service'
+import type { ChatCompletion, Usage } from './model'
+
+/** How long an idle SSE stream waits before a comment line keeps proxies and idle timers at bay. */
+const KEEP_ALIVE_MS = 15_000
+/** A non-streaming client waits in reads of this length; the frame timeout ends a stalled fellow. */
+const COLLECT_READ_MS = 60_000
+
+export function usageOf(u: TokenUsage): Usage {
+  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens }
+}
+
+function typeFor(status: number): string {
+  if (status === 401) return 'authentication_error'
+  if (status === 403) return 'permission_error'
+  if (status === 429) return 'rate_limit_error'
+  if (status >= 500) return 'server_error'
+  return 'invalid_request_error'
+}
+
+export function errorBody(status: number, code: string, message: string, param: string | null = null) {
+  return { error: { message, type: typeFor(status), param, code } }
+}
+
+interface Problem {
+  status?: number
+  detail?: string
+  code?: string
+  errors?: { path?: string }[]
+}
+
+/**
+ * Rewrites a problem+json answer (from the policy layer, the body parser, validation or a service)
+ * into OpenAI's error shape, keeping status and headers such as Retry-After. Anything else passes.
+ */
+export function asOpenAiError(res: unknown): Promise<Response> | undefined {
+  // Synchronous when there is nothing to rewrite: Elysia reads a promise as a replacement answer.
+  if (!(res instanceof Response) || !(res.headers.get('content-type') ?? '').startsWith('application/problem+json')) return undefined
+  return rewriteProblem(res)
+}
+
+async function rewriteProblem(res: Response): Promise<Response> {
+  let p: Problem = {}
+  try {
+    p = (await res.json()) as Problem
+  } catch {
+    // An unreadable problem body still gets a well-formed OpenAI error below.
+  }
+  const path = p.errors?.[0]?.path?.replace(/^\//, '').replaceAll('/', '.')
+  const headers = new Headers(res.headers)
+  headers.set('content-type', 'application/json')
+  headers.delete('content-length')
+  const body = errorBody(res.status, p.code ?? 'error', p.detail ?? res.statusText, path ? path : null)
+  return new Response(JSON.stringify(body), { status: res.status, headers })
+}
+
+const failure = (end: Extract<Ending, { ok: false }>) => new AppError(end.code, end.message)
+
+/** Waits for the whole answer (non-streaming); a failed request throws its AppError. */
+export async function collectCompletion(o: OpenedCompletion): Promise<ChatCompletion> {
+  const parts: string[] = []
+  for (;;) {
+    const out = await o.ticket.read(COLLECT_READ_MS)
+    for (const d of out.deltas) parts.push(d)
+    if (out.end === null) continue
+    if (!out.end.ok) throw failure(out.end)
+    return {
+      id: o.id,
+      object: 'chat.completion',
+      created: o.created,
+      model: o.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: parts.join(''), refusal: null }, logprobs: null, finish_reason: out.end.finish }],
+      usage: usageOf(out.end.usage),
+    }
+  }
+}
+
+/** Waits until a fellow picked the request up, so a dispatch failure is still a plain HTTP error. */
+export async function awaitPickUp(o: OpenedCompletion): Promise<void> {
+  const early = await o.ticket.pickedUp
+  if (early && !early.ok) throw failure(early)
+}
+
+/**
+ * The streaming answer: `data: {chunk}` events, then `data: [DONE]`. A failure after the stream
+ * began is sent as `data: {error}` (which OpenAI's clients raise) and the stream ends without
+ * [DONE]. Closing the stream early (the client went away) cancels the request, so the fellow's
+ * next post answers 410. Event ids count up, but a chat stream cannot resume from Last-Event-ID.
+ */
+export function completionStream(o: OpenedCompletion): Response {
+  const enc = new TextEncoder()
+  let seq = 0
+  let begun = false
+  let closed = false
+  const head = { id: o.id, object: 'chat.completion.chunk', created: o.created, model: o.model, system_fingerprint: null }
+  const usageNull = o.includeUsage ? { usage: null } : {}
+  const event = (data: unknown) => `id: ${++seq}\ndata: ${JSON.stringify(data)}\n\n`
+  const chunk = (delta: Record<string, string>, finish: string | null) =>
+    event({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usageNull })
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!begun) {
+        begun = true
+        controller.enqueue(enc.encode(chunk({ role: 'assistant', content: '' }, null)))
+        return
+      }
+      const out = await o.ticket.read(KEEP_ALIVE_MS)
+      if (closed) return
+      let text = ''
+      for (const d of out.deltas) text += chunk({ content: d }, null)
+      const end = out.end
+      if (end?.ok) {
+        text += chunk({}, end.finish)
+        if (o.includeUsage) text += event({ ...head, choices: [], usage: usageOf(end.usage) })
+        text += 'data: [DONE]\n\n'
+      } else if (end) {
+        text += event(errorBody(statusOf(end.code), end.code, end.message))
+      }
+      controller.enqueue(enc.encode(text === '' ? ': keep-alive\n\n' : text))
+      if (end) {
+        closed = true
+        controller.close()
+      }
+    },
+    cancel() {
+      closed = true
+      o.ticket.cancel()
+    },
+  })
+  return new Response(stream, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' },
+  })
+}

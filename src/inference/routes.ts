@@ -1,0 +1,83 @@
+// HTTP surface of inference: the OpenAI-compatible chat API for people and the transport fellows
+// long-poll and post frames to, plus the model catalog (src/servables) it builds on.
+//
+// Policy of the chat routes: `operator` (a session or an API token), not `chat` (API token only).
+// SPEC gives chat clients an API token, and the issue also lets the /ops/inference page call these
+// routes with its browser session; `operator` is exactly "session or API token", cookie callers
+// pass the CSRF check on POST like everywhere else, and fellows are refused (403).
+import { Elysia, t } from 'elysia'
+import { FellowParams } from '../fellows/model'
+import { servableRoutes } from '../servables/routes'
+import { asOpenAiError, awaitPickUp, collectCompletion, completionStream } from './openai'
+import type { AppBase } from '../http/base'
+import type { Ctx } from '../context'
+import type { Inference } from './service'
+import type { Servables } from '../servables/service'
+import * as M from './model'
+
+export interface InferenceRouteDeps {
+  inference: Inference
+  servables: Servables
+}
+
+function chatRoutes(base: AppBase, inference: Inference) {
+  return (
+    new Elysia({ name: 'inference-chat' })
+      .use(base)
+      // Local to these routes: every error they answer, whoever raised it, in OpenAI's shape.
+      .mapResponse(({ responseValue }) => asOpenAiError(responseValue))
+      .get('/api/v1/models', ({ caller }) => ({ object: 'list' as const, data: inference.models(caller) }), {
+        policy: 'operator',
+        response: { 200: M.ModelList },
+      })
+      .get('/api/v1/models/:model', ({ caller, params }) => inference.model(caller, params.model), {
+        policy: 'operator',
+        params: M.ModelParams,
+        response: { 200: M.ModelObject },
+      })
+      .post(
+        '/api/v1/chat/completions',
+        async ({ caller, body, request, server }) => {
+          const opened = inference.open(caller, body)
+          if (request.signal.aborted) opened.ticket.cancel()
+          else request.signal.addEventListener('abort', () => opened.ticket.cancel(), { once: true })
+          await awaitPickUp(opened)
+          if (opened.stream) return completionStream(opened)
+          // Nothing is written until the answer is complete: lift the idle timeout for this one
+          // request; a stalled fellow still ends it through the frame timeout.
+          server?.timeout(request, 0)
+          // A Response either way (the stream is one); the body is built field by field in openai.ts.
+          return Response.json(await collectCompletion(opened))
+        },
+        { policy: 'operator', body: M.ChatCompletionBody, response: { 200: M.ChatCompletion } },
+      )
+  )
+}
+
+function transportRoutes(base: AppBase, inference: Inference) {
+  return new Elysia({ name: 'inference-transport' })
+    .use(base)
+    .get(
+      '/api/v1/infer/requests/:fellow_id',
+      async ({ caller, params, query, request, status }) => {
+        const r = await inference.poll(caller, params.fellow_id, query.wait_ms ?? 0, request.signal)
+        return r ?? status(204, undefined)
+      },
+      { policy: 'node', params: FellowParams, query: M.PollQuery, response: { 200: M.InferRequest, 204: t.Undefined() } },
+    )
+    .post(
+      '/api/v1/infer/responses/:request_id',
+      ({ caller, params, body, set }) => {
+        inference.post(caller, params.request_id, body.frames)
+        set.status = 204
+      },
+      { policy: 'node', params: M.RequestParams, body: M.FramesBody },
+    )
+}
+
+export function inferenceRoutes(base: AppBase, _ctx: Ctx, { inference, servables }: InferenceRouteDeps) {
+  return new Elysia({ name: 'inference' })
+    .use(servableRoutes(base, servables))
+    .use(chatRoutes(base, inference))
+    .use(transportRoutes(base, inference))
+}

@@ -1,0 +1,164 @@
+// Inference: which models a caller may use, routing a chat request to a fellow that serves the
+// model, and the fellow's side of the transport. Scoping: a caller sees the catalog rows its pools
+// may see plus what online fellows of its pools advertise in heartbeats; it is routed only to
+// online fellows of its own pools. A model outside that view is "not found", like any foreign id.
+import { AppError } from '../errors'
+import { scopeOf } from '../fellows/views'
+import { MemoryInferenceHub, type InferenceHub, type Ticket, type TokenUsage } from './hub'
+import { ServedLedger, type ServedWindow } from './served'
+import type { Ctx } from '../context'
+import type { Caller } from '../http/policy'
+import type { FellowRegistry, LiveFellow } from '../fellows/live'
+import type { Servables } from '../servables/service'
+import type { LoopSpec } from '../loops'
+import type { ChatCompletionInput, ChatMessage, Frame, InferMessage, InferRequest, ModelObject } from './model'
+
+/** Contract: a long-poll holds at most 30 s. */
+export const MAX_POLL_WAIT_MS = 30_000
+
+export interface OpenedCompletion {
+  ticket: Ticket
+  /** The OpenAI completion id (chatcmpl-...); the transport's request id is ticket.id. */
+  id: string
+  created: number
+  model: string
+  stream: boolean
+  includeUsage: boolean
+}
+
+/** OpenAI content may be a list of parts; fellows get the text of the text parts. */
+function textOf(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content
+  if (!content) return ''
+  return content.map((p) => (p.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('')
+}
+
+export class Inference {
+  readonly served: ServedLedger
+  readonly hub: InferenceHub
+  /** Also told of every finished request (the composition feeds the contribution meter with it). */
+  onServed: ((fellowId: string, usage: TokenUsage, ts: number) => void) | null = null
+  private rr = 0
+
+  constructor(
+    private ctx: Ctx,
+    private registry: FellowRegistry,
+    private servables: Servables,
+    hub?: InferenceHub,
+  ) {
+    const served = (this.served = new ServedLedger(() => ctx.clock.now()))
+    this.hub =
+      hub ??
+      new MemoryInferenceHub({
+        now: () => ctx.clock.now(),
+        timeoutMs: ctx.cfg.inferDispatchTimeoutS * 1000,
+        onServed: (fellowId, usage) => {
+          served.record(fellowId, usage)
+          this.onServed?.(fellowId, usage, ctx.clock.now())
+        },
+      })
+  }
+
+  /** Online fellows of the scope that say (in their last heartbeat) they serve `model`. */
+  private servers(scope: Set<string> | null, model: string | null): LiveFellow[] {
+    const now = this.ctx.clock.now()
+    return this.registry
+      .inPools(scope)
+      .filter((f) => f.poolId !== null && !f.released && (model === null || f.servables.includes(model)) && this.registry.stateOf(f, now) === 'online')
+  }
+
+  models(caller: Caller): ModelObject[] {
+    const scope = scopeOf(this.ctx.db, caller)
+    const created = this.servables.visibleNames(scope)
+    const fellows = new Map<string, number>()
+    for (const f of this.servers(scope, null)) for (const m of new Set(f.servables)) fellows.set(m, (fellows.get(m) ?? 0) + 1)
+    const now = this.ctx.clock.now()
+    const names = [...new Set([...created.keys(), ...fellows.keys()])].sort()
+    return names.map((id) => ({ id, object: 'model' as const, created: Math.floor((created.get(id) ?? now) / 1000), owned_by: 'svc', fellows: fellows.get(id) ?? 0 }))
+  }
+
+  model(caller: Caller, name: string): ModelObject {
+    const m = this.models(caller).find((x) => x.id === name)
+    if (!m) throw this.modelNotFound(name)
+    return m
+  }
+
+  private modelNotFound(name: string): AppError {
+    return new AppError('model_not_found', `The model '${name}' does not exist or you do not have access to it.`)
+  }
+
+  /** Routes a chat request to the least busy online fellow of the caller's pools serving the model. */
+  open(caller: Caller, input: ChatCompletionInput): OpenedCompletion {
+    const scope = scopeOf(this.ctx.db, caller)
+    const name = input.model
+    const candidates = this.servers(scope, name)
+    if (candidates.length === 0) {
+      if (!this.servables.visibleNames(scope).has(name)) throw this.modelNotFound(name)
+      throw new AppError('service_unavailable', `No online fellow in your pools serves the model '${name}' right now.`)
+    }
+    let least = Infinity
+    let best: LiveFellow[] = []
+    for (const f of candidates) {
+      const n = this.hub.inFlight(f.id)
+      if (n < least) [least, best] = [n, [f]]
+      else if (n === least) best.push(f)
+    }
+    // Ties rotate, so equally idle fellows share the work instead of the first one taking it all.
+    const fellow = best[this.rr++ % best.length]!
+    const messages: InferMessage[] = input.messages.map((m) => ({ role: m.role, content: textOf(m.content) }))
+    const ticket = this.hub.submit(fellow.id, {
+      model: name,
+      messages,
+      max_tokens: input.max_completion_tokens ?? input.max_tokens ?? null,
+      stream: input.stream === true,
+      ...(input.temperature != null ? { temperature: input.temperature } : {}),
+      ...(input.top_p != null ? { top_p: input.top_p } : {}),
+    })
+    return {
+      ticket,
+      id: `chatcmpl-${ticket.id}`,
+      created: Math.floor(this.ctx.clock.now() / 1000),
+      model: name,
+      stream: input.stream === true,
+      includeUsage: input.stream_options?.include_usage === true,
+    }
+  }
+
+  /** A fellow's long-poll for work: only its own queue, even with a valid token of another fellow. */
+  poll(caller: Caller, fellowId: string, waitMs: number, signal?: AbortSignal): Promise<InferRequest | null> {
+    if (caller.kind === 'node' && caller.fellowId !== fellowId) throw new AppError('forbidden', 'This node token belongs to another fellow.')
+    const f = this.registry.get(fellowId)
+    if (!f || f.released) throw new AppError('not_found', 'Fellow not found')
+    return this.hub.next(fellowId, Math.min(waitMs, MAX_POLL_WAIT_MS), signal)
+  }
+
+  /**
+   * Frames from a fellow. SPEC node auth rule 2: the credential is checked against the fellow the
+   * request was dispatched to, not any registered node. A caller without a token gets this far only
+   * with SVC_REQUIRE_NODE_AUTH=0, where missing credentials pass.
+   */
+  post(caller: Caller, requestId: string, frames: Frame[]): void {
+    const r = this.hub.post(requestId, caller.kind === 'node' ? caller.fellowId : null, frames)
+    if (r === 'gone') throw new AppError('gone', 'The request is unknown or finished, or its client went away: stop generating.')
+    if (r === 'not_yours') throw new AppError('forbidden', 'This request was not dispatched to this fellow.')
+    if (r === 'full') throw new AppError('rate_limited', 'The client has not read the earlier frames yet; resend this batch shortly.', { retryAfterS: 1 })
+  }
+
+  /** Ends requests that timed out (by the context clock, so tests drive it with a fake one). */
+  expire(): number {
+    return this.hub.expire(this.ctx.clock.now())
+  }
+
+  /** Requests and tokens served per fellow since the previous call: one roll-up window. */
+  takeServed(): ServedWindow {
+    return this.served.take()
+  }
+
+  loop(): LoopSpec {
+    return { name: 'inference-timeouts', intervalMs: 250, run: () => void this.expire() }
+  }
+
+  close(): void {
+    this.hub.closeAll()
+  }
+}

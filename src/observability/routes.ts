@@ -1,0 +1,86 @@
+// GET /metrics (Prometheus text; admins, or the SVC_METRICS_TOKEN bearer), the OpenAPI document
+// and a docs page that renders it with a script served by the binary itself (no CDN).
+import { Elysia } from 'elysia'
+import { toOpenAPISchema } from '@elysiajs/openapi'
+import { count, eq } from 'drizzle-orm'
+import { mailOutbox } from '../db/schema'
+import { VERSION } from '../version'
+import { renderPrometheus, type Counters, type Gauge } from './metrics'
+import { DOCS_HTML, DOCS_JS } from './docs-page'
+import type { AppBase } from '../http/base'
+import type { Ctx } from '../context'
+import type { FellowRegistry } from '../fellows/live'
+import type { SignalHub } from '../fellows/signals'
+import type { RelayHub } from '../relay/hub'
+
+export interface ObservabilityDeps {
+  counters: Counters
+  registry: FellowRegistry
+  signals: SignalHub
+  relay: RelayHub
+  /** Extra gauges from features composed later (inference...). */
+  extra?: () => Gauge[]
+  /** The composed app, for the OpenAPI document (set once composition is done). */
+  app: () => Parameters<typeof toOpenAPISchema>[0]
+}
+
+export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: ObservabilityDeps) {
+  let doc: unknown = null
+  const gauges = (): Gauge[] => {
+    const now = ctx.clock.now()
+    const byState: Record<string, number> = { online: 0, stale: 0, offline: 0, released: 0 }
+    for (const f of deps.registry.all()) byState[deps.registry.stateOf(f, now)]!++
+    const mail = (status: 'pending' | 'failed') => ctx.db.select({ n: count() }).from(mailOutbox).where(eq(mailOutbox.status, status)).get()?.n ?? 0
+    const relay = deps.relay.stats()
+    const mem = process.memoryUsage()
+    const c = deps.counters
+    return [
+      { name: 'svc_fellows', help: 'Fellows by liveness state.', type: 'gauge', samples: Object.entries(byState).map(([state, value]) => ({ labels: { state }, value })) },
+      { name: 'svc_heartbeats_total', help: 'Heartbeats received.', type: 'counter', samples: [{ value: c.heartbeats }] },
+      { name: 'svc_signal_sockets_open', help: 'Open signal WebSockets.', type: 'gauge', samples: [{ value: deps.signals.count() }] },
+      { name: 'svc_relay_bytes_total', help: 'Relay frame bytes pushed and popped.', type: 'counter', samples: [{ labels: { direction: 'in' }, value: c.relayBytesIn }, { labels: { direction: 'out' }, value: c.relayBytesOut }] },
+      { name: 'svc_relay_queued_bytes', help: 'Bytes waiting in relay queues.', type: 'gauge', samples: [{ value: relay.queuedBytes }] },
+      { name: 'svc_relay_channels', help: 'Relay channels holding frames or waiters.', type: 'gauge', samples: [{ value: relay.channels }] },
+      { name: 'svc_mail_outbox', help: 'Mail outbox rows by status.', type: 'gauge', samples: [{ labels: { status: 'pending' }, value: mail('pending') }, { labels: { status: 'failed' }, value: mail('failed') }] },
+      {
+        name: 'svc_http_requests_total',
+        help: 'HTTP requests by route class and status.',
+        type: 'counter',
+        samples: [...c.http].map(([k, value]) => {
+          const [cls, status] = k.split(' ')
+          return { labels: { class: cls!, status: status! }, value }
+        }),
+      },
+      { name: 'svc_process_resident_memory_bytes', help: 'Resident set size.', type: 'gauge', samples: [{ value: mem.rss }] },
+      { name: 'svc_process_heap_used_bytes', help: 'JavaScript heap in use.', type: 'gauge', samples: [{ value: mem.heapUsed }] },
+      ...(deps.extra?.() ?? []),
+    ]
+  }
+  return new Elysia({ name: 'observability-routes' })
+    .use(base)
+    .get('/metrics', () => new Response(renderPrometheus(gauges()), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } }), {
+      policy: 'admin',
+      detail: { 'x-metrics-token': true, summary: 'Prometheus metrics' },
+    })
+    .get(
+      '/api/v1/openapi.json',
+      () => {
+        doc ??= {
+          openapi: '3.1.0',
+          info: { title: 'svc leader API', version: VERSION, description: 'See docs/api.md. Each operation carries its policy class in x-policy.' },
+          servers: [{ url: ctx.cfg.baseUrl }],
+          ...toOpenAPISchema(deps.app(), { staticFile: false }),
+        }
+        return doc
+      },
+      { policy: 'public', detail: { summary: 'This OpenAPI document' } },
+    )
+    .get('/api/v1/docs', () => new Response(DOCS_HTML, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'" } }), {
+      policy: 'public',
+      detail: { summary: 'API reference page' },
+    })
+    .get('/api/v1/docs/docs.js', () => new Response(DOCS_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }), {
+      policy: 'public',
+      detail: { hide: true },
+    })
+}

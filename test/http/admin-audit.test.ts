@@ -1,0 +1,156 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { createServer, type AddressInfo } from 'node:net'
+import { SMTPServer } from 'smtp-server'
+import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { recordAudit } from '../../src/audit/service'
+import { auditLog } from '../../src/db/schema'
+
+const all: Harness[] = []
+afterAll(() => all.forEach((h) => h.close()))
+
+async function setup(env: Record<string, string> = {}, opts: { mailEnabled?: boolean } = {}) {
+  const h = makeHarness(env, opts)
+  all.push(h)
+  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+  return { h, admin, A: sessionClient(h, admin.id, { ip: '203.0.113.7' }) }
+}
+
+describe('audit log', () => {
+  const minute = 60_000
+  async function withEntries() {
+    const s = await setup()
+    const { h, admin } = s
+    const other = await seedUser(h, 'other@example.com')
+    const t0 = h.clock.now()
+    const log = (kind: string, actor: string | null, detail?: Record<string, unknown>) => {
+      recordAudit(h.ctx.db, h.clock, { kind, actorUserId: actor, clientIp: '198.51.100.1', targetType: 'user', targetId: other.id, detail })
+      h.clock.advance(minute)
+    }
+    log('auth.login', other.id)
+    log('auth.login_failed', null, { reason: '<script>alert(1)</script>' })
+    log('auth.logout', other.id)
+    log('admin.user.status', admin.id, { from: 'active', to: 'disabled' })
+    log('authz.weird', admin.id) // shares the letters, not the 'auth.' prefix
+    log('pool.create', other.id)
+    h.ctx.db.insert(auditLog).values({ id: '01a20184-99e9-7296-9fc7-75b6e5358e00', ts: h.clock.now(), kind: 'legacy', detail: 'not json' }).run()
+    return { ...s, other, t0 }
+  }
+
+  test('newest first, paginated, in the contract shape with detail parsed back to an object', async () => {
+    const { A, other, t0 } = await withEntries()
+    const r = await A.get('/api/v1/admin/audit?page_size=2')
+    expect(r.status).toBe(200)
+    expect(r.body.total).toBe(7)
+    expect(r.body.items.map((e: { kind: string }) => e.kind)).toEqual(['legacy', 'pool.create'])
+    expect(r.body.items[0].detail).toEqual({ raw: 'not json' })
+    const p3 = await A.get('/api/v1/admin/audit?page_size=2&page=3')
+    expect(p3.body.page).toBe(3)
+    expect(p3.body.items[1]).toEqual({
+      id: expect.any(String),
+      ts: new Date(t0 + minute).toISOString(),
+      kind: 'auth.login_failed',
+      actor_user_id: null,
+      client_ip: '198.51.100.1',
+      target_type: 'user',
+      target_id: other.id,
+      detail: { reason: '<script>alert(1)</script>' },
+    })
+    expect((await A.get('/api/v1/admin/audit?page_size=2&page=9')).body.items).toEqual([])
+  })
+
+  test('kind filters exactly, or by prefix when it ends with a dot', async () => {
+    const { A } = await withEntries()
+    const kinds = async (q: string) => (await A.get(`/api/v1/admin/audit?${q}`)).body.items.map((e: { kind: string }) => e.kind)
+    expect(await kinds('kind=auth.login')).toEqual(['auth.login'])
+    expect(await kinds('kind=auth.')).toEqual(['auth.logout', 'auth.login_failed', 'auth.login'])
+    expect(await kinds('kind=admin.')).toEqual(['admin.user.status'])
+    expect(await kinds('kind=auth')).toEqual([])
+  })
+
+  test('actor and a since/until window filter too, and combine', async () => {
+    const { A, admin, other, t0 } = await withEntries()
+    const at = (n: number) => new Date(t0 + n * minute).toISOString()
+    const q = async (s: string) => (await A.get(`/api/v1/admin/audit?${s}`)).body
+    expect((await q(`actor=${admin.id}`)).items.map((e: { kind: string }) => e.kind)).toEqual(['authz.weird', 'admin.user.status'])
+    expect((await q(`since=${at(1)}&until=${at(3)}`)).items.map((e: { kind: string }) => e.kind)).toEqual(['auth.logout', 'auth.login_failed'])
+    const both = await q(`actor=${other.id}&kind=auth.&since=${at(1)}`)
+    expect([both.total, both.items[0].kind]).toEqual([1, 'auth.logout'])
+  })
+
+  test('bad filters answer 422', async () => {
+    const { A } = await setup()
+    for (const q of ['since=yesterday', 'until=2026-13-01T00:00:00Z', 'actor=bob', 'page=0', 'page_size=500', 'kind=', 'verb=x']) {
+      expect([q, (await A.get(`/api/v1/admin/audit?${q}`)).status]).toEqual([q, 422])
+    }
+  })
+
+  test('admin actions land in the log with the admin as actor and the client IP', async () => {
+    const { h, A, admin } = await setup()
+    const u = await seedUser(h, 'pending@example.com', { status: 'pending_approval' })
+    await A.post(`/api/v1/admin/users/${u.id}/approve`)
+    const r = await A.get(`/api/v1/admin/audit?kind=admin.user.approve`)
+    expect(r.body.items).toEqual([expect.objectContaining({ actor_user_id: admin.id, client_ip: '203.0.113.7', target_type: 'user', target_id: u.id, detail: { from: 'pending_approval' } })])
+  })
+})
+
+const smtpEnv = (port: number) => ({ SVC_SMTP_HOST: '127.0.0.1', SVC_SMTP_PORT: String(port), SVC_SMTP_TLS: 'none', SVC_SMTP_FROM: 'leader@example.org' })
+
+async function freePort(): Promise<number> {
+  const s = createServer()
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+  const port = (s.address() as AddressInfo).port
+  await new Promise<void>((r) => s.close(() => r()))
+  return port
+}
+
+describe('mail status and test mail', () => {
+  test('without SMTP the mail status says disabled and the test mail answers 409 mail_disabled', async () => {
+    const { A } = await setup()
+    expect((await A.get('/api/v1/admin/mail')).body).toEqual({ configured: false, status: 'disabled', pending: 0, failed: 0, sent: 0 })
+    const r = await A.post('/api/v1/admin/mail/test')
+    expect([r.status, r.body.code]).toEqual([409, 'mail_disabled'])
+  })
+
+  test('with mail the status counts the outbox', async () => {
+    const { h, A } = await setup({}, { mailEnabled: true })
+    h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'x@example.com', { name: 'X' })
+    h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'y@example.com', { name: 'Y' })
+    expect((await A.get('/api/v1/admin/mail')).body).toEqual({ configured: true, status: 'configured', pending: 2, failed: 0, sent: 0 })
+  })
+
+  test("the test mail goes to the calling admin's address through the configured server, and is audited", async () => {
+    const got: string[] = []
+    const server = new SMTPServer({
+      logger: false,
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      onData(stream, session, cb) {
+        stream.on('data', () => {})
+        stream.on('end', () => {
+          got.push(...session.envelope.rcptTo.map((a) => a.address))
+          cb()
+        })
+      },
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const { A } = await setup(smtpEnv((server.server.address() as AddressInfo).port), { mailEnabled: true })
+      const r = await A.post('/api/v1/admin/mail/test')
+      expect([r.status, r.body]).toEqual([200, { sent: true, to: 'admin@example.com' }])
+      expect(got).toEqual(['admin@example.com'])
+      const entry = (await A.get('/api/v1/admin/audit?kind=admin.mail.test')).body.items[0]
+      expect(entry).toMatchObject({ client_ip: '203.0.113.7', target_type: 'email', target_id: 'admin@example.com', detail: { ok: true } })
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()))
+    }
+  })
+
+  test('an SMTP failure answers 502 smtp_failed with the reason, and is audited', async () => {
+    const { A } = await setup(smtpEnv(await freePort()), { mailEnabled: true })
+    const r = await A.post('/api/v1/admin/mail/test')
+    expect([r.status, r.body.code]).toEqual([502, 'smtp_failed'])
+    expect(r.body.detail).toContain('ECONNREFUSED')
+    const entry = (await A.get('/api/v1/admin/audit?kind=admin.mail.test')).body.items[0]
+    expect(entry.detail.ok).toBe(false)
+  })
+})
