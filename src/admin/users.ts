@@ -95,9 +95,10 @@ export function updateUser(ctx: Ctx, actor: AdminActor, id: string, input: Updat
   })
 }
 
-/** Unused verify and reset links stop working: a deactivated account's mailed links must not. */
-function retireActionTokens(tx: Db, now: number, userId: string): void {
-  tx.update(actionTokens).set({ usedAt: now }).where(and(eq(actionTokens.userId, userId), isNull(actionTokens.usedAt))).run()
+/** Makes unused mailed links stop working: all of them on deactivation, the verify link on approval. */
+function retireActionTokens(tx: Db, now: number, userId: string, kind?: 'verify'): void {
+  const unused = and(eq(actionTokens.userId, userId), isNull(actionTokens.usedAt))
+  tx.update(actionTokens).set({ usedAt: now }).where(kind ? and(unused, eq(actionTokens.kind, kind)) : unused).run()
 }
 
 export function setUserStatus(ctx: Ctx, actor: AdminActor, id: string, target: TargetStatus): AdminUser {
@@ -132,7 +133,7 @@ export function approveUser(ctx: Ctx, actor: AdminActor, id: string): AdminUser 
       throw new AppError('conflict', `The account is ${u.status}; only pending or unverified accounts can be approved.`, { account_status: u.status })
     }
     tx.update(users).set({ status: 'active', updatedAt: now }).where(eq(users.id, id)).run()
-    retireActionTokens(tx, now, id)
+    retireActionTokens(tx, now, id, 'verify')
     ctx.mail.enqueue(tx, 'account-approved', u.email, { name: nameOf(u) })
     audit(ctx, tx, actor, 'admin.user.approve', id, { from: u.status })
     return userView(tx, id)

@@ -4,6 +4,7 @@ import m1 from '../../migrations/0001_pools_and_fellows.sql' with { type: 'text'
 import m2 from '../../migrations/0002_jobs.sql' with { type: 'text' }
 import m3 from '../../migrations/0003_servables.sql' with { type: 'text' }
 import m4 from '../../migrations/0004_contributions.sql' with { type: 'text' }
+import m5 from '../../migrations/0005_admin_indexes.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -11,4 +12,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0002_jobs', sql: m2 },
   { tag: '0003_servables', sql: m3 },
   { tag: '0004_contributions', sql: m4 },
+  { tag: '0005_admin_indexes', sql: m5 },
 ]

@@ -1,5 +1,6 @@
 // The state file's tables. Times are Unix milliseconds; ids are UUIDv7 strings.
 // Only SHA-256 digests of tokens are stored (never the token itself).
+import { sql } from 'drizzle-orm'
 import { sqliteTable, text, integer, real, index, uniqueIndex, primaryKey } from 'drizzle-orm/sqlite-core'
 
 export const users = sqliteTable(
@@ -19,6 +20,15 @@ export const users = sqliteTable(
     uniqueIndex('users_email_uq').on(t.email),
     index('users_status_idx').on(t.status),
     index('users_created_idx').on(t.createdAt),
+    // The admin user list's sort orders (src/admin/list.ts), each ending in the email tie-break,
+    // so any page, however deep, is an index walk instead of a sort of the whole table.
+    index('users_created_email_idx').on(t.createdAt, t.email),
+    index('users_last_login_email_idx').on(t.lastLoginAt, t.email),
+    index('users_status_created_idx').on(t.status, t.createdAt, t.email),
+    index('users_role_created_idx').on(t.role, t.createdAt, t.email),
+    // Nameless accounts last in both directions: one index per direction.
+    index('users_name_asc_idx').on(sql`(display_name IS NULL)`, sql`display_name COLLATE NOCASE`, t.email),
+    index('users_name_desc_idx').on(sql`(display_name IS NULL)`, sql`display_name COLLATE NOCASE DESC`, sql`email DESC`),
   ],
 )
 

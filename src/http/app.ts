@@ -108,7 +108,16 @@ function cookieValue(header: string | null, name: string): string | undefined {
   if (header === null) return undefined
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim())
+    if (eq !== -1 && part.slice(0, eq).trim() === name) {
+      const raw = part.slice(eq + 1).trim()
+      // A malformed %-escape (svc_session=%ZZ) threw URIError out of the not-found handler, so the
+      // request got no answer at all; the raw value is then simply an unknown (refused) credential.
+      try {
+        return decodeURIComponent(raw)
+      } catch {
+        return raw
+      }
+    }
   }
   return undefined
 }
@@ -132,6 +141,11 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       throw e
     }
   }
+  // Fellows whose pool went away (forced delete, account deletion) are unbound and told to stop.
+  const onDetached = (ids: string[]) => {
+    services.fellows.registry.detach(ids)
+    for (const id of ids) services.fellows.signals.send(id, 'STOP', { payload: { reason: 'pool deleted' } })
+  }
   // The OpenAPI route describes the app it is part of; it reads it once composition is done.
   let composed: AnyElysia | null = null
   const base = createBase({ cfg: ctx.cfg, log: ctx.log, resolve, index })
@@ -144,15 +158,9 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(healthRoutes(base, ctx))
     .use(accountRoutes(base, ctx, services.accounts))
     .use(
-      poolRoutes(base, ctx, {
-        telemetry: services.poolTelemetry,
-        onDetached: (ids) => {
-          services.fellows.registry.detach(ids)
-          for (const id of ids) services.fellows.signals.send(id, 'STOP', { payload: { reason: 'pool deleted' } })
-        },
-      }),
+      poolRoutes(base, ctx, { telemetry: services.poolTelemetry, onDetached }),
     )
-    .use(adminRoutes(base, ctx))
+    .use(adminRoutes(base, ctx, { onDetached }))
     .use(fellowRoutes(base, ctx, services))
     .use(jobRoutes(base, ctx, services.jobs))
     .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))
