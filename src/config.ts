@@ -38,6 +38,8 @@ export interface Config {
   host: string
   port: number
   baseUrl: string
+  /** False when SVC_BASE_URL was not given: serve then fills in the port it actually got. */
+  baseUrlExplicit: boolean
   stateDir: string
   dbPath: string
   secretKey: Buffer<ArrayBufferLike>
@@ -217,6 +219,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     host,
     port,
     baseUrl: url(env, 'SVC_BASE_URL', `http://${urlHost}:${port}`),
+    baseUrlExplicit: str(env, 'SVC_BASE_URL') !== null,
     stateDir,
     dbPath,
     heartbeatIntervalS: int(env, 'SVC_HEARTBEAT_INTERVAL_S', 10, 1, 3600),
@@ -280,4 +283,49 @@ export function securityWarnings(cfg: Config): string[] {
   if (!cfg.requireCsrf) out.push('SECURITY: SVC_REQUIRE_CSRF=0: cookie-authenticated state changes are not CSRF-checked')
   if (!cfg.cookieSecure) out.push('SECURITY: SVC_COOKIE_SECURE=0: session cookies are sent over plain HTTP')
   return out
+}
+
+/** Settings of `svc fellow`. Flags win over SVC_LEADER_URL and SVC_JOIN_TOKEN; the rest are flags only. */
+export interface FellowFlags {
+  leader?: string
+  joinToken?: string
+  stateDir?: string
+  p2pPortBase?: string
+  advertiseHost?: string
+  hostname?: string
+}
+export interface FellowConfig {
+  leaderUrl: string
+  joinToken: string | null
+  stateDir: string
+  p2pPortBase: number
+  /** Null: the agent picks this machine's first non-internal address. */
+  advertiseHost: string | null
+  hostname: string | null
+  logLevel: LogLevel
+}
+
+export function loadFellowConfig(env: Env = process.env, flags: FellowFlags = {}): FellowConfig {
+  // A flag is checked under its own name, a variable under its: the one-line error points at what was given.
+  const pick = (flag: string | undefined, flagName: string, variable?: string): [string, Env] =>
+    (flag !== undefined && flag.trim() !== '') || !variable ? [flagName, { [flagName]: flag }] : [variable, env]
+  const [leaderName, leaderEnv] = pick(flags.leader, '--leader', 'SVC_LEADER_URL')
+  if (str(leaderEnv, leaderName) === null) throw new ConfigError('--leader', 'the leader URL is required (or set SVC_LEADER_URL)')
+  const [tokenName, tokenEnv] = pick(flags.joinToken, '--join-token', 'SVC_JOIN_TOKEN')
+  const joinToken = str(tokenEnv, tokenName)
+  if (joinToken !== null && !/^svc_join_[A-Za-z0-9_-]{20,}$/.test(joinToken)) throw new ConfigError(tokenName, 'not a join token (they start with svc_join_)')
+  const [portName, portEnv] = pick(flags.p2pPortBase, '--p2p-port-base')
+  const [hostName, hostEnv] = pick(flags.advertiseHost, '--advertise-host')
+  const advertiseHost = str(hostEnv, hostName)
+  if (advertiseHost !== null && !/^[A-Za-z0-9.-]{1,253}$|^\[?[0-9A-Fa-f:.]+\]?$/.test(advertiseHost)) throw new ConfigError(hostName, `not a host name or address: ${JSON.stringify(advertiseHost)}`)
+  return {
+    leaderUrl: url(leaderEnv, leaderName, ''),
+    joinToken,
+    stateDir: resolve(flags.stateDir?.trim() || 'fellow-state'),
+    // base+1 carries gradients, so the base stops one short of the last port.
+    p2pPortBase: int(portEnv, portName, 5557, 1, 65534),
+    advertiseHost: advertiseHost?.replace(/^\[(.*)\]$/, '$1') ?? null,
+    hostname: flags.hostname?.trim() || null,
+    logLevel: oneOf(env, 'SVC_LOG_LEVEL', LOG_LEVELS, 'info'),
+  }
 }

@@ -45,6 +45,8 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
   })
   const server = app.server!
   const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${server.port}`
+  // SVC_PORT=0 picks a free port: links and join commands must name the one we got.
+  if (!cfg.baseUrlExplicit && cfg.port === 0) cfg.baseUrl = cfg.baseUrl.replace(/:0$/, `:${server.port}`)
   log.info('leader listening', { url, base_url: cfg.baseUrl, db: cfg.dbPath })
   let stopped: Promise<void> | null = null
   return {

@@ -9,6 +9,7 @@ import { healthRoutes } from '../health/routes'
 import { accountRoutes } from '../accounts/routes'
 import { poolRoutes } from '../pools/routes'
 import { adminRoutes } from '../admin/routes'
+import { pageRoutes } from '../pages/routes'
 import type { PoolTelemetry } from '../pools/telemetry'
 import { fellowRoutes } from '../fellows/routes'
 import { Fellows } from '../fellows/service'
@@ -175,6 +176,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
         app: () => composed!,
       }),
     )
+    .use(pageRoutes(base, ctx))
   composed = app
   index.load(app.routes)
   return app

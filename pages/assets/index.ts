@@ -1,0 +1,31 @@
+// Static assets served from the binary. Page scripts are real functions (type-checked with the DOM
+// library by pages/client/tsconfig.json) turned into source with toString(), so no bundling step or
+// file lookup exists at run time and `bun build --compile` carries them like any other code.
+import { CSS, ICON_SVG } from './style'
+// A directory import: Bun runs client/index.ts, TypeScript sees client/index.d.ts (client/package.json).
+import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient } from '../client'
+
+export interface Asset {
+  body: string
+  type: string
+}
+
+const js = (fn: () => void): Asset => ({ body: `'use strict';\n(${fn.toString()})();\n`, type: 'text/javascript; charset=utf-8' })
+
+export const ASSETS: Record<string, Asset> = {
+  'app.css': { body: CSS, type: 'text/css; charset=utf-8' },
+  'icon.svg': { body: ICON_SVG, type: 'image/svg+xml' },
+  'app.js': js(commonClient),
+  'auth.js': js(authClient),
+  'dashboard.js': js(dashboardClient),
+  'pool.js': js(poolClient),
+  'pool-manage.js': js(poolManageClient),
+  'profile.js': js(profileClient),
+  'admin-users.js': js(adminUsersClient),
+  'admin-pools.js': js(adminPoolsClient),
+  'join.js': js(joinClient),
+  'inference.js': js(inferenceClient),
+}
+
+/** Changes whenever any asset changes: appended as ?v= so browsers may cache assets for long. */
+export const ASSET_VERSION = Bun.hash(Object.values(ASSETS).map((a) => a.body).join('\0')).toString(36).slice(0, 10)

@@ -1,0 +1,120 @@
+// The one stylesheet, served from the binary at /assets/app.css (no CDN, no web fonts).
+// Colours are chosen for at least 4.5:1 contrast on their backgrounds; focus is always visible.
+export const CSS = `
+:root {
+  --bg: #f5f6f8; --fg: #1b2130; --muted: #4a5365; --card: #ffffff; --line: #d5d9e1;
+  --accent: #1d4ed8; --accent-fg: #ffffff; --accent-dark: #1e3a8a;
+  --danger: #b42318; --ok-bg: #dcfce7; --ok-fg: #14532d; --warn-bg: #fef3c7; --warn-fg: #78350f;
+  --off-bg: #e5e7eb; --off-fg: #1f2937; --err-bg: #fee4e2; --err-fg: #7a1a12;
+  --radius: 10px; --focus: 3px solid #1d4ed8;
+}
+* { box-sizing: border-box; }
+html { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; line-height: 1.5; }
+body { margin: 0; background: var(--bg); color: var(--fg); min-height: 100vh; display: flex; flex-direction: column; }
+main { flex: 1; width: 100%; max-width: 1100px; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
+main:focus, main:focus-visible { outline: none; box-shadow: none; }
+[hidden] { display: none !important; }
+.plain { list-style: none; padding: 0; margin: 0; }
+a { color: var(--accent); text-underline-offset: 2px; }
+a:hover { color: var(--accent-dark); }
+:focus-visible { outline: var(--focus); outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff; border-radius: 4px; }
+h1 { font-size: 1.75rem; margin: 0 0 .5rem; line-height: 1.25; }
+h2 { font-size: 1.2rem; margin: 0 0 .75rem; }
+h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
+p { margin: 0 0 .75rem; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9rem; }
+.sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+.skip { position: absolute; left: 1rem; top: -4rem; background: var(--accent); color: var(--accent-fg); padding: .5rem 1rem; border-radius: 6px; z-index: 10; }
+.skip:focus { top: .5rem; color: var(--accent-fg); }
+
+.top { background: var(--card); border-bottom: 1px solid var(--line); }
+.top-inner { max-width: 1100px; margin: 0 auto; padding: .6rem 1rem; display: flex; flex-wrap: wrap; gap: .75rem 1.5rem; align-items: center; }
+.brand { display: inline-flex; align-items: center; gap: .5rem; font-weight: 700; color: var(--fg); text-decoration: none; font-size: 1.1rem; }
+.nav, .foot-links { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+.nav a { text-decoration: none; color: var(--fg); padding: .35rem .2rem; display: inline-flex; gap: .35rem; align-items: center; }
+.nav a:hover { color: var(--accent); text-decoration: underline; }
+.nav a[aria-current="page"] { color: var(--accent); font-weight: 600; box-shadow: inset 0 -2px 0 var(--accent); }
+.top nav { flex: 1; }
+.chip { display: inline-flex; align-items: center; gap: .6rem; background: var(--bg); border: 1px solid var(--line); border-radius: 999px; padding: .2rem .4rem .2rem .25rem; }
+.chip-name { font-weight: 600; max-width: 14rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.avatar { width: 1.9rem; height: 1.9rem; border-radius: 50%; background: var(--accent); color: var(--accent-fg); display: inline-flex; align-items: center; justify-content: center; font-weight: 700; }
+.badge { background: var(--danger); color: #fff; border-radius: 999px; padding: 0 .45rem; font-size: .8rem; font-weight: 700; }
+
+.foot { border-top: 1px solid var(--line); background: var(--card); }
+.foot nav { max-width: 1100px; margin: 0 auto; padding: 1rem; display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; }
+.foot a { color: var(--muted); }
+.foot a[aria-current="true"] { color: var(--fg); font-weight: 700; text-decoration: none; }
+
+.card { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1.25rem; margin: 0 0 1.25rem; }
+.grid { display: grid; gap: 1.25rem; grid-template-columns: repeat(auto-fit, minmax(220px, 1fr)); }
+.card > h2:first-child, .card > h3:first-child { margin-top: 0; }
+.tiles { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); margin-bottom: 1.25rem; }
+.tile { display: block; background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1rem 1.25rem; text-decoration: none; color: var(--fg); }
+.tile strong { display: block; color: var(--accent); font-size: 1.05rem; }
+.tile:hover { border-color: var(--accent); }
+.lead { color: var(--muted); font-size: 1.05rem; }
+.muted { color: var(--muted); }
+.hero { padding: 2.5rem 0 1.5rem; }
+.hero h1 { font-size: 2.25rem; }
+.actions { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .75rem 0; }
+
+label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
+.check label, label.check { display: flex; gap: .5rem; align-items: center; font-weight: 400; }
+input[type=text], input[type=email], input[type=password], input[type=number], input[type=search], select, textarea {
+  width: 100%; max-width: 32rem; font: inherit; padding: .55rem .65rem; border: 1px solid #7b8494; border-radius: 6px; background: #fff; color: var(--fg);
+}
+textarea { max-width: none; min-height: 5rem; }
+input:focus-visible, select:focus-visible, textarea:focus-visible { box-shadow: none; }
+.hint { color: var(--muted); font-size: .9rem; margin: .2rem 0 0; }
+button, .btn { font: inherit; font-weight: 600; border-radius: 6px; padding: .5rem 1rem; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg); cursor: pointer; text-decoration: none; display: inline-block; }
+button:hover, .btn:hover { background: var(--accent-dark); color: var(--accent-fg); }
+button.secondary, .btn.secondary { background: #fff; color: var(--accent); }
+button.secondary:hover, .btn.secondary:hover { background: #eef2ff; color: var(--accent-dark); }
+button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
+button.danger:hover { background: var(--err-bg); }
+button.small { padding: .2rem .6rem; font-size: .875rem; }
+button:disabled { opacity: .6; cursor: not-allowed; }
+.btn-link { background: none; border: none; color: var(--accent); padding: .2rem .4rem; text-decoration: underline; font-weight: 400; }
+.btn-link:hover { background: none; color: var(--accent-dark); }
+form .actions { margin-top: 1rem; }
+
+.notice { margin: .5rem 0; min-height: 1.5rem; }
+.notice.error { color: var(--err-fg); background: var(--err-bg); padding: .5rem .75rem; border-radius: 6px; }
+.notice.ok { color: var(--ok-fg); background: var(--ok-bg); padding: .5rem .75rem; border-radius: 6px; }
+.notice:empty { min-height: 0; margin: 0; }
+.empty { color: var(--muted); font-style: italic; }
+
+table { border-collapse: collapse; width: 100%; }
+.table-wrap { overflow-x: auto; }
+th, td { text-align: left; padding: .5rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-size: .85rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
+td .actions { margin: 0; flex-wrap: nowrap; gap: .35rem; }
+.state { display: inline-block; border-radius: 999px; padding: .05rem .6rem; font-size: .85rem; font-weight: 600; }
+.state-online, .state-active, .state-running, .state-completed { background: var(--ok-bg); color: var(--ok-fg); }
+.state-stale, .state-pending_approval, .state-unverified, .state-queued, .state-scheduled, .state-paused { background: var(--warn-bg); color: var(--warn-fg); }
+.state-offline, .state-released, .state-disabled, .state-cancelled { background: var(--off-bg); color: var(--off-fg); }
+.state-failed, .state-error { background: var(--err-bg); color: var(--err-fg); }
+
+.cmd { display: flex; gap: .5rem; align-items: stretch; flex-wrap: wrap; }
+.cmd pre { flex: 1; margin: 0; background: #111827; color: #f3f4f6; padding: .75rem; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; min-height: 2.75rem; }
+.cmd pre:empty::before { content: "No command yet."; color: #b6bcc8; font-style: italic; }
+.secret { background: var(--warn-bg); color: var(--warn-fg); padding: .75rem; border-radius: 6px; }
+.steps { counter-reset: step; list-style: none; padding: 0; }
+.steps > li { counter-increment: step; position: relative; padding-left: 4rem; margin-bottom: 1.25rem; }
+.steps > li::before { content: counter(step); position: absolute; left: 1.1rem; top: 1.2rem; width: 2rem; height: 2rem; border-radius: 50%; background: var(--accent); color: #fff; display: flex; align-items: center; justify-content: center; font-weight: 700; }
+.chat-log { border: 1px solid var(--line); border-radius: 6px; min-height: 16rem; max-height: 28rem; overflow-y: auto; padding: .75rem; background: #fbfbfc; }
+.msg { margin: 0 0 .75rem; white-space: pre-wrap; }
+.msg b { display: block; font-size: .85rem; color: var(--muted); }
+.filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; }
+.filters > div { min-width: 10rem; }
+.filters label { margin-top: 0; }
+.pager { display: flex; gap: .75rem; align-items: center; margin-top: .75rem; }
+.legal { max-width: 48rem; }
+video { max-width: 100%; border-radius: 6px; background: #000; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
+dl.facts dt { font-weight: 600; color: var(--muted); }
+dl.facts dd { margin: 0; }
+`
+
+/** A small mark for the tab icon and the header. */
+export const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1d4ed8"/><path d="M8 22V10h4v12zm6 0V6h4v16zm6 0v-8h4v8z" fill="#fff"/></svg>`

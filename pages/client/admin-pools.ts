@@ -1,0 +1,104 @@
+// admin-pools.js: every pool, with create, edit (node limit, visibility) and delete.
+import type {} from './types'
+
+export function adminPoolsClient(): void {
+  const svc = window.svc
+  const el = svc.el
+  const $ = (id: string) => document.getElementById(id)
+  const editForm = $('edit-form') as HTMLFormElement
+  let editing: any = null
+
+  const fields = (form: HTMLFormElement) => {
+    const body: Record<string, unknown> = svc.formJson(form)
+    body.node_limit = body.node_limit === '' ? null : Number(body.node_limit)
+    if (body.slug === '') delete body.slug
+    return body
+  }
+
+  function startEdit(p: any) {
+    editing = p
+    const set = (name: string, v: string | boolean) => {
+      const f = editForm.elements.namedItem(name) as HTMLInputElement
+      if (f.type === 'checkbox') f.checked = Boolean(v)
+      else f.value = String(v)
+    }
+    set('name', p.name)
+    set('description', p.description)
+    set('visibility', p.visibility)
+    set('node_limit', p.node_limit === null ? '' : String(p.node_limit))
+    set('open_join', p.open_join)
+    const section = $('edit-section')
+    if (section) section.hidden = false
+    svc.say('edit-msg', '')
+    ;(editForm.elements.namedItem('name') as HTMLInputElement).focus()
+  }
+
+  async function remove(p: any) {
+    if (!confirm(`Delete the pool "${p.name}"?`)) return
+    let r = await svc.api('DELETE', '/api/v1/admin/pools/' + encodeURIComponent(p.id))
+    if (!r.ok && r.data?.code === 'pool_has_nodes') {
+      if (!confirm(`${r.error} Detach them and delete anyway?`)) return
+      r = await svc.api('DELETE', '/api/v1/admin/pools/' + encodeURIComponent(p.id) + '?force=true')
+    }
+    svc.say('pools-msg', r.ok ? `Pool "${p.name}" deleted.` : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    list.now()
+  }
+
+  const row = (p: any) =>
+    el(
+      'tr',
+      {},
+      el('td', {}, el('a', { href: '/pools/' + encodeURIComponent(p.id), text: p.name }), p.is_default ? ' (default)' : ''),
+      el('td', { class: 'mono', text: p.slug }),
+      el('td', { text: p.visibility + (p.open_join ? ', open join' : '') }),
+      el('td', { text: `${p.node_count} / ${p.node_limit === null ? 'unlimited' : p.node_limit}` }),
+      el('td', { text: String(p.member_count) }),
+      el('td', { text: svc.fmtTime(p.created_at) }),
+      el(
+        'td',
+        {},
+        el(
+          'div',
+          { class: 'actions' },
+          el('button', { type: 'button', class: 'small secondary', 'aria-label': `Edit ${p.name}`, onclick: () => startEdit(p) }, 'Edit'),
+          el('button', { type: 'button', class: 'small danger', 'aria-label': `Delete ${p.name}`, onclick: () => void remove(p) }, 'Delete'),
+        ),
+      ),
+    )
+
+  async function load() {
+    const r = await svc.api('GET', '/api/v1/admin/pools')
+    const body = $('pools-body')
+    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: 'Could not load: ' + r.error }))])
+    const items = r.data.items as any[]
+    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: 'No pools yet.' }))]))
+  }
+
+  editForm.addEventListener('submit', (e) => {
+    e.preventDefault()
+    if (!editing) return
+    void svc.api('PATCH', '/api/v1/admin/pools/' + encodeURIComponent(editing.id), fields(editForm)).then((r) => {
+      if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
+      svc.say('edit-msg', `Saved "${r.data.name}".`, 'ok')
+      list.now()
+    })
+  })
+  $('edit-cancel')?.addEventListener('click', () => {
+    const section = $('edit-section')
+    if (section) section.hidden = true
+    editing = null
+  })
+
+  $('create-form')?.addEventListener('submit', (e) => {
+    e.preventDefault()
+    const form = e.currentTarget as HTMLFormElement
+    void svc.api('POST', '/api/v1/admin/pools', fields(form)).then((r) => {
+      if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
+      svc.say('create-msg', `Pool "${r.data.name}" created.`, 'ok')
+      form.reset()
+      list.now()
+    })
+  })
+
+  const list = svc.poll(load, 10000)
+}

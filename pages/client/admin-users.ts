@@ -1,0 +1,139 @@
+// admin-users.js: searchable, filterable, paged user list with row actions; mail card; pending badge.
+import type {} from './types'
+
+export function adminUsersClient(): void {
+  const svc = window.svc
+  const el = svc.el
+  const $ = (id: string) => document.getElementById(id)
+  const form = $('user-filters') as HTMLFormElement
+  const KEYS = ['q', 'status', 'role', 'sort', 'order', 'page_size']
+  let page = Math.max(1, Number(new URLSearchParams(location.search).get('page')) || 1)
+  let pages = 1
+
+  // The filters live in the address bar, so a filtered view can be reloaded and shared.
+  for (const k of KEYS) {
+    const v = new URLSearchParams(location.search).get(k)
+    const f = form.elements.namedItem(k) as HTMLInputElement | null
+    if (v !== null && f) f.value = v
+  }
+  const query = () => {
+    const f = svc.formJson(form)
+    const p = new URLSearchParams()
+    for (const k of KEYS) if (f[k]) p.set(k, String(f[k]))
+    p.set('page', String(page))
+    return p
+  }
+
+  async function act(u: any, label: string, method: string, path: string, body?: unknown) {
+    const r = await svc.api(method, `/api/v1/admin/users/${encodeURIComponent(u.id)}${path}`, body)
+    if (!r.ok) return svc.say('users-msg', `${label} ${u.email}: ${r.error}`, 'error')
+    if (r.data?.delivery === 'link' && r.data.link) {
+      const link = String(r.data.link)
+      const once = $('reset-once')
+      const pre = $('reset-link')
+      if (pre) pre.textContent = link.startsWith('/') ? location.origin + link : link
+      if (once) once.hidden = false
+      svc.say('users-msg', `Reset link for ${u.email} created (mail is not configured).`, 'ok')
+    } else if (r.data?.delivery === 'mail') {
+      svc.say('users-msg', `A password reset email is on its way to ${u.email}.`, 'ok')
+    } else {
+      svc.say('users-msg', `${label}: done for ${u.email}.`, 'ok')
+    }
+    void load()
+    void loadPending()
+  }
+
+  const actions = (u: any) => {
+    const b = (text: string, handler: () => void, cls = 'small secondary') =>
+      el('button', { type: 'button', class: cls, 'aria-label': `${text} ${u.email}`, onclick: handler }, text)
+    const list: HTMLElement[] = []
+    if (u.status === 'pending_approval' || u.status === 'unverified') list.push(b('Approve', () => void act(u, 'Approve', 'POST', '/approve'), 'small'))
+    if (u.status === 'active')
+      list.push(b('Deactivate', () => confirm(`Deactivate ${u.email}? Their sessions and API tokens are revoked.`) && void act(u, 'Deactivate', 'POST', '/status', { status: 'disabled' })))
+    if (u.status === 'disabled') list.push(b('Reactivate', () => void act(u, 'Reactivate', 'POST', '/status', { status: 'active' })))
+    list.push(b('Reset password', () => void act(u, 'Reset password', 'POST', '/reset-password')))
+    list.push(
+      b(
+        'Delete',
+        () => confirm(`Delete ${u.email} for good? Their own pools are deleted too.`) && void act(u, 'Delete', 'DELETE', ''),
+        'small danger',
+      ),
+    )
+    return el('div', { class: 'actions' }, ...list)
+  }
+
+  const row = (u: any) =>
+    el(
+      'tr',
+      { 'data-user': u.email },
+      el('td', { text: u.email }),
+      el('td', { text: u.display_name ?? '—' }),
+      el('td', { text: u.role }),
+      el('td', {}, svc.badge(String(u.status))),
+      el('td', { text: svc.fmtTime(u.created_at) }),
+      el('td', { text: svc.fmtTime(u.last_login_at) }),
+      el('td', { text: svc.fmtNum(u.pool_count) }),
+      el('td', { text: svc.fmtNum(u.node_count) }),
+      el('td', {}, actions(u)),
+    )
+
+  async function load() {
+    const q = query()
+    history.replaceState(null, '', '?' + q.toString())
+    const r = await svc.api('GET', '/api/v1/admin/users?' + q.toString())
+    const body = $('users-body')
+    if (!r.ok) {
+      const text = r.status === 404 ? 'No data yet: this leader has no user administration route.' : 'Could not load: ' + r.error
+      return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 9, class: 'empty', text }))])
+    }
+    const items = (r.data.items ?? []) as any[]
+    const size = Number(r.data.page_size) || 25
+    pages = Math.max(1, Math.ceil((Number(r.data.total) || 0) / size))
+    ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
+    ;($('page-next') as HTMLButtonElement).disabled = page >= pages
+    svc.render($('page-info'), [page, pages, r.data.total], () => [`Page ${page} of ${pages} (${r.data.total} users)`])
+    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 9, class: 'empty', text: 'No users match.' }))]))
+  }
+
+  async function loadPending() {
+    const r = await svc.api('GET', '/api/v1/admin/users/pending-count')
+    const badge = $('pending-badge')
+    if (!badge || !r.ok) return
+    const n = Number(r.data.count) || 0
+    badge.hidden = n === 0
+    badge.textContent = `${n} pending approval`
+    for (const nav of Array.from(document.querySelectorAll('[data-pending-badge]'))) nav.firstChild && (nav.firstChild.textContent = String(n))
+  }
+
+  async function loadMail() {
+    const r = await svc.api('GET', '/api/v1/admin/mail')
+    if (!r.ok) return svc.render($('mail-status'), { s: r.status }, () => [r.status === 404 ? 'No data yet.' : 'Could not load: ' + r.error])
+    const m = r.data
+    svc.render($('mail-status'), m, () => [
+      m.configured
+        ? `SMTP is configured. ${svc.fmtNum(m.pending)} message(s) waiting, ${svc.fmtNum(m.failed)} failed.`
+        : 'Mail is disabled (no SMTP configured): verification is skipped and password resets give one-time links.',
+    ])
+  }
+
+  $('mail-test')?.addEventListener('click', () => {
+    svc.say('mail-msg', 'Sending a test email…')
+    void svc.api('POST', '/api/v1/admin/mail/test').then((r) => {
+      svc.say('mail-msg', r.ok ? `Test email sent${r.data?.to ? ' to ' + r.data.to : ' to your address'}.` : (r.error ?? ''), r.ok ? 'ok' : 'error')
+      void loadMail()
+    })
+  })
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault()
+    page = 1
+    void load()
+  })
+  for (const s of Array.from(form.querySelectorAll('select'))) s.addEventListener('change', () => ((page = 1), void load()))
+  $('page-prev')?.addEventListener('click', () => ((page = Math.max(1, page - 1)), void load()))
+  $('page-next')?.addEventListener('click', () => ((page = Math.min(pages, page + 1)), void load()))
+
+  void load()
+  svc.poll(loadPending, 15000)
+  svc.poll(loadMail, 30000)
+}

@@ -1,0 +1,78 @@
+// auth.js: login, register, verify-email and reset-password forms.
+import type {} from './types'
+
+export function authClient(): void {
+  const svc = window.svc
+  const tokenFromUrl = () => new URLSearchParams(location.search).get('token') ?? ''
+  const busy = (form: HTMLFormElement, on: boolean) => {
+    const b = form.querySelector('button[type=submit]') as HTMLButtonElement | null
+    if (b) b.disabled = on
+  }
+  const on = (id: string, handler: (form: HTMLFormElement) => Promise<void>) => {
+    const form = document.getElementById(id) as HTMLFormElement | null
+    form?.addEventListener('submit', (e) => {
+      e.preventDefault()
+      busy(form, true)
+      void handler(form).finally(() => busy(form, false))
+    })
+  }
+  // Only a same-origin path may be a post-login destination (no open redirect).
+  const safeNext = (n: string) => (/^\/(?!\/)[^\s\\]*$/.test(n) ? n : '/dashboard')
+
+  on('login-form', async (form) => {
+    svc.say('login-msg', 'Logging in…')
+    const r = await svc.api('POST', '/api/v1/auth/login', svc.formJson(form))
+    if (!r.ok) return svc.say('login-msg', r.error ?? '', 'error')
+    location.href = safeNext(svc.data('next') || '/dashboard')
+  })
+
+  on('register-form', async (form) => {
+    const body = svc.formJson(form)
+    if (body.display_name === '') delete body.display_name
+    svc.say('register-msg', 'Creating your account…')
+    const r = await svc.api('POST', '/api/v1/auth/register', body)
+    if (!r.ok) return svc.say('register-msg', r.error ?? '', 'error')
+    if (r.data.logged_in) {
+      location.href = '/dashboard'
+      return
+    }
+    const status = r.data.user?.status
+    svc.say(
+      'register-msg',
+      status === 'unverified'
+        ? 'Account created. We sent you an email: follow its link to confirm your address, then log in.'
+        : 'Account created. An administrator has to approve it before you can log in.',
+      'ok',
+    )
+    form.reset()
+  })
+
+  on('verify-form', async () => {
+    const token = tokenFromUrl()
+    if (!token) return svc.say('verify-msg', 'This link has no token. Open the link from the email again.', 'error')
+    const r = await svc.api('POST', '/api/v1/auth/verify-email', { token })
+    if (!r.ok) return svc.say('verify-msg', r.error ?? '', 'error')
+    const msg = document.getElementById('verify-msg')
+    svc.say(
+      msg,
+      r.data.status === 'pending_approval'
+        ? 'Your email is confirmed. An administrator still has to approve your account.'
+        : 'Your email is confirmed. You can log in now.',
+      'ok',
+    )
+    msg?.append(' ', svc.el('a', { href: '/login', text: 'Log in' }))
+  })
+
+  on('reset-form', async (form) => {
+    const token = tokenFromUrl()
+    const body = svc.formJson(form)
+    if (!token) return svc.say('reset-msg', 'This link has no token. Ask an administrator for a new one.', 'error')
+    if (body.new_password !== body.confirm) return svc.say('reset-msg', 'The two passwords differ.', 'error')
+    const r = await svc.api('POST', '/api/v1/auth/reset-password', { token, new_password: body.new_password })
+    if (!r.ok) return svc.say('reset-msg', r.error ?? '', 'error')
+    form.reset()
+    const msg = document.getElementById('reset-msg')
+    svc.say(msg, 'Your password is set. You can log in with it now.', 'ok')
+    msg?.append(' ', svc.el('a', { href: '/login', text: 'Log in' }))
+  })
+}

@@ -1,0 +1,35 @@
+// Types shared by the page scripts. The scripts are plain functions serialised with toString() and
+// served from /assets/*.js, so they must not reference anything outside their own body except
+// `window.svc`, which app.js (common.ts) installs first.
+
+export interface ApiResult<T = any> {
+  ok: boolean
+  status: number
+  data: T
+  /** problem+json `detail`, or a generic sentence; null when ok. */
+  error: string | null
+}
+
+export type Child = Node | string | number | null | undefined | false
+export type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>
+
+export interface Svc {
+  api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResult<T>>
+  el(tag: string, attrs?: Attrs, ...children: Child[]): HTMLElement
+  say(target: string | Element | null, text: string, kind?: 'ok' | 'error' | ''): void
+  poll(fn: () => Promise<void>, ms: number): { now(): void }
+  /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
+  render(container: Element | null, key: unknown, build: () => Child[]): void
+  formJson(form: HTMLFormElement): Record<string, string | boolean>
+  fmtTime(iso: string | null | undefined): string
+  fmtNum(n: number | null | undefined, digits?: number): string
+  copy(text: string, status: string | Element | null): Promise<void>
+  badge(state: string): HTMLElement
+  data(name: string): string
+}
+
+declare global {
+  interface Window {
+    svc: Svc
+  }
+}

@@ -1,0 +1,106 @@
+// Interface language. Only the chrome (header, nav, buttons of the chrome, footer) follows it; page
+// bodies are English (except the German landing, Leichte Sprache and the accessibility statement).
+// Order: cookie svc_lang, then Accept-Language, then English (SPEC.md, Pages).
+export const LANGS = ['en', 'de'] as const
+export type Lang = (typeof LANGS)[number]
+export const LANG_COOKIE = 'svc_lang'
+
+export const isLang = (v: unknown): v is Lang => typeof v === 'string' && (LANGS as readonly string[]).includes(v)
+
+/** The first supported primary subtag by q-value; ties keep header order. Malformed parts are skipped. */
+export function fromAcceptLanguage(header: string | null): Lang | null {
+  if (header === null || header.length > 1000) return null
+  const ranked = header
+    .split(',')
+    .map((part, i) => {
+      const [tag = '', ...params] = part.trim().split(';')
+      const q = params.map((p) => /^\s*q=([01](?:\.\d{0,3})?)\s*$/.exec(p)).find((m) => m)?.[1]
+      return { primary: tag.trim().toLowerCase().split('-')[0] ?? '', q: q === undefined ? 1 : Number(q), i }
+    })
+    .filter((r) => r.q > 0)
+    .sort((a, b) => b.q - a.q || a.i - b.i)
+  return ranked.map((r) => r.primary).find(isLang) ?? null
+}
+
+export function pickLang(cookie: string | undefined, acceptLanguage: string | null): Lang {
+  if (isLang(cookie)) return cookie
+  return fromAcceptLanguage(acceptLanguage) ?? 'en'
+}
+
+const en = {
+  skip: 'Skip to main content',
+  brand: 'svc leader',
+  mainNav: 'Main',
+  footerNav: 'Legal and language',
+  login: 'Log in',
+  register: 'Register',
+  logout: 'Log out',
+  dashboard: 'Dashboard',
+  join: 'Add a machine',
+  inference: 'Inference',
+  profile: 'Profile',
+  adminUsers: 'Users',
+  adminPools: 'All pools',
+  pending: 'pending approval',
+  signedInAs: 'Signed in as',
+  imprint: 'Imprint',
+  privacy: 'Privacy',
+  accessibility: 'Accessibility',
+  plainLanguage: 'Leichte Sprache',
+  language: 'Language',
+  langName: { en: 'English', de: 'Deutsch' },
+  // Accessibility statement (rendered in the interface language).
+  a11yTitle: 'Accessibility statement',
+  a11yIntro:
+    'We want everyone to be able to use this service. The pages are built to be usable with a keyboard alone and with screen readers, with visible focus, labelled form fields, text alternatives and sufficient contrast.',
+  a11yStatus: 'Known limitations',
+  a11yLimits:
+    'Live tables refresh every few seconds; screen readers announce changes politely. Charts are not used; every value is shown as text. If something does not work for you, please tell us.',
+  a11yContactTitle: 'Report a barrier',
+  a11yContactLead: 'You can report barriers to:',
+  a11yNoContact: 'This deployment has not configured a contact for reporting barriers.',
+  a11yVideoTitle: 'Sign language (DGS)',
+  a11yVideoMissing: 'A sign-language video has not been provided for this deployment yet.',
+  a11yPlainLink: 'Information in plain German (Leichte Sprache)',
+  videoFallback: 'Your browser cannot play this video. Open the video file',
+}
+export type Strings = typeof en
+
+const de: Strings = {
+  skip: 'Zum Inhalt springen',
+  brand: 'svc leader',
+  mainNav: 'Hauptnavigation',
+  footerNav: 'Rechtliches und Sprache',
+  login: 'Anmelden',
+  register: 'Registrieren',
+  logout: 'Abmelden',
+  dashboard: 'Übersicht',
+  join: 'Maschine hinzufügen',
+  inference: 'Inferenz',
+  profile: 'Profil',
+  adminUsers: 'Benutzer',
+  adminPools: 'Alle Pools',
+  pending: 'warten auf Freigabe',
+  signedInAs: 'Angemeldet als',
+  imprint: 'Impressum',
+  privacy: 'Datenschutz',
+  accessibility: 'Barrierefreiheit',
+  plainLanguage: 'Leichte Sprache',
+  language: 'Sprache',
+  langName: { en: 'English', de: 'Deutsch' },
+  a11yTitle: 'Erklärung zur Barrierefreiheit',
+  a11yIntro:
+    'Alle Menschen sollen diesen Dienst nutzen können. Die Seiten sind mit der Tastatur allein und mit Screenreadern bedienbar, mit sichtbarem Fokus, beschrifteten Formularfeldern, Textalternativen und ausreichendem Kontrast.',
+  a11yStatus: 'Bekannte Einschränkungen',
+  a11yLimits:
+    'Live-Tabellen aktualisieren sich alle paar Sekunden; Screenreader kündigen Änderungen zurückhaltend an. Es gibt keine Diagramme; alle Werte stehen als Text da. Wenn etwas für Sie nicht funktioniert, sagen Sie es uns bitte.',
+  a11yContactTitle: 'Barriere melden',
+  a11yContactLead: 'Barrieren können Sie hier melden:',
+  a11yNoContact: 'Für diese Installation ist kein Kontakt zum Melden von Barrieren eingerichtet.',
+  a11yVideoTitle: 'Deutsche Gebärdensprache (DGS)',
+  a11yVideoMissing: 'Für diese Installation gibt es noch kein Video in Gebärdensprache.',
+  a11yPlainLink: 'Informationen in Leichter Sprache',
+  videoFallback: 'Ihr Browser kann dieses Video nicht abspielen. Videodatei öffnen',
+}
+
+export const STRINGS: Record<Lang, Strings> = { en, de }

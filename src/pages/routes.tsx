@@ -1,0 +1,165 @@
+// The page routes. Pages are class `page` (they gate themselves: 303 to /login without a session,
+// admin pages send plain users to /dashboard) or `public`; the JSON API does the real work.
+import { Elysia } from 'elysia'
+import { readFileSync } from 'node:fs'
+import { AppError } from '../errors'
+import { toMe } from '../accounts/service'
+import { getVisiblePool, planFor } from '../pools/service'
+import { view, securityHeaders, sameOriginPath, originsOf, takeNext, type PageRequest } from './view'
+import { isLang, type Lang } from '../../pages/i18n'
+import { ASSETS, ASSET_VERSION } from '../../pages/assets'
+import { LandingPage, NotFoundPage } from '../../pages/landing'
+import { LoginPage, RegisterPage, VerifyEmailPage, ResetPasswordPage } from '../../pages/auth'
+import { DashboardPage } from '../../pages/dashboard'
+import { PoolPage } from '../../pages/pool'
+import { ProfilePage } from '../../pages/profile'
+import { AdminUsersPage, AdminPoolsPage } from '../../pages/admin'
+import { JoinPage, InferencePage } from '../../pages/ops'
+import { LegalDocPage, AccessibilityPage, PlainLanguagePage } from '../../pages/legal'
+import { robotsTxt, sitemapXml, llmsTxt } from '../../pages/crawler'
+import type { AppBase } from '../http/base'
+import type { Ctx } from '../context'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Read on every request, so an operator's edit shows without a restart; a vanished file is "not configured". */
+function fragment(file: string | null): string | null {
+  if (file === null) return null
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return null
+  }
+}
+
+export function pageRoutes(base: AppBase, ctx: Ctx) {
+  const text = (r: PageRequest, body: string, type: string) => {
+    securityHeaders(ctx, r.set)
+    r.set.headers['content-type'] = type
+    r.set.headers['cache-control'] = 'public, max-age=3600'
+    return body
+  }
+  const notFound = (r: PageRequest, what?: string) => {
+    const v = view(ctx, r)
+    return v.html(<NotFoundPage ctx={v.page} what={what} />, 404)
+  }
+  /** Session pages: no (active) session means a 303 to /login. */
+  const session = (r: PageRequest, render: (v: ReturnType<typeof view>) => string | Promise<string>) => {
+    const v = view(ctx, r)
+    return v.user ? render(v) : v.toLogin()
+  }
+  const landing = (r: PageRequest, lang: Lang) => {
+    const v = view(ctx, r)
+    v.setLang(lang)
+    if (v.user) return v.redirect('/dashboard')
+    return v.html(<LandingPage ctx={{ ...v.page, lang }} bodyLang={lang} />)
+  }
+  const admin = (r: PageRequest, render: (v: ReturnType<typeof view>) => string | Promise<string>) =>
+    session(r, (v) => (v.user!.role === 'admin' ? render(v) : v.redirect('/dashboard')))
+
+  return (
+    new Elysia({ name: 'pages' })
+      .use(base)
+      // Landing and language.
+      // Visiting a landing page stores its language (SPEC), also on the way to the dashboard.
+      .get('/', (r) => landing(r, 'en'), { policy: 'page' })
+      .get('/de', (r) => landing(r, 'de'), { policy: 'page' })
+      .get('/en', (r) => view(ctx, r).redirect('/', 301), { policy: 'public' })
+      .get('/lang/:code', (r) => {
+        const code = r.params.code
+        if (!isLang(code)) return notFound(r, 'This language is not available. Choose English or Deutsch.')
+        const v = view(ctx, r)
+        v.setLang(code)
+        let back = sameOriginPath(r.request.headers.get('referer'), originsOf(ctx, r.request))
+        // The landing pages fix their own language: going "back" to one would undo the switch.
+        if (back !== null && /^\/(de|en)?(\?|$)/.test(back)) back = code === 'de' ? '/de' : '/'
+        if (back === null || back.startsWith('/lang/')) back = '/'
+        return v.redirect(back, 303)
+      }, { policy: 'public' })
+      // Crawler files and assets.
+      .get('/robots.txt', (r) => text(r, robotsTxt(ctx.cfg.baseUrl), 'text/plain; charset=utf-8'), { policy: 'public' })
+      .get('/sitemap.xml', (r) => text(r, sitemapXml(ctx.cfg.baseUrl), 'application/xml; charset=utf-8'), { policy: 'public' })
+      .get('/llms.txt', (r) => text(r, llmsTxt(ctx.cfg.baseUrl), 'text/plain; charset=utf-8'), { policy: 'public' })
+      .get('/assets/:name', (r) => {
+        const asset = Object.hasOwn(ASSETS, r.params.name) ? ASSETS[r.params.name] : undefined
+        if (!asset) return notFound(r)
+        const body = text(r, asset.body, asset.type)
+        // Versioned URLs never change content; unversioned ones must be revalidated.
+        r.set.headers['cache-control'] = r.query.v === ASSET_VERSION ? 'public, max-age=31536000, immutable' : 'no-cache'
+        return body
+      }, { policy: 'public' })
+      // Accounts.
+      .get('/login', (r) => {
+        const v = view(ctx, r)
+        if (v.user) return v.redirect('/dashboard')
+        return v.html(<LoginPage ctx={v.page} next={takeNext(r)} />)
+      }, { policy: 'page' })
+      .get('/register', (r) => {
+        const v = view(ctx, r)
+        return v.user ? v.redirect('/dashboard') : v.html(<RegisterPage ctx={v.page} />)
+      }, { policy: 'page' })
+      .get('/verify-email', (r) => {
+        const v = view(ctx, r)
+        return v.html(<VerifyEmailPage ctx={v.page} />)
+      }, { policy: 'public' })
+      .get('/reset-password', (r) => {
+        const v = view(ctx, r)
+        return v.html(<ResetPasswordPage ctx={v.page} />)
+      }, { policy: 'public' })
+      // Session pages.
+      .get('/dashboard', (r) => session(r, (v) => v.html(<DashboardPage ctx={v.page} />)), { policy: 'page' })
+      .get('/profile', (r) => session(r, (v) => v.html(<ProfilePage ctx={v.page} me={profileOf(v.user!)} />)), { policy: 'page' })
+      .get('/pools/:id', (r) =>
+        session(r, (v) => {
+          const u = v.user!
+          const actor = { userId: u.id, role: u.role }
+          let pool
+          try {
+            if (!UUID.test(r.params.id)) throw new AppError('not_found', 'Pool not found')
+            pool = getVisiblePool(ctx.db, actor, r.params.id)
+          } catch (e) {
+            // Missing and invisible pools look the same: a private pool's existence is not disclosed.
+            if (e instanceof AppError && e.code === 'not_found') return notFound(r, 'There is no pool here, or it is not visible to you.')
+            throw e
+          }
+          const allowed = new Set<string>(planFor(ctx.db, u.role).allowedVisibilities)
+          allowed.add(pool.visibility)
+          return v.html(
+            <PoolPage
+              ctx={v.page}
+              pool={pool}
+              canManage={u.role === 'admin' || pool.my_role === 'owner'}
+              isMember={pool.my_role !== null}
+              allowedVisibilities={[...allowed]}
+            />,
+          )
+        }), { policy: 'page' })
+      .get('/admin/users', (r) => admin(r, (v) => v.html(<AdminUsersPage ctx={v.page} />)), { policy: 'page' })
+      .get('/admin/pools', (r) => admin(r, (v) => v.html(<AdminPoolsPage ctx={v.page} />)), { policy: 'page' })
+      .get('/ops/join-v2', (r) => session(r, (v) => v.html(<JoinPage ctx={v.page} />)), { policy: 'page' })
+      .get('/ops/inference', (r) => session(r, (v) => v.html(<InferencePage ctx={v.page} />)), { policy: 'page' })
+      // Legal and accessibility.
+      .get('/legal/imprint', (r) => {
+        const v = view(ctx, r)
+        return v.html(<LegalDocPage ctx={v.page} kind="imprint" legalLang={ctx.cfg.legalLang} fragment={fragment(ctx.cfg.imprintFile)} />)
+      }, { policy: 'public' })
+      .get('/legal/privacy', (r) => {
+        const v = view(ctx, r)
+        return v.html(<LegalDocPage ctx={v.page} kind="privacy" legalLang={ctx.cfg.legalLang} fragment={fragment(ctx.cfg.privacyFile)} />)
+      }, { policy: 'public' })
+      .get('/legal/accessibility', (r) => {
+        const v = view(ctx, r)
+        const a11y = { contact: ctx.cfg.a11yContact, videoUrl: ctx.cfg.dgsVideoUrl }
+        return v.html(<AccessibilityPage ctx={v.page} {...a11y} fragment={fragment(ctx.cfg.accessibilityFile)} />)
+      }, { policy: 'public' })
+      .get('/legal/leichte-sprache', (r) => {
+        const v = view(ctx, r)
+        return v.html(<PlainLanguagePage ctx={v.page} contact={ctx.cfg.a11yContact} videoUrl={ctx.cfg.dgsVideoUrl} />)
+      }, { policy: 'public' })
+  )
+}
+
+function profileOf(u: Parameters<typeof toMe>[0]) {
+  const me = toMe(u)
+  return { email: me.email, displayName: me.display_name, role: me.role, status: me.status, createdAt: me.created_at, lastLoginAt: me.last_login_at }
+}

@@ -1,0 +1,247 @@
+// The pages in a real browser against the built dist/svc: register, pool, join command, a fellow
+// coming online, invite and accept, admin deactivation, language switch, redirects, axe, screenshots.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { startLeader, type Leader } from '../helpers/leader'
+import { expectAccessible, hasChromium, launch, shot, watchErrors } from './support'
+
+const PASSWORD = 'correct-horse-battery'
+const POOL = 'Render farm <b>&</b>'
+const T = 20_000
+
+describe.skipIf(!hasChromium)('pages in Chromium', () => {
+  let leader: Leader
+  let browser: Browser
+  let ada: BrowserContext
+  let bob: BrowserContext
+  let page: Page
+  let poolUrl = ''
+  const errors: string[] = []
+
+  beforeAll(async () => {
+    ;[leader, browser] = await Promise.all([startLeader(), launch()])
+    ada = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    await ada.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: leader.url })
+    bob = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    page = await ada.newPage()
+    watchErrors(page, errors)
+  }, 30_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await leader?.stop()
+  })
+
+  test('ops pages send a visitor without a session to /login', async () => {
+    for (const path of ['/ops/join-v2', '/ops/inference']) {
+      const res = await fetch(leader.url + path, { redirect: 'manual' })
+      expect([res.status, res.headers.get('location')]).toEqual([303, '/login'])
+    }
+    const p = await bob.newPage()
+    await p.goto(leader.url + '/ops/inference')
+    expect(new URL(p.url()).pathname).toBe('/login')
+    await p.close()
+  }, T)
+
+  test('the landing page works with the keyboard: the first Tab reaches the skip link', async () => {
+    await page.goto(leader.url + '/')
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate('document.activeElement?.className')).toBe('skip')
+    await page.keyboard.press('Enter')
+    expect(await page.evaluate('location.hash')).toBe('#main')
+    await shot(page, '01-landing')
+    await expectAccessible(page, 'landing')
+  }, T)
+
+  test('the first user registers with the keyboard alone and lands on the dashboard', async () => {
+    await page.goto(leader.url + '/register')
+    await expectAccessible(page, 'register')
+    await page.focus('#reg-email')
+    await page.keyboard.type('ada@example.com')
+    await page.keyboard.press('Tab')
+    await page.keyboard.type('Ada Lovelace')
+    await page.keyboard.press('Tab')
+    await page.keyboard.type(PASSWORD)
+    await page.keyboard.press('Enter')
+    await page.waitForURL('**/dashboard')
+    await expect(page.locator('.chip-name').innerText()).resolves.toContain('Ada Lovelace')
+    await page.waitForSelector('#plan:not(:has-text("Loading"))')
+    expect(await page.locator('#plan').innerText()).toContain('Your plan allows')
+    expect(await page.locator('.tiles').innerText()).toMatch(/Training Console[\s\S]*Inference[\s\S]*Profile/)
+  }, T)
+
+  test('creates a pool and copies its join command; a fellow joins and shows online', async () => {
+    await page.fill('#pool-name', POOL)
+    await page.click('#create-pool-submit')
+    await page.waitForURL('**/pools/**')
+    poolUrl = page.url()
+    expect(await page.locator('#pool-name').innerText()).toBe(POOL)
+    expect(await page.locator('a[href^="/ops/join-v2?pool="]').count()).toBe(1)
+    const copy = page.locator('#copy-join')
+    expect(await copy.isVisible()).toBe(true)
+    await page.click('#mint-join')
+    await page.waitForSelector('#join-cmd:not(:empty)')
+    const command = await page.locator('#join-cmd').innerText()
+    await copy.click()
+    await page.waitForSelector('#join-msg:has-text("Copied")')
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(command.trim())
+
+    // Play the machine: register with the join token from the command, then heartbeat once.
+    const joinToken = /svc_join_[A-Za-z0-9_-]+/.exec(command)?.[0]
+    expect(joinToken).toBeDefined()
+    const gpus = [{ index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }]
+    const reg = await fetch(leader.url + '/api/v1/workers/register', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${joinToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ hostname: 'gpu-box-1', gpus }),
+    })
+    expect(reg.status).toBe(201)
+    const { node_token } = (await reg.json()) as { node_token: string }
+    const hb = await fetch(leader.url + '/api/v1/workers/heartbeat', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${node_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'idle', hardware: { gpus } }),
+    })
+    expect(hb.status).toBe(200)
+    const row = page.locator('#nodes-body tr[data-state="online"]')
+    await row.waitFor({ timeout: 10_000 })
+    expect(await row.innerText()).toContain('gpu-box-1')
+    expect(await row.innerText()).toContain('NVIDIA RTX 4090')
+    await shot(page, '03-pool')
+    await expectAccessible(page, 'pool')
+  }, T)
+
+  test('a second user is invited and accepts from the dashboard', async () => {
+    await page.fill('#invite-email', 'bob@example.com')
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#invite-form-msg:has-text("Invitation sent")')
+
+    const p = await bob.newPage()
+    watchErrors(p, errors)
+    await p.goto(leader.url + '/register')
+    await p.fill('#reg-email', 'bob@example.com')
+    await p.fill('#reg-password', PASSWORD)
+    await p.click('button[type=submit]')
+    await p.waitForURL('**/dashboard')
+    const accept = p.getByRole('button', { name: `Accept the invitation to ${POOL}` })
+    await accept.waitFor()
+    await shot(p, '02-dashboard-invite')
+    await expectAccessible(p, 'dashboard')
+    await accept.click()
+    await p.waitForSelector('#invite-msg:has-text("You joined")')
+    await p.waitForSelector(`#pools-body a:has-text("${POOL}")`)
+    await p.close()
+  }, T)
+
+  test('an admin deactivates a user, whose session ends', async () => {
+    await page.goto(leader.url + '/admin/users')
+    const row = page.locator('#users-body tr[data-user="bob@example.com"]')
+    await row.waitFor()
+    await page.waitForSelector('#mail-status:has-text("Mail is disabled")')
+    await shot(page, '05-admin-users')
+    await expectAccessible(page, 'admin-users')
+    page.once('dialog', (d) => void d.accept())
+    await row.getByRole('button', { name: 'Deactivate bob@example.com' }).click()
+    await page.waitForSelector('#users-body tr[data-user="bob@example.com"] .state-disabled')
+    const p = await bob.newPage()
+    await p.goto(leader.url + '/dashboard')
+    expect(new URL(p.url()).pathname).toBe('/login')
+    await p.close()
+  }, T)
+
+  test('the admin reactivates the user and hands out a reset link that works on the reset page', async () => {
+    const row = page.locator('#users-body tr[data-user="bob@example.com"]')
+    await row.getByRole('button', { name: 'Reactivate bob@example.com' }).click()
+    await page.waitForSelector('#users-body tr[data-user="bob@example.com"] .state-active')
+    await row.getByRole('button', { name: 'Reset password bob@example.com' }).click()
+    await page.waitForSelector('#reset-link:not(:empty)')
+    const link = (await page.locator('#reset-link').innerText()).trim()
+    expect(link).toStartWith(leader.url + '/reset-password?token=')
+
+    const p = await bob.newPage()
+    watchErrors(p, errors)
+    await p.goto(link)
+    await p.fill('#reset-password', 'a-brand-new-password')
+    await p.fill('#reset-confirm', 'a-brand-new-password')
+    await p.keyboard.press('Enter')
+    await p.waitForSelector('#reset-msg.ok')
+    await p.click('#reset-msg a[href="/login"]')
+    await p.fill('#login-email', 'bob@example.com')
+    await p.fill('#login-password', 'a-brand-new-password')
+    await p.keyboard.press('Enter')
+    await p.waitForURL('**/dashboard')
+    await p.close()
+  }, T)
+
+  test('the chrome switches to German and back, staying on the page', async () => {
+    await page.goto(leader.url + '/dashboard')
+    await page.click('footer a[data-lang="de"]')
+    await page.waitForSelector('header.top[lang="de"]')
+    expect(new URL(page.url()).pathname).toBe('/dashboard')
+    expect(await page.locator('[data-logout]').innerText()).toBe('Abmelden')
+    expect(await page.locator('html').getAttribute('lang')).toBe('en')
+    await shot(page, '06-dashboard-de')
+    await page.click('footer a[data-lang="en"]')
+    await page.waitForSelector('header.top:not([lang])')
+    expect(await page.locator('[data-logout]').innerText()).toBe('Log out')
+  }, T)
+
+  test('the profile mints an API token shown once, lists it and revokes it', async () => {
+    await page.goto(leader.url + '/profile')
+    await page.fill('#token-name', 'laptop CLI')
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#token-once:not([hidden]) #token-value:not(:empty)')
+    expect(await page.locator('#token-value').innerText()).toMatch(/^svc_pat_/)
+    const revoke = page.getByRole('button', { name: 'Revoke token laptop CLI' })
+    await revoke.waitFor()
+    page.once('dialog', (d) => void d.accept())
+    await revoke.click()
+    await page.waitForSelector('#tokens-msg:has-text("revoked")')
+    await page.reload()
+    expect(await page.locator('#token-value').innerText()).toBe('')
+    expect(await page.getByRole('button', { name: 'Revoke token laptop CLI' }).count()).toBe(0)
+  }, T)
+
+  test('the inference chat box sends with Ctrl+Enter and shows the API error for an unknown model', async () => {
+    await page.goto(leader.url + '/ops/inference')
+    await page.fill('#chat-model', 'no-such-model')
+    await page.fill('#chat-prompt', 'Hello there')
+    await page.focus('#chat-prompt')
+    await page.keyboard.press('Control+Enter')
+    await page.waitForSelector('#chat-msg.error:not(:empty)')
+    expect(await page.locator('#chat-log').innerText()).toContain('Hello there')
+    expect(await page.locator('#chat-send').isEnabled()).toBe(true)
+  }, T)
+
+  test('every other page renders without script errors, passes axe and is photographed', async () => {
+    const pool = new URL(poolUrl).pathname
+    const pages: [string, string][] = [
+      ['/profile', '04-profile'],
+      ['/admin/pools', '07-admin-pools'],
+      [`/ops/join-v2?pool=${pool.split('/').pop()}`, '08-join'],
+      ['/ops/inference', '09-inference'],
+      ['/legal/imprint', '10-imprint'],
+      ['/legal/privacy', '11-privacy'],
+      ['/legal/accessibility', '12-accessibility'],
+      ['/legal/leichte-sprache', '13-leichte-sprache'],
+      ['/verify-email?token=x', '14-verify-email'],
+      ['/reset-password?token=x', '15-reset-password'],
+    ]
+    for (const [path, name] of pages) {
+      await page.goto(leader.url + path)
+      await page.waitForLoadState('networkidle')
+      await shot(page, name)
+      await expectAccessible(page, name)
+    }
+    const anon = await browser.newPage()
+    watchErrors(anon, errors)
+    const anonPages: [string, string][] = [['/de', '16-landing-de'], ['/login', '17-login']]
+    for (const [path, name] of anonPages) {
+      await anon.goto(leader.url + path)
+      await shot(anon, name)
+      await expectAccessible(anon, name)
+    }
+    await anon.close()
+    expect(errors).toEqual([])
+  }, 40_000)
+})

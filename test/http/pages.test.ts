@@ -1,0 +1,270 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { makeHarness, seedUser, sessionClient } from '../helpers/harness'
+import { csrfValid } from '../../src/http/policy'
+
+const h = makeHarness({ SVC_BASE_URL: 'https://leader.example.org' })
+afterAll(() => h.close())
+
+const XSS = '<script>alert(1)</script>'
+const admin = await seedUser(h, 'admin@example.com', { role: 'admin', displayName: 'Ada Admin' })
+const user = await seedUser(h, 'user@example.com', { displayName: XSS })
+const other = await seedUser(h, 'other@example.com')
+const userPool = (await sessionClient(h, user.id).post('/api/v1/pools', { name: XSS, description: `<img src=x onerror=alert(2)>` })).body
+const publicPool = (await sessionClient(h, admin.id).post('/api/v1/pools', { name: 'Open pool', visibility: 'public' })).body
+
+const SESSION_PAGES = ['/dashboard', '/profile', `/pools/${userPool.id}`, '/ops/join-v2', '/ops/inference', '/admin/users', '/admin/pools']
+
+describe('access rules and redirects', () => {
+  test('every session page sends a visitor without a session to /login with 303', async () => {
+    for (const path of SESSION_PAGES) {
+      const res = await h.client().get(path)
+      expect([path, res.status, res.headers.get('location')]).toEqual([path, 303, '/login'])
+    }
+  })
+
+  test('public pages answer 200 with or without a session', async () => {
+    const pub = ['/robots.txt', '/sitemap.xml', '/llms.txt', '/verify-email?token=x', '/reset-password?token=x']
+    for (const path of [...pub, '/legal/imprint', '/legal/privacy', '/legal/accessibility', '/legal/leichte-sprache']) {
+      expect([path, (await h.client().get(path)).status]).toEqual([path, 200])
+      expect([path, (await sessionClient(h, user.id).get(path)).status]).toEqual([path, 200])
+    }
+  })
+
+  test('a stale session cookie is treated as no session, not as an error', async () => {
+    const c = h.client()
+    c.cookies.set('svc_session', 'not-a-session')
+    const res = await c.get('/ops/inference')
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toBe('/login')
+  })
+
+  test('the landing pages redirect a logged-in user to the dashboard; /en is a 301 to /', async () => {
+    expect((await h.client().get('/')).status).toBe(200)
+    for (const path of ['/', '/de']) {
+      const res = await sessionClient(h, user.id).get(path)
+      expect([res.status, res.headers.get('location')]).toEqual([303, '/dashboard'])
+    }
+    const en = await h.client().get('/en')
+    expect([en.status, en.headers.get('location')]).toEqual([301, '/'])
+  })
+
+  test('login and register redirect to the dashboard when already logged in', async () => {
+    for (const path of ['/login', '/register']) {
+      expect((await h.client().get(path)).status).toBe(200)
+      const res = await sessionClient(h, user.id).get(path)
+      expect([res.status, res.headers.get('location')]).toEqual([303, '/dashboard'])
+    }
+  })
+
+  test('admin pages send plain users to the dashboard and render for admins', async () => {
+    for (const path of ['/admin/users', '/admin/pools']) {
+      const res = await sessionClient(h, user.id).get(path)
+      expect([res.status, res.headers.get('location')]).toEqual([303, '/dashboard'])
+      const ok = await sessionClient(h, admin.id).get(path)
+      expect(ok.status).toBe(200)
+      expect(ok.headers.get('content-type')).toContain('text/html')
+    }
+    expect((await sessionClient(h, admin.id).get('/admin/users')).body).toContain('Send test email')
+  })
+
+  test('admins see a pending-approval badge with the count; plain users do not', async () => {
+    await seedUser(h, 'waiting1@example.com', { status: 'pending_approval' })
+    await seedUser(h, 'waiting2@example.com', { status: 'pending_approval' })
+    const html = (await sessionClient(h, admin.id).get('/dashboard')).body as string
+    expect(html).toMatch(/<span class="badge" data-pending-badge="">2<span class="sr-only"> pending approval<\/span><\/span>/)
+    expect((await sessionClient(h, user.id).get('/dashboard')).body).not.toContain('data-pending-badge')
+  })
+
+  test('every session page renders for its user', async () => {
+    for (const path of SESSION_PAGES.filter((p) => !p.startsWith('/admin'))) {
+      const res = await sessionClient(h, user.id).get(path)
+      expect([path, res.status]).toEqual([path, 200])
+    }
+  })
+
+  test('ops pages show a chip with the name, a Dashboard link and logout', async () => {
+    for (const path of ['/ops/join-v2', '/ops/inference']) {
+      const html = (await sessionClient(h, admin.id).get(path)).body as string
+      const chip = /<div class="chip"[^>]*>(.*?)<\/div>/s.exec(html)?.[1] ?? ''
+      expect(chip).toContain('Ada Admin')
+      expect(chip).toContain('href="/dashboard"')
+      expect(chip).toContain('data-logout')
+    }
+  })
+
+  test('a pool page is 404 for a pool that is private to others, missing or malformed, and 200 for members, admins and public pools', async () => {
+    expect((await sessionClient(h, user.id).get(`/pools/${userPool.id}`)).status).toBe(200)
+    expect((await sessionClient(h, admin.id).get(`/pools/${userPool.id}`)).status).toBe(200)
+    expect((await sessionClient(h, other.id).get(`/pools/${publicPool.id}`)).status).toBe(200)
+    for (const path of [`/pools/${userPool.id}`, '/pools/01a20184-99e9-7296-9fc7-75b6e5358e98', '/pools/not-a-uuid']) {
+      const res = await sessionClient(h, other.id).get(path)
+      expect([path, res.status]).toEqual([path, 404])
+      expect(res.headers.get('content-type')).toContain('text/html')
+      expect(res.body).not.toContain('&lt;script&gt;')
+    }
+  })
+
+  test('after the login redirect, the login page carries the page the visitor wanted', async () => {
+    const c = h.client()
+    await c.get(`/pools/${userPool.id}?tab=x`)
+    expect(c.cookies.get('svc_next')).toBeDefined()
+    const login = await c.get('/login')
+    expect(login.body).toContain(`data-next="/pools/${userPool.id}?tab=x"`)
+    expect(c.cookies.has('svc_next')).toBe(false)
+  })
+})
+
+describe('interface language', () => {
+  const header = (html: string) => /<header[^>]*>/.exec(html)?.[0] ?? ''
+
+  test('/lang/{code} stores the language and returns to a same-origin referring path only', async () => {
+    const cases: [string | null, string][] = [
+      ['http://leader.test/profile?x=1', '/profile?x=1'],
+      ['https://leader.example.org/legal/privacy', '/legal/privacy'],
+      ['https://evil.example/steal', '/'],
+      ['http://leader.test//evil.example/x', '/'],
+      ['javascript:alert(1)', '/'],
+      [null, '/'],
+      // From the English landing page, "back" is the German one: returning to / would store English again.
+      ['http://leader.test/', '/de'],
+    ]
+    for (const [referer, want] of cases) {
+      const c = h.client()
+      const res = await c.get('/lang/de', referer === null ? {} : { referer })
+      expect([referer, res.status, res.headers.get('location')]).toEqual([referer, 303, want])
+      expect(c.cookies.get('svc_lang')).toBe('de')
+    }
+    const back = await h.client().get('/lang/en', { referer: 'http://leader.test/de' })
+    expect(back.headers.get('location')).toBe('/')
+  })
+
+  test('an unknown language code answers the 404 page', async () => {
+    const res = await h.client().get('/lang/fr')
+    expect(res.status).toBe(404)
+    expect(res.headers.get('content-type')).toContain('text/html')
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('svc_lang='))).toBe(false)
+  })
+
+  test('the cookie wins over Accept-Language, which wins over English; chrome roots carry lang when it differs', async () => {
+    const plain = (await sessionClient(h, user.id).get('/dashboard')).body as string
+    expect(header(plain)).not.toContain('lang=')
+    expect(plain).toContain('Log out')
+
+    const german = (await sessionClient(h, user.id).get('/dashboard', { 'accept-language': 'fr;q=0.9, de-DE;q=0.8, en;q=0.1' })).body as string
+    expect(german).toContain('<html lang="en">')
+    expect(header(german)).toContain('lang="de"')
+    expect(german).toMatch(/<footer class="foot" lang="de">/)
+    expect(german).toContain('Abmelden')
+
+    const c = sessionClient(h, user.id)
+    c.cookies.set('svc_lang', 'en')
+    const cookieWins = (await c.get('/dashboard', { 'accept-language': 'de' })).body as string
+    expect(cookieWins).toContain('Log out')
+  })
+
+  test('visiting / stores English and /de stores German, with the body in that language', async () => {
+    const c = h.client()
+    const de = await c.get('/de')
+    expect(de.body).toContain('<html lang="de">')
+    expect(c.cookies.get('svc_lang')).toBe('de')
+    const en = await c.get('/')
+    expect(en.body).toContain('<html lang="en">')
+    expect(c.cookies.get('svc_lang')).toBe('en')
+  })
+})
+
+describe('cookies and headers', () => {
+  test('a page view without a CSRF cookie sets a valid one; a valid one is kept', async () => {
+    const c = h.client()
+    const first = await c.get('/login')
+    const token = c.cookies.get('svc_csrf')!
+    expect(csrfValid(h.cfg.secretKey, token, token)).toBe(true)
+    expect(first.headers.getSetCookie().find((s) => s.startsWith('svc_csrf='))).not.toContain('HttpOnly')
+    const again = await c.get('/register')
+    expect(again.headers.getSetCookie().some((s) => s.startsWith('svc_csrf='))).toBe(false)
+    c.cookies.set('svc_csrf', 'forged.value')
+    await c.get('/login')
+    expect(c.cookies.get('svc_csrf')).not.toBe('forged.value')
+  })
+
+  test('the CSRF cookie from a page view lets page scripts change state with the header', async () => {
+    const c = sessionClient(h, other.id)
+    c.cookies.delete('svc_csrf')
+    expect((await c.post('/api/v1/pools', { name: 'Needs CSRF' })).status).toBe(403)
+    await c.get('/dashboard')
+    expect((await c.post('/api/v1/pools', { name: 'Needs CSRF' })).status).toBe(201)
+  })
+
+  test('pages carry a self-only CSP without inline script, and the hardening headers', async () => {
+    for (const path of ['/', '/login', '/legal/accessibility']) {
+      const res = await h.client().get(path)
+      const csp = res.headers.get('content-security-policy') ?? ''
+      expect(csp).toContain("script-src 'self'")
+      expect(csp).toContain("frame-ancestors 'none'")
+      expect(csp).not.toContain('unsafe-inline')
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(res.headers.get('referrer-policy')).toBe('same-origin')
+      // Every script is an external file from this origin (the CSP would block inline ones anyway).
+      for (const tag of (res.body as string).match(/<script[^>]*>/g) ?? []) expect(tag).toMatch(/src="\/assets\//)
+    }
+  })
+
+  test('assets are served from the binary with their types; unknown names are 404', async () => {
+    const js = await h.client().get('/assets/app.js')
+    expect(js.status).toBe(200)
+    expect(js.headers.get('content-type')).toContain('javascript')
+    expect(js.body).toContain('x-csrf-token')
+    expect((await h.client().get('/assets/app.css')).headers.get('content-type')).toContain('text/css')
+    expect((await h.client().get('/assets/nope.js')).status).toBe(404)
+    expect((await h.client().get('/assets/__proto__')).status).toBe(404)
+  })
+})
+
+describe('escaping', () => {
+  const raw = /<script>alert\(1\)<\/script>|<img src=x/
+
+  test('a display name is escaped on every page that shows it', async () => {
+    for (const path of ['/dashboard', '/profile', '/ops/join-v2', '/ops/inference', `/pools/${userPool.id}`, '/legal/imprint']) {
+      const html = (await sessionClient(h, user.id).get(path)).body as string
+      expect([path, raw.test(html)]).toEqual([path, false])
+      expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+    }
+  })
+
+  test('a pool name and description are escaped on the pool page, its title and edit form', async () => {
+    const html = (await sessionClient(h, admin.id).get(`/pools/${userPool.id}`)).body as string
+    expect(raw.test(html)).toBe(false)
+    expect(html).toContain('<title>&lt;script&gt;alert(1)&lt;/script&gt; · svc leader</title>')
+    expect(html).toContain('<h1 id="pool-name">&lt;script&gt;alert(1)&lt;/script&gt;</h1>')
+    expect(html).toContain('&lt;img src=x onerror=alert(2)&gt;')
+  })
+})
+
+describe('crawler files', () => {
+  test('robots.txt points at the sitemap by absolute URL', async () => {
+    const res = await h.client().get('/robots.txt')
+    expect(res.headers.get('content-type')).toContain('text/plain')
+    expect(res.body).toContain('Sitemap: https://leader.example.org/sitemap.xml')
+    expect(res.body).toContain('Disallow: /admin/')
+  })
+
+  test('the sitemap lists both languages with hreflang alternates and absolute URLs', async () => {
+    const res = await h.client().get('/sitemap.xml')
+    const xml = res.body as string
+    expect(res.headers.get('content-type')).toContain('xml')
+    expect(xml).toContain('<loc>https://leader.example.org/</loc>')
+    expect(xml).toContain('<loc>https://leader.example.org/de</loc>')
+    expect(xml).toContain('hreflang="en" href="https://leader.example.org/"')
+    expect(xml).toContain('hreflang="de" href="https://leader.example.org/de"')
+    expect(xml).toContain('hreflang="x-default"')
+    expect(xml).not.toMatch(/<loc>\//)
+  })
+
+  test('llms.txt describes the service with absolute links', async () => {
+    const res = await h.client().get('/llms.txt')
+    expect(res.status).toBe(200)
+    expect(res.body).toStartWith('# svc leader')
+    expect(res.body).toContain('https://leader.example.org/api/v1')
+  })
+})
