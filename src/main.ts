@@ -7,6 +7,7 @@ import { AppError } from './errors'
 import { VERSION } from './version'
 import { USAGE, UsageError } from './cli/usage'
 import { runAdmin } from './cli/admin'
+import { runFellow } from './cli/fellow'
 import { startServer } from './server'
 
 async function serve(args: string[]): Promise<number> {
@@ -46,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest)
     case 'admin':
       return runAdmin(rest)
+    case 'fellow':
+      return runFellow(rest)
     case 'health':
       return health(rest)
     case '-h':

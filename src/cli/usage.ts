@@ -7,7 +7,7 @@ commands:
   admin set-password EMAIL            set a user's password; revokes that user's sessions
   admin send-test-mail EMAIL          send a test mail with the SVC_SMTP_* settings
   admin backup FILE                   write a consistent copy of the state database to FILE
-  fellow --leader URL --join-token T  run the fellow agent on this machine
+  fellow --leader URL --join-token T  run the fellow agent on this machine (until SIGTERM/SIGINT)
 
 options:
   --db PATH           state database for admin commands (default: SVC_JOIN_STATE_DB or ./state/join_state.sqlite3)
@@ -15,6 +15,15 @@ options:
   --display-name NAME display name for create-user
   -h, --help          show this help
   -v, --version       print the version
+
+fellow options (flags win over the SVC_* variables named):
+  --leader URL             the leader's base URL (SVC_LEADER_URL)
+  --join-token T           a pool's join token, svc_join_... (SVC_JOIN_TOKEN); none: the default pool
+  --state-dir DIR          keeps fellow_id, node token (0600) and checkpoints (default ./fellow-state)
+  --p2p-port-base N        activations in on N, gradients on N+1 (default 5557)
+  --advertise-host HOST    where neighbours reach those ports (default: first LAN address)
+  --hostname NAME          the name shown for this machine (default: the system host name)
+  --once                   register, send one heartbeat and exit (a connectivity check)
 `
 
 export class UsageError extends Error {}

@@ -241,6 +241,11 @@ export class Stage {
     return g
   }
 
+  // After a resend or a reconfigure, old forwards never get their backward: forget them.
+  dropPending(): void {
+    this.pending.length = 0
+  }
+
   lossAndGrad(output: Float32Array, y: Float32Array): { loss: number; grad: Float32Array } {
     if (output.length !== y.length) throw new RangeError('output and targets differ in length')
     const n = output.length || 1

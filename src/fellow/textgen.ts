@@ -18,6 +18,9 @@ so dedicated, can long endure. We are met on a great battle-field of that war. W
 dedicate a portion of that field, as a final resting place for those who here gave their lives
 that that nation might live. It is altogether fitting and proper that we should do this.`
 
+/** The model's size for its servable manifest: the corpus is all there is. */
+export const MODEL_BYTES = new TextEncoder().encode(CORPUS).byteLength
+
 export interface GenerateOptions {
   maxTokens: number
   signal?: AbortSignal

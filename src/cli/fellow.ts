@@ -1,0 +1,74 @@
+// `svc fellow`: runs the reference fellow agent on this machine until SIGTERM/SIGINT.
+import os from 'node:os'
+import { parseArgs } from 'node:util'
+import { loadFellowConfig } from '../config'
+import { Agent } from '../fellow/agent'
+import { LogBuffer, agentLogger } from '../fellow/logship'
+import { UsageError } from './usage'
+
+const LOOPBACK = /^(127\.|localhost$|::1$)/
+
+/** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */
+export function defaultAdvertiseHost(): string {
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address
+  }
+  return '127.0.0.1'
+}
+
+/** Loopback-only when advertising loopback (no reason to be reachable from elsewhere), else every interface. */
+export function listenHostFor(advertise: string): string {
+  if (LOOPBACK.test(advertise)) return advertise === 'localhost' ? '127.0.0.1' : advertise
+  return advertise.includes(':') ? '::' : '0.0.0.0'
+}
+
+export async function runFellow(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      leader: { type: 'string' },
+      'join-token': { type: 'string' },
+      'state-dir': { type: 'string' },
+      'p2p-port-base': { type: 'string' },
+      'advertise-host': { type: 'string' },
+      hostname: { type: 'string' },
+      once: { type: 'boolean' },
+    },
+  })
+  if (positionals.length > 0) throw new UsageError(`fellow takes no positional arguments, got: ${positionals.join(' ')}`)
+  if (values.hostname !== undefined && !/^[^\s]{1,253}$/.test(values.hostname)) throw new UsageError('--hostname must be 1 to 253 characters without spaces')
+  const cfg = loadFellowConfig(process.env, {
+    leader: values.leader,
+    joinToken: values['join-token'],
+    stateDir: values['state-dir'],
+    p2pPortBase: values['p2p-port-base'],
+    advertiseHost: values['advertise-host'],
+    hostname: values.hostname,
+  })
+  const logs = new LogBuffer()
+  const log = agentLogger(cfg.logLevel, logs)
+  const advertiseHost = cfg.advertiseHost ?? defaultAdvertiseHost()
+  const agent = new Agent({
+    leaderUrl: cfg.leaderUrl,
+    joinToken: cfg.joinToken,
+    stateDir: cfg.stateDir,
+    hostname: cfg.hostname ?? os.hostname(),
+    advertiseHost,
+    listenHost: listenHostFor(advertiseHost),
+    p2pPortBase: cfg.p2pPortBase,
+    once: values.once === true,
+    log,
+    logs,
+  })
+  const onSignal = (sig: string) => agent.stop(sig)
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
+  try {
+    return await agent.run()
+  } finally {
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+  }
+}

@@ -1,0 +1,75 @@
+// What a START or RECONFIGURE signal tells a fellow about its part of a job, checked once on
+// arrival: a bad payload must fail the job with a reason at START, not as NaN losses later.
+import type { Peer, TransportMode } from './transport'
+
+export interface StageAssignment {
+  stage: number
+  stages: number
+  prev: Peer | null
+  next: Peer | null
+  transport: TransportMode
+  relayUrl: string
+  config: Record<string, unknown>
+  resume: boolean
+}
+
+export interface TrainConfig {
+  steps: number
+  reportEvery: number
+  seed: number
+  hidden?: number
+  lr?: number
+  batch?: number
+  /** Stage 0 re-sends a step whose gradient has not come back after this long. */
+  resendMs: number
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function peer(v: unknown, name: string): Peer | null {
+  if (v === null || v === undefined) return null
+  if (!isObj(v) || typeof v.fellow_id !== 'string') throw new Error(`${name} must be {fellow_id, address} or null`)
+  return { fellow_id: v.fellow_id, address: typeof v.address === 'string' ? v.address : null }
+}
+
+export function parseAssignment(payload: unknown): StageAssignment {
+  if (!isObj(payload)) throw new Error('payload missing')
+  const { stage, stages } = payload
+  if (!Number.isInteger(stages) || (stages as number) < 1) throw new Error('stages must be an integer >= 1')
+  if (!Number.isInteger(stage) || (stage as number) < 0 || (stage as number) >= (stages as number)) throw new Error('stage out of range')
+  const transport = payload.transport ?? 'tunnel'
+  if (transport !== 'p2p' && transport !== 'tunnel' && transport !== 'auto') throw new Error(`unknown transport ${JSON.stringify(transport)}`)
+  if (typeof payload.relay_url !== 'string') throw new Error('relay_url missing')
+  return {
+    stage: stage as number,
+    stages: stages as number,
+    prev: peer(payload.prev, 'prev'),
+    next: peer(payload.next, 'next'),
+    transport,
+    relayUrl: payload.relay_url,
+    config: isObj(payload.config) ? payload.config : {},
+    resume: payload.resume === true,
+  }
+}
+
+function int(c: Record<string, unknown>, key: string, dflt: number, min: number, max: number): number {
+  const v = c[key]
+  if (v === undefined || v === null) return dflt
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new Error(`config.${key} must be an integer from ${min} to ${max}`)
+  return v
+}
+
+export function parseTrainConfig(c: Record<string, unknown>): TrainConfig {
+  const lr = c.lr
+  if (lr !== undefined && (typeof lr !== 'number' || !(lr > 0) || !Number.isFinite(lr))) throw new Error('config.lr must be a positive number')
+  const opt = (key: string, max: number) => (c[key] === undefined ? undefined : int(c, key, 0, 1, max))
+  return {
+    steps: int(c, 'steps', 200, 1, 100_000_000),
+    reportEvery: int(c, 'report_every', 10, 1, 1_000_000),
+    seed: int(c, 'seed', 1, 0, 2 ** 32 - 1),
+    hidden: opt('hidden', 4096),
+    batch: opt('batch', 65_536),
+    lr: lr as number | undefined,
+    resendMs: int(c, 'resend_ms', 5000, 100, 600_000),
+  }
+}

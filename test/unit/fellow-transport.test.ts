@@ -1,0 +1,149 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { decodeFrames, type Frame } from '../../src/relay/frames'
+import { P2PListeners, parseAddress, type Channel } from '../../src/fellow/p2p'
+import { Inbox, Link, type TransportMode } from '../../src/fellow/transport'
+import { silentLogger } from '../../src/log'
+import type { LeaderClient } from '../../src/fellow/client'
+
+const cleanups: (() => unknown)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c()
+})
+
+/** A free (base, base+1) pair below the ephemeral range (32768+), where client sockets do not land. */
+function freeBase(): number {
+  for (;;) {
+    const base = 20_000 + 2 * Math.floor(Math.random() * 6000)
+    try {
+      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
+      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
+      return base
+    } catch {
+      // taken: try another
+    }
+  }
+}
+
+/** A client whose relay records pushes and never has anything to pop. */
+function recordingClient(pushed: { channel: string; frames: Frame[] }[]): LeaderClient {
+  return {
+    relayPush: async (_url: string, channel: string, bytes: Uint8Array) => void pushed.push({ channel, frames: decodeFrames(bytes, { maxFrameBytes: 1 << 30 }) }),
+    relayPop: (_url: string, _channel: string, _wait: number, signal?: AbortSignal) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve([]))),
+  } as unknown as LeaderClient
+}
+
+/** A fellow's transport: its listeners feed its link, as the agent wires them. */
+async function fellow(stage: number, stages: number, mode: TransportMode, peers: { prev?: string; next?: string }, client: LeaderClient) {
+  const base = freeBase()
+  const counters = { sent: 0, received: 0 }
+  const link = new Link({
+    jobId: 'job-1',
+    stage,
+    stages,
+    mode,
+    relayUrl: 'http://leader/api/v1/relay/job-1',
+    prev: peers.prev ? { fellow_id: 'prev', address: peers.prev } : null,
+    next: peers.next ? { fellow_id: 'next', address: peers.next } : null,
+    client,
+    log: silentLogger,
+    counters,
+    connectTimeoutMs: 300,
+  })
+  const listeners = new P2PListeners('127.0.0.1', base, (channel: Channel, frame: Frame) => link.deliver(channel, frame), silentLogger)
+  await listeners.start()
+  link.start()
+  cleanups.push(() => link.close(), () => listeners.stop())
+  return { link, counters, address: `127.0.0.1:${base}` }
+}
+
+const floats = (n: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i))
+const bytes = (a: Float32Array) => new Uint8Array(a.buffer)
+
+describe('p2p transport over loopback TCP', () => {
+  test('activations flow to the next stage on base, gradients back to the previous one on base+1, frames intact', async () => {
+    const none = recordingClient([])
+    const b = await fellow(1, 2, 'p2p', {}, none)
+    const a = await fellow(0, 2, 'p2p', { next: b.address }, none)
+    b.link.setNeighbours({ fellow_id: 'prev', address: a.address }, null)
+    const big = floats(300_000) // > 1 MB: arrives in many TCP chunks
+    for (let step = 1; step <= 3; step++) {
+      expect(await a.link.send('activations', { meta: { job_id: 'job-1', step, rows: 1 }, data: bytes(big) })).toBe(true)
+    }
+    const stop = new AbortController()
+    for (let step = 1; step <= 3; step++) {
+      const got = (await b.link.inbox.take(['activations'], stop.signal, 5000))!
+      expect(got.frame.meta).toEqual({ job_id: 'job-1', step, rows: 1 })
+      expect(new Float32Array(got.frame.data.slice().buffer)).toEqual(big)
+    }
+    expect(await b.link.send('gradients', { meta: { job_id: 'job-1', step: 3, rows: 1 }, data: bytes(floats(4)) })).toBe(true)
+    const back = (await a.link.inbox.take(['gradients'], stop.signal, 5000))!
+    expect(back.frame.meta.step).toBe(3)
+    expect(new Float32Array(back.frame.data.slice().buffer)).toEqual(floats(4))
+    expect(a.counters.sent).toBeGreaterThan(3 * big.byteLength)
+    expect(b.counters.received).toBe(3 * big.byteLength)
+  })
+
+  test('frames of another job are dropped by the receiver', async () => {
+    const b = await fellow(1, 2, 'p2p', {}, recordingClient([]))
+    const a = await fellow(0, 2, 'p2p', { next: b.address }, recordingClient([]))
+    await a.link.send('activations', { meta: { job_id: 'job-OLD', step: 1, rows: 1 }, data: new Uint8Array(4) })
+    await a.link.send('activations', { meta: { job_id: 'job-1', step: 2, rows: 1 }, data: new Uint8Array(4) })
+    const got = (await b.link.inbox.take(['activations'], new AbortController().signal, 5000))!
+    expect(got.frame.meta.step).toBe(2)
+    expect(b.link.inbox.size('activations')).toBe(0)
+  })
+
+  test('auto falls back to the relay when the neighbour cannot be reached, and p2p keeps retrying instead', async () => {
+    const pushed: { channel: string; frames: Frame[] }[] = []
+    const dead = `127.0.0.1:${freeBase()}`
+    const auto = await fellow(0, 2, 'auto', { next: dead }, recordingClient(pushed))
+    expect(await auto.link.send('activations', { meta: { job_id: 'job-1', step: 1, rows: 1 }, data: new Uint8Array(8) })).toBe(true)
+    expect(pushed.map((p) => [p.channel, p.frames[0]!.meta.step])).toEqual([['activations', 1]])
+    // Once unreachable, the neighbour stays on the relay until the pipeline changes.
+    await auto.link.send('activations', { meta: { job_id: 'job-1', step: 2, rows: 1 }, data: new Uint8Array(8) })
+    expect(pushed).toHaveLength(2)
+
+    const p2p = await fellow(0, 2, 'p2p', { next: dead }, recordingClient(pushed))
+    const sending = p2p.link.send('activations', { meta: { job_id: 'job-1', step: 1, rows: 1 }, data: new Uint8Array(8) })
+    await Bun.sleep(500)
+    expect(pushed).toHaveLength(2) // never the relay in p2p mode
+    // A RECONFIGURE (new neighbours) releases a send stuck on a dead one.
+    p2p.link.setNeighbours(null, { fellow_id: 'other', address: dead })
+    expect(await sending).toBe(false)
+  })
+
+  test('a tunnel link sends only through the relay', async () => {
+    const pushed: { channel: string; frames: Frame[] }[] = []
+    const b = await fellow(1, 2, 'tunnel', {}, recordingClient([]))
+    const a = await fellow(0, 2, 'tunnel', { next: b.address }, recordingClient(pushed))
+    await a.link.send('activations', { meta: { job_id: 'job-1', step: 1, rows: 1 }, data: new Uint8Array(8) })
+    expect(pushed).toHaveLength(1)
+    expect(b.link.inbox.size('activations')).toBe(0)
+  })
+})
+
+describe('inbox', () => {
+  test('is bounded: a flood drops the oldest frames', () => {
+    const inbox = new Inbox(3)
+    for (let step = 1; step <= 5; step++) inbox.push('gradients', { meta: { step }, data: new Uint8Array(0) })
+    expect(inbox.size('gradients')).toBe(3)
+    expect(inbox.dropped).toBe(2)
+  })
+
+  test('take waits for a frame, prefers earlier channels, and gives null on timeout', async () => {
+    const inbox = new Inbox()
+    const signal = new AbortController().signal
+    expect(await inbox.take(['activations'], signal, 30)).toBeNull()
+    setTimeout(() => inbox.push('activations', { meta: { step: 1 }, data: new Uint8Array(0) }), 10)
+    expect((await inbox.take(['activations'], signal, 2000))?.frame.meta.step).toBe(1)
+    inbox.push('activations', { meta: { step: 2 }, data: new Uint8Array(0) })
+    inbox.push('gradients', { meta: { step: 3 }, data: new Uint8Array(0) })
+    expect((await inbox.take(['gradients', 'activations'], signal))?.channel).toBe('gradients')
+  })
+})
+
+test('neighbour addresses parse as host:port and [v6]:port', () => {
+  expect(parseAddress('10.0.0.5:5557')).toEqual({ host: '10.0.0.5', port: 5557 })
+  expect(parseAddress('[fd00::1]:6000')).toEqual({ host: 'fd00::1', port: 6000 })
+  for (const bad of [null, '', 'host', 'host:0', 'host:65535', 'a:b:c']) expect(parseAddress(bad)).toBeNull()
+})
