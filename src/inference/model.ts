@@ -2,15 +2,21 @@
 // The chat request accepts OpenAI's other fields (additionalProperties) so the official clients
 // and their newer options keep working; only what the leader acts on is declared and checked.
 import { t, type Static } from 'elysia'
+import { Type } from '@sinclair/typebox'
 
 export const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const
-const Count = t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
-const TokenLimit = t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: 10_000_000 })))
+// TypeBox's own integer, not Elysia's t.Integer: that one is a transform (it also takes "12"),
+// which makes Elysia decode every body (and encode every answer) of the route, nearly doubling
+// the cost of a frame post. Only the query string needs t.Integer's coercion.
+const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+const TokenLimit = t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 10_000_000 })))
 
 const ContentPart = t.Object({ type: t.String({ maxLength: 64 }), text: t.Optional(t.String()) }, { additionalProperties: true })
 export const ChatMessage = t.Object(
   {
-    role: t.UnionEnum(ROLES),
+    // default: undefined: t.UnionEnum's default (its first value, 'system') would turn a message
+    // without a role into a system prompt; a missing role must be refused.
+    role: t.UnionEnum(ROLES, { default: undefined }),
     content: t.Optional(t.Union([t.String(), t.Null(), t.Array(ContentPart, { maxItems: 1000 })])),
     name: t.Optional(t.String({ maxLength: 256 })),
   },
@@ -27,7 +33,7 @@ export const ChatCompletionBody = t.Object(
     max_tokens: TokenLimit,
     max_completion_tokens: TokenLimit,
     // One choice per request: a fellow generates one sequence.
-    n: t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: 1 }))),
+    n: t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 1 }))),
     temperature: t.Optional(t.Nullable(t.Number({ minimum: 0, maximum: 2 }))),
     top_p: t.Optional(t.Nullable(t.Number({ minimum: 0, maximum: 1 }))),
   },
@@ -41,11 +47,11 @@ export type Usage = Static<typeof Usage>
 export const ChatCompletion = t.Object({
   id: t.String(),
   object: t.Literal('chat.completion'),
-  created: t.Integer(),
+  created: Type.Integer(),
   model: t.String(),
   choices: t.Array(
     t.Object({
-      index: t.Integer(),
+      index: Type.Integer(),
       message: t.Object({ role: t.Literal('assistant'), content: t.String(), refusal: t.Null() }),
       logprobs: t.Null(),
       finish_reason: t.UnionEnum(['stop', 'length']),
@@ -58,10 +64,10 @@ export type ChatCompletion = Static<typeof ChatCompletion>
 export const ModelObject = t.Object({
   id: t.String(),
   object: t.Literal('model'),
-  created: t.Integer(),
+  created: Type.Integer(),
   owned_by: t.String(),
   /** Not in OpenAI's shape: how many online fellows in the caller's pools serve it now (0: a 503). */
-  fellows: t.Integer(),
+  fellows: Type.Integer(),
 })
 export type ModelObject = Static<typeof ModelObject>
 export const ModelList = t.Object({ object: t.Literal('list'), data: t.Array(ModelObject) })
@@ -75,7 +81,7 @@ export const InferRequest = t.Object({
   model: t.String(),
   messages: t.Array(InferMessage),
   /** Null: the fellow's own default. */
-  max_tokens: t.Nullable(t.Integer()),
+  max_tokens: t.Nullable(Type.Integer()),
   stream: t.Boolean(),
   temperature: t.Optional(t.Number()),
   top_p: t.Optional(t.Number()),

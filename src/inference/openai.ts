@@ -102,6 +102,11 @@ export function completionStream(o: OpenedCompletion): Response {
   const event = (data: unknown) => `id: ${++seq}\ndata: ${JSON.stringify(data)}\n\n`
   const chunk = (delta: Record<string, string>, finish: string | null) =>
     event({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usageNull })
+  // Content chunks are most of a stream: only the text is serialized per frame (the same JSON as
+  // chunk() writes), unless the marker also occurs elsewhere (a model named like it, say).
+  const parts = JSON.stringify({ ...head, choices: [{ index: 0, delta: { content: '\u0000' }, logprobs: null, finish_reason: null }], ...usageNull }).split('"\\u0000"')
+  const content =
+    parts.length === 2 ? (d: string) => `id: ${++seq}\ndata: ${parts[0]}${JSON.stringify(d)}${parts[1]}\n\n` : (d: string) => chunk({ content: d }, null)
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (!begun) {
@@ -112,7 +117,7 @@ export function completionStream(o: OpenedCompletion): Response {
       const out = await o.ticket.read(KEEP_ALIVE_MS)
       if (closed) return
       let text = ''
-      for (const d of out.deltas) text += chunk({ content: d }, null)
+      for (const d of out.deltas) text += content(d)
       const end = out.end
       if (end?.ok) {
         text += chunk({}, end.finish)

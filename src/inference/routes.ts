@@ -41,11 +41,12 @@ function chatRoutes(base: AppBase, inference: Inference) {
           const opened = inference.open(caller, body)
           if (request.signal.aborted) opened.ticket.cancel()
           else request.signal.addEventListener('abort', () => opened.ticket.cancel(), { once: true })
+          // Nothing is written until a fellow picks the request up (and, without stream, until the
+          // answer is complete): no idle timeout for this request; the dispatch and frame timeouts
+          // bound it instead, and an SSE stream sends keep-alive comments.
+          server?.timeout(request, 0)
           await awaitPickUp(opened)
           if (opened.stream) return completionStream(opened)
-          // Nothing is written until the answer is complete: lift the idle timeout for this one
-          // request; a stalled fellow still ends it through the frame timeout.
-          server?.timeout(request, 0)
           // A Response either way (the stream is one); the body is built field by field in openai.ts.
           return Response.json(await collectCompletion(opened))
         },

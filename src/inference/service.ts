@@ -4,7 +4,8 @@
 // online fellows of its own pools. A model outside that view is "not found", like any foreign id.
 import { AppError } from '../errors'
 import { scopeOf } from '../fellows/views'
-import { MemoryInferenceHub, type InferenceHub, type Ticket, type TokenUsage } from './hub'
+import { MemoryInferenceHub, type MemoryInferenceHubOptions } from './memory-hub'
+import type { InferenceHub, Ticket, TokenUsage } from './hub'
 import { ServedLedger, type ServedWindow } from './served'
 import type { Ctx } from '../context'
 import type { Caller } from '../http/policy'
@@ -40,23 +41,22 @@ export class Inference {
   onServed: ((fellowId: string, usage: TokenUsage, ts: number) => void) | null = null
   private rr = 0
 
+  /** `makeHub` swaps the in-memory queues for another InferenceHub (a shared bus, say). */
   constructor(
     private ctx: Ctx,
     private registry: FellowRegistry,
     private servables: Servables,
-    hub?: InferenceHub,
+    makeHub: (opts: MemoryInferenceHubOptions) => InferenceHub = (opts) => new MemoryInferenceHub(opts),
   ) {
     const served = (this.served = new ServedLedger(() => ctx.clock.now()))
-    this.hub =
-      hub ??
-      new MemoryInferenceHub({
-        now: () => ctx.clock.now(),
-        timeoutMs: ctx.cfg.inferDispatchTimeoutS * 1000,
-        onServed: (fellowId, usage) => {
-          served.record(fellowId, usage)
-          this.onServed?.(fellowId, usage, ctx.clock.now())
-        },
-      })
+    this.hub = makeHub({
+      now: () => ctx.clock.now(),
+      timeoutMs: ctx.cfg.inferDispatchTimeoutS * 1000,
+      onServed: (fellowId, usage) => {
+        served.record(fellowId, usage)
+        this.onServed?.(fellowId, usage, ctx.clock.now())
+      },
+    })
   }
 
   /** Online fellows of the scope that say (in their last heartbeat) they serve `model`. */

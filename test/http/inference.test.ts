@@ -98,6 +98,10 @@ describe('chat completions through the openai client', () => {
     expect(res.choices[0]!.finish_reason).toBe('stop')
     expect(res.usage).toEqual({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 })
     expect(h.services.inference.served.peek().get(f.id)).toEqual({ requests: 1, prompt_tokens: 7, completion_tokens: 3, tokens: 10 })
+    // The fellow joined with Alice's join token: the roll-up credits her with what it served.
+    h.clock.advance(1)
+    h.services.rollup.tick()
+    expect((await a.get('/api/v1/me/contribution')).body).toMatchObject({ tokens_served: 10, requests_served: 1 })
   })
 
   test('streaming: content chunks in order, a finish chunk, usage when asked for, then [DONE]', async () => {

@@ -1,0 +1,264 @@
+// Inference queues in memory (the InferenceHub of one leader). A request waiting for its fellow is
+// handed to that fellow's waiting long-poll the moment it arrives (no polling), and a client's read
+// wakes on the fellow's post. Bounded: open requests, long-polls per fellow, unread output per
+// request, and the characters held in all prompts and unread output together.
+import { AppError } from '../errors'
+import { newId } from '../crypto'
+import type { Frame, InferRequest } from './model'
+import type { Ending, InferJob, InferenceHub, InferenceStats, Output, PostResult, Ticket, TokenUsage } from './hub'
+
+export interface MemoryInferenceHubOptions {
+  now: () => number
+  /** SVC_INFER_DISPATCH_TIMEOUT_S in ms: the longest wait for a pick-up, and between frames. */
+  timeoutMs: number
+  /** Told about every request a fellow finished, for contribution accounting. */
+  onServed?: (fellowId: string, usage: TokenUsage) => void
+  maxOpen?: number
+  maxWaitersPerFellow?: number
+  /** Unread output per request, in UTF-16 code units; beyond it the fellow's post answers 429. */
+  maxBufferedChars?: number
+  /** Prompts plus unread output of all requests, in UTF-16 code units: the hub's memory budget. */
+  maxHeldChars?: number
+}
+
+interface Live {
+  id: string
+  fellowId: string
+  job: InferJob
+  promptChars: number
+  state: 'queued' | 'dispatched' | 'ended'
+  /** When it was queued, then when its fellow last posted: the timeouts count from here. */
+  since: number
+  deltas: string[]
+  chars: number
+  completionFrames: number
+  usage: TokenUsage | null
+  end: Ending | null
+  reader: ((o: Output) => void) | null
+  readerTimer: ReturnType<typeof setTimeout> | null
+  pick: (e: Ending | null) => void
+}
+
+type Waiter = (r: InferRequest | null) => void
+
+export class MemoryInferenceHub implements InferenceHub {
+  private readonly live = new Map<string, Live>()
+  private readonly queues = new Map<string, Live[]>()
+  private readonly waiters = new Map<string, Waiter[]>()
+  private readonly busy = new Map<string, number>()
+  private bufferedChars = 0
+  private promptChars = 0
+  private waiterCount = 0
+  private readonly maxOpen: number
+  private readonly maxWaiters: number
+  private readonly maxBuffered: number
+  private readonly maxHeld: number
+
+  constructor(private readonly opts: MemoryInferenceHubOptions) {
+    this.maxOpen = opts.maxOpen ?? 10_000
+    this.maxWaiters = opts.maxWaitersPerFellow ?? 64
+    this.maxBuffered = opts.maxBufferedChars ?? 1 << 20
+    this.maxHeld = opts.maxHeldChars ?? 128 << 20
+  }
+
+  submit(fellowId: string, job: InferJob): Ticket {
+    let promptChars = 0
+    for (const m of job.messages) promptChars += m.content.length
+    if (this.live.size >= this.maxOpen || this.held() + promptChars > this.maxHeld) {
+      throw new AppError('service_unavailable', 'The leader is at its limit of open inference requests; retry shortly.')
+    }
+    let pick!: (e: Ending | null) => void
+    const pickedUp = new Promise<Ending | null>((r) => (pick = r))
+    const l: Live = {
+      id: newId(), fellowId, job, promptChars, state: 'queued', since: this.opts.now(), deltas: [], chars: 0,
+      completionFrames: 0, usage: null, end: null, reader: null, readerTimer: null, pick,
+    }
+    this.live.set(l.id, l)
+    this.promptChars += promptChars
+    this.busy.set(fellowId, (this.busy.get(fellowId) ?? 0) + 1)
+    const waiting = this.waiters.get(fellowId)
+    const w = waiting?.shift()
+    if (waiting?.length === 0) this.waiters.delete(fellowId)
+    if (w) {
+      this.waiterCount--
+      w(this.dispatch(l))
+    } else {
+      const q = this.queues.get(fellowId)
+      if (q) q.push(l)
+      else this.queues.set(fellowId, [l])
+    }
+    const cancel = () => {
+      this.finish(l, { ok: false, code: 'gone', message: 'The client went away.' })
+      this.drain(l) // nobody will read what is buffered
+    }
+    return { id: l.id, pickedUp, read: (ms) => this.read(l, ms), cancel }
+  }
+
+  next(fellowId: string, waitMs: number, signal?: AbortSignal): Promise<InferRequest | null> {
+    if (signal?.aborted) return Promise.resolve(null)
+    const q = this.queues.get(fellowId)
+    const l = q?.shift()
+    if (q?.length === 0) this.queues.delete(fellowId)
+    if (l) return Promise.resolve(this.dispatch(l))
+    if (!(waitMs > 0)) return Promise.resolve(null)
+    return new Promise((resolve) => {
+      const list = this.waiters.get(fellowId) ?? []
+      const w: Waiter = (r) => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', leave)
+        resolve(r)
+      }
+      // Leaving without a request: unlist the waiter so no request is handed to a dead poll.
+      const leave = () => {
+        const i = list.indexOf(w)
+        if (i >= 0) {
+          list.splice(i, 1)
+          this.waiterCount--
+        }
+        if (list.length === 0 && this.waiters.get(fellowId) === list) this.waiters.delete(fellowId)
+        w(null)
+      }
+      const timer = setTimeout(leave, waitMs)
+      signal?.addEventListener('abort', leave, { once: true })
+      // A fellow holding more polls than it can use gets its oldest one answered empty.
+      if (list.length >= this.maxWaiters) {
+        list.shift()!(null)
+        this.waiterCount--
+      }
+      list.push(w)
+      this.waiterCount++
+      this.waiters.set(fellowId, list)
+    })
+  }
+
+  post(requestId: string, fellowId: string | null, frames: Frame[]): PostResult {
+    const l = this.live.get(requestId)
+    if (!l) return 'gone'
+    if (l.state !== 'dispatched' || (fellowId !== null && fellowId !== l.fellowId)) return 'not_yours'
+    let incoming = 0
+    for (const f of frames) incoming += f.delta?.length ?? 0
+    // Refused whole, so the fellow can resend the same batch once the client caught up.
+    if (l.chars + incoming > this.maxBuffered || this.held() + incoming > this.maxHeld) return 'full'
+    // Any post, even an empty one, shows the fellow is alive: it restarts the frame timeout.
+    l.since = this.opts.now()
+    for (const f of frames) {
+      if (f.delta !== undefined && f.delta !== '') {
+        l.deltas.push(f.delta)
+        l.chars += f.delta.length
+        this.bufferedChars += f.delta.length
+        l.completionFrames++
+      }
+      if (f.usage) l.usage = f.usage
+      if (f.error !== undefined) {
+        this.finish(l, { ok: false, code: 'fellow_failed', message: `The fellow serving ${l.job.model} failed: ${f.error}` })
+        break
+      }
+      if (f.done) {
+        this.finish(l, this.success(l))
+        break
+      }
+    }
+    this.wake(l)
+    return 'ok'
+  }
+
+  inFlight(fellowId: string): number {
+    return this.busy.get(fellowId) ?? 0
+  }
+
+  expire(now: number): number {
+    const s = Math.round(this.opts.timeoutMs / 1000)
+    let n = 0
+    for (const l of this.live.values()) {
+      if (now - l.since < this.opts.timeoutMs) continue
+      n++
+      if (l.state === 'queued') this.finish(l, { ok: false, code: 'dispatch_timeout', message: `No fellow picked the request up within ${s} s.` })
+      else this.finish(l, { ok: false, code: 'fellow_timeout', message: `The fellow serving ${l.job.model} sent nothing for ${s} s.` })
+    }
+    return n
+  }
+
+  stats(): InferenceStats {
+    let queued = 0
+    for (const q of this.queues.values()) queued += q.length
+    return { open: this.live.size, queued, waiters: this.waiterCount, bufferedChars: this.bufferedChars }
+  }
+
+  private held(): number {
+    return this.promptChars + this.bufferedChars
+  }
+
+  closeAll(): void {
+    for (const l of [...this.live.values()]) this.finish(l, { ok: false, code: 'service_unavailable', message: 'The leader is shutting down.' })
+    for (const list of this.waiters.values()) for (const w of list.splice(0)) w(null)
+    this.waiters.clear()
+    this.waiterCount = 0
+  }
+
+  private dispatch(l: Live): InferRequest {
+    l.state = 'dispatched'
+    l.since = this.opts.now()
+    l.pick(null)
+    const { model, messages, max_tokens, stream, temperature, top_p } = l.job
+    return {
+      request_id: l.id, model, messages, max_tokens, stream,
+      ...(temperature !== undefined ? { temperature } : {}),
+      ...(top_p !== undefined ? { top_p } : {}),
+    }
+  }
+
+  /** Usage as the fellow reported it; otherwise estimated (4 characters a prompt token, a frame a token). */
+  private success(l: Live): Ending {
+    const usage = l.usage ?? { prompt_tokens: Math.ceil(l.promptChars / 4), completion_tokens: l.completionFrames }
+    const capped = l.job.max_tokens !== null && usage.completion_tokens >= l.job.max_tokens
+    return { ok: true, usage, finish: capped ? 'length' : 'stop' }
+  }
+
+  private finish(l: Live, end: Ending): void {
+    if (l.state === 'ended') return
+    if (l.state === 'queued') {
+      const q = this.queues.get(l.fellowId)
+      const i = q?.indexOf(l) ?? -1
+      if (i >= 0) q!.splice(i, 1)
+      if (q?.length === 0) this.queues.delete(l.fellowId)
+    }
+    l.state = 'ended'
+    l.end = end
+    this.live.delete(l.id)
+    this.promptChars -= l.promptChars
+    const b = (this.busy.get(l.fellowId) ?? 1) - 1
+    if (b > 0) this.busy.set(l.fellowId, b)
+    else this.busy.delete(l.fellowId)
+    l.pick(end)
+    if (end.ok) this.opts.onServed?.(l.fellowId, end.usage)
+    this.wake(l)
+  }
+
+  private read(l: Live, waitMs: number): Promise<Output> {
+    if (l.deltas.length > 0 || l.end) return Promise.resolve(this.drain(l))
+    if (l.reader) return Promise.reject(new Error('a request has one reader'))
+    return new Promise((resolve) => {
+      l.reader = resolve
+      l.readerTimer = setTimeout(() => {
+        l.reader = null
+        resolve({ deltas: [], end: null })
+      }, waitMs)
+    })
+  }
+
+  private wake(l: Live): void {
+    const r = l.reader
+    if (!r || (l.deltas.length === 0 && !l.end)) return
+    l.reader = null
+    if (l.readerTimer) clearTimeout(l.readerTimer)
+    r(this.drain(l))
+  }
+
+  private drain(l: Live): Output {
+    const deltas = l.deltas
+    l.deltas = []
+    this.bufferedChars -= l.chars
+    l.chars = 0
+    return { deltas, end: l.end }
+  }
+}

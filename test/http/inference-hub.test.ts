@@ -1,0 +1,119 @@
+// The in-memory inference hub and the served ledger on their own, with a fake clock: bounds,
+// hand-over to waiting long-polls, timeouts and the roll-up windows. (The HTTP behaviour is in
+// inference.test.ts and inference-catalog.test.ts.)
+import { describe, expect, test } from 'bun:test'
+import { FakeClock } from '../../src/clock'
+import { MemoryInferenceHub, type MemoryInferenceHubOptions } from '../../src/inference/memory-hub'
+import { ServedLedger } from '../../src/inference/served'
+import type { InferJob } from '../../src/inference/hub'
+
+const job = (content = 'hello', max_tokens: number | null = null): InferJob => ({ model: 'm', messages: [{ role: 'user', content }], max_tokens, stream: true })
+
+function hub(over: Partial<MemoryInferenceHubOptions> = {}) {
+  const clock = new FakeClock()
+  const served: [string, number, number][] = []
+  const h = new MemoryInferenceHub({ now: () => clock.now(), timeoutMs: 1000, onServed: (f, u) => served.push([f, u.prompt_tokens, u.completion_tokens]), ...over })
+  return { h, clock, served }
+}
+
+describe('inference hub', () => {
+  test('a waiting long-poll gets the request at once; a client read wakes on the post', async () => {
+    const { h, served } = hub()
+    const poll = h.next('f1', 10_000)
+    const t = h.submit('f1', job('hello', 2))
+    const req = await poll
+    expect(req).toMatchObject({ request_id: t.id, model: 'm', max_tokens: 2, stream: true })
+    expect(await t.pickedUp).toBeNull()
+    const read = t.read(10_000)
+    expect(h.post(t.id, 'f1', [{ delta: 'a' }, { delta: 'b' }])).toBe('ok')
+    expect(await read).toEqual({ deltas: ['a', 'b'], end: null })
+    expect(h.post(t.id, 'f1', [{ done: true }])).toBe('ok')
+    expect(await t.read(0)).toEqual({ deltas: [], end: { ok: true, usage: { prompt_tokens: 2, completion_tokens: 2 }, finish: 'length' } })
+    expect(served).toEqual([['f1', 2, 2]])
+    expect(h.post(t.id, 'f1', [{ delta: 'c' }])).toBe('gone')
+    expect(h.inFlight('f1')).toBe(0)
+  })
+
+  test('only the dispatched fellow may post, and not before it picked the request up', async () => {
+    const { h } = hub()
+    const t = h.submit('f1', job())
+    expect(h.post(t.id, 'f1', [])).toBe('not_yours') // queued, not dispatched yet
+    await h.next('f1', 0)
+    expect(h.post(t.id, 'f2', [{ delta: 'x' }])).toBe('not_yours')
+    expect(h.post(t.id, null, [{ delta: 'x' }])).toBe('ok') // node auth off, no token
+  })
+
+  test('bounds: open requests and held characters answer 503; unread output per request answers "full"', () => {
+    const { h } = hub({ maxOpen: 2, maxBufferedChars: 4, maxHeldChars: 20 })
+    expect(() => h.submit('f1', job('x'.repeat(21)))).toThrow('limit of open inference requests')
+    const t = h.submit('f1', job())
+    h.submit('f1', job())
+    expect(() => h.submit('f1', job())).toThrow('limit of open inference requests')
+    void h.next('f1', 0)
+    expect(h.post(t.id, 'f1', [{ delta: 'abc' }, { delta: 'de' }])).toBe('full')
+    expect(h.stats().bufferedChars).toBe(0) // refused whole
+    expect(h.post(t.id, 'f1', [{ delta: 'abcd' }])).toBe('ok')
+  })
+
+  test('a fellow holding too many long-polls gets its oldest answered empty; an aborted poll leaves the list', async () => {
+    const { h } = hub({ maxWaitersPerFellow: 2 })
+    const first = h.next('f1', 10_000)
+    const ac = new AbortController()
+    const second = h.next('f1', 10_000, ac.signal)
+    const third = h.next('f1', 10_000)
+    expect(await first).toBeNull()
+    ac.abort()
+    expect(await second).toBeNull()
+    expect(h.stats().waiters).toBe(1)
+    const t = h.submit('f1', job())
+    expect((await third)?.request_id).toBe(t.id)
+  })
+
+  test('timeouts by the clock: no pick-up, then no frame, each ends the request with its own code', async () => {
+    const { h, clock } = hub()
+    const queued = h.submit('f1', job())
+    const picked = h.submit('f2', job())
+    await h.next('f2', 0)
+    clock.advance(600)
+    h.post(picked.id, 'f2', []) // an empty post keeps the request alive
+    clock.advance(400)
+    expect(h.expire(clock.now())).toBe(1)
+    expect(await queued.pickedUp).toMatchObject({ ok: false, code: 'dispatch_timeout' })
+    clock.advance(600)
+    expect(h.expire(clock.now())).toBe(1)
+    expect((await picked.read(0)).end).toMatchObject({ ok: false, code: 'fellow_timeout' })
+    expect(h.stats()).toEqual({ open: 0, queued: 0, waiters: 0, bufferedChars: 0 })
+  })
+
+  test('a cancelled request frees its buffered output and is not counted as served', async () => {
+    const { h, served } = hub()
+    const t = h.submit('f1', job())
+    await h.next('f1', 0)
+    h.post(t.id, 'f1', [{ delta: 'abc' }])
+    t.cancel()
+    expect(h.stats().bufferedChars).toBe(0)
+    expect(h.post(t.id, 'f1', [{ done: true }])).toBe('gone')
+    expect(served).toEqual([])
+  })
+})
+
+describe('served ledger', () => {
+  test('windows abut: each take closes the window at now and the next one starts there', () => {
+    const clock = new FakeClock()
+    const ledger = new ServedLedger(() => clock.now())
+    const start = clock.now()
+    ledger.record('f1', { prompt_tokens: 3, completion_tokens: 5 })
+    ledger.record('f1', { prompt_tokens: 1, completion_tokens: 1 })
+    clock.advance(60_000)
+    const w1 = ledger.take()
+    expect(w1.from).toBe(start)
+    expect(w1.to).toBe(start + 60_000)
+    expect(w1.byFellow.get('f1')).toEqual({ requests: 2, prompt_tokens: 4, completion_tokens: 6, tokens: 10 })
+    ledger.record('f2', { prompt_tokens: 0, completion_tokens: 2 })
+    clock.advance(1000)
+    const w2 = ledger.take()
+    expect(w2.from).toBe(w1.to)
+    expect([...w2.byFellow.keys()]).toEqual(['f2'])
+    expect(ledger.peek().size).toBe(0)
+  })
+})
