@@ -9,6 +9,16 @@ export async function readLimited(request: Request, limit: number): Promise<Uint
   if (declared !== null && Number(declared) > limit) {
     throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
   }
+  // A declared length frames the body (the server reads exactly that many bytes) and was checked
+  // just above, so read it in one call. Pulling it through a ReadableStream reader instead was about
+  // a fifth of the leader's CPU per heartbeat, and an extra copy of every relay frame
+  // (docs/benchmarks.md). Only a body without a length (chunked) needs the counting loop below.
+  if (declared !== null && Number.isSafeInteger(Number(declared))) {
+    const bytes = await request.bytes()
+    // Over HTTP the length frames the body; an in-process Request (app.handle) can still lie.
+    if (bytes.byteLength > limit) throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
+    return bytes
+  }
   if (request.body === null) return new Uint8Array(0)
   const chunks: Uint8Array[] = []
   let size = 0
@@ -35,6 +45,31 @@ export async function readLimited(request: Request, limit: number): Promise<Uint
 
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
+/**
+ * Deepest nesting a JSON body may have. Real bodies nest a few levels (a job's config a few more).
+ * A deeper one is refused before parsing: Elysia echoes a refused value into its validation error
+ * (pretty-printed, so a 100 kB body of nested brackets cost seconds of CPU) and walks it
+ * recursively (a few thousand levels overflowed the stack: a 500).
+ */
+export const MAX_JSON_DEPTH = 64
+
+/** True when brackets outside strings nest deeper than `max`; one pass, no recursion. */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true
+    } else if (c === 0x7d || c === 0x5d) depth--
+  }
+  return false
+}
+
 export async function readJson(request: Request, limit: number): Promise<unknown> {
   const bytes = await readLimited(request, limit)
   if (bytes.byteLength === 0) return undefined
@@ -44,6 +79,7 @@ export async function readJson(request: Request, limit: number): Promise<unknown
   } catch {
     throw new AppError('bad_request', 'The body is not valid UTF-8.')
   }
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new AppError('bad_request', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`)
   try {
     return JSON.parse(text)
   } catch {

@@ -66,7 +66,9 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
     return error.all.slice(0, 20).map((i) => {
       const path = 'path' in i && typeof i.path === 'string' ? i.path : ''
       const message = 'summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value'
-      return { path: path === '' ? '/' : path, message }
+      // Summaries echo the refused value ("... but found: <value>"): cap them, so a 1 MiB body is
+      // not mirrored twice into the answer.
+      return { path: path === '' ? '/' : path.slice(0, 200), message: message.length > 300 ? `${message.slice(0, 300)}...` : message }
     })
   } catch {
     return []

@@ -107,7 +107,9 @@ export function bearerOf(authorization: string | null): string | null {
 
 export function presentedCredential(
   authorization: string | null,
-  sessionCookie: string | undefined,
+  // unknown, not string: Elysia hands a bare `svc_session` over as null and JSON-parses values that
+  // look like {..} or [..], so a hostile cookie can be any type (and must not reach .length or the resolver).
+  sessionCookie: unknown,
   resolve: CredentialResolver,
 ): Presented {
   if (authorization !== null) {
@@ -116,8 +118,8 @@ export function presentedCredential(
     const caller = resolve(token, 'bearer')
     return caller === null ? { kind: 'invalid' } : { kind: 'valid', caller }
   }
-  if (sessionCookie !== undefined && sessionCookie !== '') {
-    if (sessionCookie.length > 512) return { kind: 'invalid' }
+  if (sessionCookie !== undefined && sessionCookie !== null && sessionCookie !== '') {
+    if (typeof sessionCookie !== 'string' || sessionCookie.length > 512) return { kind: 'invalid' }
     const caller = resolve(sessionCookie, 'cookie')
     return caller === null ? { kind: 'invalid' } : { kind: 'valid', caller }
   }
@@ -183,8 +185,9 @@ export function mintCsrfToken(key: Buffer): string {
   return `${nonce}.${hmac(key, nonce)}`
 }
 
-export function csrfValid(key: Buffer, cookie: string | undefined, header: string | null): boolean {
-  if (cookie === undefined || header === null || cookie.length > 200) return false
+export function csrfValid(key: Buffer, cookie: unknown, header: string | null): boolean {
+  // Any type may arrive (see presentedCredential): only a string can be a CSRF token.
+  if (typeof cookie !== 'string' || header === null || cookie.length > 200) return false
   const dot = cookie.indexOf('.')
   if (dot <= 0) return false
   if (!safeEqual(hmac(key, cookie.slice(0, dot)), cookie.slice(dot + 1))) return false
@@ -202,12 +205,33 @@ export function socketAddressOf(server: { requestIP(r: Request): { address: stri
   return server?.requestIP(request)?.address ?? '127.0.0.1'
 }
 
+/**
+ * One cookie's value from a Cookie header, or undefined. The policy derive reads cookies this way,
+ * not through Elysia's `cookie`: naming `cookie` in a global derive made Elysia build a cookie jar
+ * (an async parse) for every request, heartbeats included, a few percent of the leader's CPU per
+ * heartbeat (docs/benchmarks.md). Values are strings or undefined, never parsed JSON.
+ */
+export function cookieFrom(header: string | null, name: string): string | undefined {
+  if (header === null) return undefined
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq === -1 || part.slice(0, eq).trim() !== name) continue
+    const raw = part.slice(eq + 1).trim()
+    try {
+      return decodeURIComponent(raw)
+    } catch {
+      return raw // a malformed escape is still a presented credential: it fails as a wrong one
+    }
+  }
+  return undefined
+}
+
 export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
   return new Elysia({ name: 'policy' })
     .macro({
       policy: (cls: PolicyClass) => ({ detail: { 'x-policy': cls } }),
     })
-    .derive({ as: 'global' }, ({ request, route, server, cookie }) => {
+    .derive({ as: 'global' }, ({ request, route, server }) => {
       const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request), cfg.trustedProxyHops)
       const meta = index.lookup(request.method, route)
       const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
@@ -220,7 +244,7 @@ export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
       if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {
         return { caller: { kind: 'anonymous', open: false } as Caller, clientIp: ip, routeClass: meta.policy }
       }
-      const presented = presentedCredential(authorization, cookie[SESSION_COOKIE]?.value as string | undefined, resolve)
+      const presented = presentedCredential(authorization, authorization === null ? cookieFrom(request.headers.get('cookie'), SESSION_COOKIE) : undefined, resolve)
       let caller: Caller
       try {
         caller = authorize(meta.policy, presented, cfg, log)
@@ -234,7 +258,7 @@ export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
         caller.kind === 'user' &&
         caller.fromCookie &&
         UNSAFE_METHODS.has(request.method) &&
-        !csrfValid(cfg.secretKey, cookie[CSRF_COOKIE]?.value as string | undefined, request.headers.get(CSRF_HEADER))
+        !csrfValid(cfg.secretKey, cookieFrom(request.headers.get('cookie'), CSRF_COOKIE), request.headers.get(CSRF_HEADER))
       ) {
         throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
       }

@@ -42,7 +42,9 @@ export const Job = t.Object({
 export type Job = Static<typeof Job>
 export const JobList = t.Object({ items: t.Array(Job) })
 export const JobListQuery = t.Object(
-  { pool_id: t.Optional(t.String({ format: 'uuid' })), status: t.Optional(t.UnionEnum(JOB_STATUSES)) },
+  // default: undefined: t.UnionEnum defaults to its first value, which Elysia fills in when the
+  // field is missing (a list without ?status would show only queued jobs).
+  { pool_id: t.Optional(t.String({ format: 'uuid' })), status: t.Optional(t.UnionEnum(JOB_STATUSES, { default: undefined })) },
   { additionalProperties: false },
 )
 export const JobParams = t.Object({ job_id: t.String({ format: 'uuid' }) })
@@ -50,7 +52,8 @@ export const JobParams = t.Object({ job_id: t.String({ format: 'uuid' }) })
 /** What a fellow reports about its part of a job. */
 export const StatusReport = t.Object(
   {
-    status: t.UnionEnum(['running', 'paused', 'checkpointed', 'completed', 'failed'] as const),
+    // default: undefined: a report without a status is refused (422), not taken as "running".
+    status: t.UnionEnum(['running', 'paused', 'checkpointed', 'completed', 'failed'] as const, { default: undefined }),
     step: t.Optional(t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
     loss: t.Optional(t.Nullable(t.Number({ minimum: -1e15, maximum: 1e15 }))),
     throughput: t.Optional(t.Number({ minimum: 0, maximum: 1e15 })),

@@ -1,7 +1,7 @@
 // Jobs: submission, the scheduler (queued -> scheduled), lifecycle signals, re-placement when a
 // fellow goes offline, and the status reports fellows post.
 import { and, asc, desc, eq, inArray, type SQL } from 'drizzle-orm'
-import { jobs } from '../db/schema'
+import { jobs, pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -73,6 +73,9 @@ export class JobService {
     const job = ctx.db.transaction((tx) => {
       const poolId = input.pool_id ?? ensureDefaultPool(ctx, tx).id
       if (!inScope(scopeOf(tx, caller), poolId)) throw notFound('Pool')
+      // An admin's scope is "every pool", so an unknown (or just deleted) pool id passed the check
+      // above and failed the insert's foreign key: a 500 instead of a 404.
+      if (!tx.select({ id: pools.id }).from(pools).where(eq(pools.id, poolId)).get()) throw notFound('Pool')
       const now = ctx.clock.now()
       const row: JobRow = {
         id: newId(),

@@ -1,20 +1,22 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { makeHarness, seedUser, sessionClient, tokenClient, type Client } from '../helpers/harness'
-import { expected, verdict, type CallerKind } from '../helpers/matrix'
-import type { PolicyClass } from '../../src/http/policy'
+import { makeHarness, sessionClient, tokenClient, type Client } from '../helpers/harness'
+import { bindPath, expected, matches, type CallerKind } from '../helpers/matrix'
+import { buildChain, buildWorld, refsOf, type Chain } from '../helpers/world'
+import { stateDigest, stateDump, diffDumps } from '../helpers/state'
+import { exampleOf, type JsonSchema } from '../helpers/schema-arb'
+import { mintCsrfToken, type PolicyClass } from '../../src/http/policy'
 
 const h = makeHarness()
 afterAll(() => h.close())
 
-const user = await seedUser(h, 'matrix-user@example.com')
-const admin = await seedUser(h, 'matrix-admin@example.com', { role: 'admin' })
-const otherMember = await seedUser(h, 'matrix-other@example.com')
-await sessionClient(h, otherMember.id).post('/api/v1/pools', { name: 'Other pool' })
-const revoked = tokenClient(h, user.id)
+// Shared: the admin, another person's pool with its fellow, and (for GET routes, which change
+// nothing) the caller's own pool. State-changing routes get a fresh own pool each.
+const world = await buildWorld(h)
+const revoked = tokenClient(h, world.mine.user.id)
 await revoked.delete(`/api/v1/api-tokens/${revoked.tokenId}`)
 
 /** A fresh client per request: some routes (logout) end the session they are called with. */
-function callerFor(kind: CallerKind): Client {
+function callerFor(kind: CallerKind, own: Chain): Client {
   switch (kind) {
     case 'none':
       return h.client()
@@ -28,41 +30,128 @@ function callerFor(kind: CallerKind): Client {
     case 'revoked_token':
       return h.client({ bearer: revoked.opts.bearer! })
     case 'user_session':
-      return sessionClient(h, user.id)
+      return sessionClient(h, own.user.id)
     case 'user_token':
-      return tokenClient(h, user.id)
+      return tokenClient(h, own.user.id)
     case 'other_pool_member':
-      return sessionClient(h, otherMember.id)
+      return sessionClient(h, world.other.user.id)
     case 'admin_session':
-      return sessionClient(h, admin.id)
+      return sessionClient(h, world.admin.id)
     case 'admin_token':
-      return tokenClient(h, admin.id)
-    default:
-      throw new Error(`no ${kind} caller in this suite`)
+      return tokenClient(h, world.admin.id)
+    case 'own_node':
+      return h.client({ bearer: own.nodeToken })
+    case 'foreign_node':
+      return h.client({ bearer: world.other.nodeToken })
+    case 'revoked_node':
+      return h.client({ bearer: own.revokedNodeToken })
   }
 }
 
-const KINDS: CallerKind[] = ['none', 'garbage_bearer', 'garbage_cookie', 'revoked_token', 'user_session', 'user_token', 'other_pool_member', 'admin_session', 'admin_token']
+/**
+ * Client.call without reading event streams to their (never coming) end: a log or metrics stream
+ * the caller may open answers 200 text/event-stream, and that is the whole verdict.
+ */
+async function send(c: Client, method: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const h2: Record<string, string> = { ...headers }
+  if (body !== undefined) h2['content-type'] = 'application/json'
+  if (c.opts.bearer) h2['authorization'] = `Bearer ${c.opts.bearer}`
+  if (c.cookies.size > 0) h2['cookie'] = [...c.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  const csrf = c.cookies.get('svc_csrf')
+  if (csrf && !c.opts.noCsrf && !('x-csrf-token' in h2)) h2['x-csrf-token'] = csrf
+  const ac = new AbortController()
+  const res = await h.app.handle(new Request(`http://leader.test${path}`, { method, headers: h2, body: body === undefined ? undefined : JSON.stringify(body), signal: ac.signal }))
+  let parsed: unknown = null
+  if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) await res.body?.cancel()
+  else {
+    const text = await res.text()
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      parsed = text
+    }
+  }
+  ac.abort()
+  return { status: res.status, body: parsed }
+}
+
+const KINDS: CallerKind[] = ['none', 'garbage_bearer', 'garbage_cookie', 'revoked_token', 'revoked_node', 'user_session', 'user_token', 'other_pool_member', 'admin_session', 'admin_token', 'own_node', 'foreign_node']
 const routes = h.app.routes
   .filter((r) => r.method !== 'WS')
-  .map((r) => ({ method: r.method, path: r.path, cls: r.hooks?.detail?.['x-policy'] as PolicyClass }))
-routes.push({ method: 'GET', path: '/api/v1/no-such-route', cls: 'admin' })
-routes.push({ method: 'POST', path: '/api/v1/no-such-route', cls: 'admin' })
+  .map((r) => ({ method: r.method, path: r.path, cls: r.hooks?.detail?.['x-policy'] as PolicyClass, body: (r.hooks as { body?: JsonSchema })?.body, known: true }))
+routes.push({ method: 'GET', path: '/api/v1/no-such-route', cls: 'admin', body: undefined, known: false })
+routes.push({ method: 'POST', path: '/api/v1/no-such-route', cls: 'admin', body: undefined, known: false })
+
+/** Classes whose GET answers data to an allowed caller: with real ids that must be a 2xx, not a 404. */
+const DATA_CLASSES = new Set<PolicyClass>(['session', 'operator', 'admin', 'node'])
 
 describe('authorization matrix', () => {
+  test('the matrix covers every caller kind the issue names', () => {
+    expect(new Set(KINDS).size).toBe(12)
+    // A route whose path names the own pool: an outsider gets 404, a fellow of another pool a refusal.
+    expect(expected('operator', 'other_pool_member', 'pool')).toBe(404)
+    expect(expected('node', 'foreign_node', 'pool')).toBe('refused')
+    expect(expected('node', 'own_node', 'pool')).toBe('allowed')
+    expect(expected('admin', 'other_pool_member', 'pool')).toBe(403)
+  })
+
   for (const r of routes) {
     test(`${r.method} ${r.path} (${r.cls})`, async () => {
-      const path = r.path.replace(/:[a-zA-Z_]+/g, '01a20184-99e9-7296-9fc7-75b6e5358e98')
+      // A fresh own pool for anything that names one or may change one (an admin purge of all jobs
+      // would otherwise pull the ids from under the routes after it).
+      const own = r.method === 'GET' && !r.path.includes(':') ? world.mine : await buildChain(h, 'route')
+      const { path, scope, bound } = bindPath(r.path, refsOf(own))
+      // Where the path names the own pool, a valid body: validation answers 422 before any lookup,
+      // which would hide whether pool scoping holds.
+      const valid = scope !== 'none' && r.body !== undefined ? exampleOf(r.body) : {}
+      // Callers that must be refused go first: a refusal changes nothing, and an allowed call may
+      // (a DELETE removes what the next caller would have been refused).
+      const wants = KINDS.map((kind) => ({ kind, want: expected(r.cls, kind, scope) }))
+      const order = [...wants.filter((w) => w.want !== 'allowed'), ...wants.filter((w) => w.want === 'allowed')]
       const rows: string[] = []
-      for (const kind of KINDS) {
-        const c = callerFor(kind)
-        const body = r.method === 'GET' || r.method === 'DELETE' ? undefined : {}
-        const res = await c.call(r.method, path, body)
-        const got = verdict(res.status, res.body)
-        const want = expected(r.cls, kind)
-        if (got !== want) rows.push(`${kind}: expected ${want}, got ${res.status} ${JSON.stringify(res.body)}`)
+      for (const { kind, want } of order) {
+        const body = r.method === 'GET' || r.method === 'DELETE' ? undefined : valid
+        const res = await send(callerFor(kind, own), r.method, path, body)
+        if (!matches(want, res.status, res.body)) rows.push(`${kind}: expected ${want}, got ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+        else if (want === 'allowed' && bound && r.known && r.method === 'GET' && DATA_CLASSES.has(r.cls) && res.status >= 300) {
+          rows.push(`${kind}: allowed with the own pool's ids, yet got ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+        }
       }
-      expect(rows).toEqual([])
+      expect(rows).toEqual([] as string[])
+    })
+  }
+})
+
+describe('CSRF on every cookie-authenticated state change', () => {
+  const changing = routes.filter((r) => r.method !== 'GET' && (r.cls === 'session' || r.cls === 'operator' || r.cls === 'admin') && !r.path.includes('no-such-route'))
+
+  test('there are such routes to check', () => {
+    expect(changing.length).toBeGreaterThan(20)
+  })
+
+  for (const r of changing) {
+    test(`${r.method} ${r.path} (${r.cls}) refuses a session cookie without a matching X-CSRF-Token, and changes nothing`, async () => {
+      const { path } = bindPath(r.path, refsOf(world.mine))
+      const who = r.cls === 'admin' ? world.admin.id : world.mine.user.id
+      const variants: { label: string; headers: Record<string, string>; c: Client }[] = [
+        { label: 'no header', headers: {}, c: sessionClient(h, who, { noCsrf: true }) },
+        { label: 'the header of another CSRF cookie', headers: { 'x-csrf-token': mintCsrfToken(h.cfg.secretKey) }, c: sessionClient(h, who) },
+        { label: 'an empty header', headers: { 'x-csrf-token': '' }, c: sessionClient(h, who) },
+      ]
+      const before = stateDigest(h.ctx.sqlite)
+      const dump = stateDump(h.ctx.sqlite)
+      const got: string[] = []
+      for (const { label, headers, c } of variants) {
+        const body = r.method === 'DELETE' ? undefined : {}
+        const res = await send(c, r.method, path, body, headers)
+        // problem+json, or OpenAI's error shape on the chat routes.
+        const b = res.body as { code?: string; error?: { code?: string } } | null
+        const code = b?.code ?? b?.error?.code
+        if (res.status !== 403 || code !== 'csrf_failed') got.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 160)}`)
+      }
+      expect(got).toEqual([] as string[])
+      const after = stateDigest(h.ctx.sqlite)
+      expect(after === before ? [] : diffDumps(dump, stateDump(h.ctx.sqlite))).toEqual([] as string[])
     })
   }
 })
