@@ -4,5 +4,5 @@ import { $ } from 'bun'
 
 await $`bun run scripts/embed-migrations.ts`.quiet()
 await $`mkdir -p dist`
-await $`bun build --compile --minify-whitespace --minify-syntax --sourcemap src/main.ts --outfile dist/svc`
+await $`bun build --compile --minify-whitespace --minify-syntax --sourcemap src/entry.ts --outfile dist/svc`
 console.log('built dist/svc')
