@@ -4,3 +4,4 @@
 // runs in production mode unless the operator says otherwise.
 process.env.NODE_ENV ??= 'production'
 await import('./main')
+export {}

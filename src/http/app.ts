@@ -80,7 +80,13 @@ export function createServices(ctx: Ctx): Services {
   ]
   const servables = new Servables(ctx)
   const inference = new Inference(ctx, registry, servables)
-  inference.onServed = (id, usage, now) => rollup.meter.served(registry.get(id)?.ownerUserId ?? null, now, usage.prompt_tokens + usage.completion_tokens)
+  const counters = new Counters()
+  inference.onServed = (id, usage, now) => {
+    const tokens = usage.prompt_tokens + usage.completion_tokens
+    counters.inferRequestsServed++
+    counters.inferTokensServed += tokens
+    rollup.meter.served(registry.get(id)?.ownerUserId ?? null, now, tokens)
+  }
   loops.push(inference.loop())
   return {
     accounts: new Accounts(ctx),
@@ -91,7 +97,7 @@ export function createServices(ctx: Ctx): Services {
     relay,
     rollup,
     publicStats: new PublicStatsService(ctx, registry, rollup),
-    counters: new Counters(),
+    counters,
     poolTelemetry: views,
     servables,
     inference,
@@ -173,6 +179,16 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
         registry: services.fellows.registry,
         signals: services.fellows.signals,
         relay: services.relay,
+        extra: () => {
+          const s = services.inference.hub.stats()
+          const c = services.counters
+          return [
+            { name: 'svc_inference_requests', help: 'Inference requests open, queued for a fellow, and fellows long-polling.', type: 'gauge', samples: [{ labels: { state: 'open' }, value: s.open }, { labels: { state: 'queued' }, value: s.queued }, { labels: { state: 'waiting_fellows' }, value: s.waiters }] },
+            { name: 'svc_inference_served_total', help: 'Inference requests completed by fellows.', type: 'counter', samples: [{ value: c.inferRequestsServed }] },
+            { name: 'svc_inference_tokens_total', help: 'Tokens served (prompt and completion).', type: 'counter', samples: [{ value: c.inferTokensServed }] },
+            { name: 'svc_inference_frames_total', help: 'Response frames posted by fellows.', type: 'counter', samples: [{ value: c.inferFrames }] },
+          ]
+        },
         app: () => composed!,
       }),
     )

@@ -11,6 +11,7 @@ import { servableRoutes } from '../servables/routes'
 import { asOpenAiError, awaitPickUp, collectCompletion, completionStream } from './openai'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
+import type { Counters } from '../observability/metrics'
 import type { Inference } from './service'
 import type { Servables } from '../servables/service'
 import * as M from './model'
@@ -18,6 +19,7 @@ import * as M from './model'
 export interface InferenceRouteDeps {
   inference: Inference
   servables: Servables
+  counters: Counters
 }
 
 function chatRoutes(base: AppBase, inference: Inference) {
@@ -55,7 +57,7 @@ function chatRoutes(base: AppBase, inference: Inference) {
   )
 }
 
-function transportRoutes(base: AppBase, inference: Inference) {
+function transportRoutes(base: AppBase, inference: Inference, counters: Counters) {
   return new Elysia({ name: 'inference-transport' })
     .use(base)
     .get(
@@ -70,15 +72,16 @@ function transportRoutes(base: AppBase, inference: Inference) {
       '/api/v1/infer/responses/:request_id',
       ({ caller, params, body, set }) => {
         inference.post(caller, params.request_id, body.frames)
+        counters.inferFrames += body.frames.length
         set.status = 204
       },
       { policy: 'node', params: M.RequestParams, body: M.FramesBody },
     )
 }
 
-export function inferenceRoutes(base: AppBase, _ctx: Ctx, { inference, servables }: InferenceRouteDeps) {
+export function inferenceRoutes(base: AppBase, _ctx: Ctx, { inference, servables, counters }: InferenceRouteDeps) {
   return new Elysia({ name: 'inference' })
     .use(servableRoutes(base, servables))
     .use(chatRoutes(base, inference))
-    .use(transportRoutes(base, inference))
+    .use(transportRoutes(base, inference, counters))
 }

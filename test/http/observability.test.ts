@@ -100,3 +100,11 @@ describe('structured logs', () => {
     expect(lines.join('\n')).not.toContain(t.opts.bearer!)
   })
 })
+
+describe('/metrics inference figures', () => {
+  test('requests, tokens and frames of the inference transport are exported', async () => {
+    const { A } = await setup()
+    const text = String((await A.get('/metrics')).body)
+    for (const name of ['svc_inference_requests{state="open"}', 'svc_inference_served_total', 'svc_inference_tokens_total', 'svc_inference_frames_total']) expect(text).toContain(name)
+  })
+})
