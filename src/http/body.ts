@@ -10,9 +10,9 @@ export async function readLimited(request: Request, limit: number): Promise<Uint
     throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
   }
   // A declared length frames the body (the server reads exactly that many bytes) and was checked
-  // just above, so read it in one call. Pulling it through a ReadableStream reader instead was about
-  // a fifth of the leader's CPU per heartbeat, and an extra copy of every relay frame
-  // (docs/benchmarks.md). Only a body without a length (chunked) needs the counting loop below.
+  // just above, so read it in one call: pulling it through a ReadableStream reader was about a
+  // fifth of the leader's CPU per heartbeat (docs/benchmarks.md). Only a body without a length
+  // (chunked) needs the counting loop below.
   if (declared !== null && Number.isSafeInteger(Number(declared))) {
     const bytes = await request.bytes()
     // Over HTTP the length frames the body; an in-process Request (app.handle) can still lie.

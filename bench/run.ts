@@ -1,0 +1,251 @@
+// `bun run bench`: every scenario against the built dist/svc, each beside its floor (bench/floor/)
+// in the same run, so the ratios hold on a noisy machine even when the absolute figures move.
+//
+//   bun run build && bun run bench                 full run (100 / 10,000 / 100,000 fellows, 10,000 sockets)
+//   bun run bench -- --quick                       under 2 minutes (at most 10,000 fellows, 1,000 sockets)
+//   bun run bench -- --only heartbeat,relay        a subset (heartbeat signals relay inference startup admin)
+//   bun run bench -- --bin /path/to/svc            measure another build (before/after comparisons)
+//   bun run bench -- --profile [--only relay]      one scenario (default: heartbeats, 10,000 fellows) with the
+//                                                  leader run from source under `bun --cpu-prof`; prints where time goes
+//
+// Prints a table and writes bench/results/latest.json (git-ignored).
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { WRK } from './lib/http-load'
+import { leaderBinary, PINNING, profileLeadersInto, ROOT, tempDir, useBinary } from './lib/proc'
+import { fmt, machine, median, table, type Row } from './lib/report'
+import { seedState, type Seed } from './lib/seed'
+import { heartbeats, type HeartbeatResult } from './scenarios/heartbeat'
+import { signals, type SignalsResult } from './scenarios/signals'
+import { relay, type RelayResult } from './scenarios/relay'
+import { startup, startupFigures, type StartupResult } from './scenarios/startup'
+import { adminList, inference, type AdminListResult, type InferenceResult } from './scenarios/external'
+import { summarize } from './profile'
+
+const SCENARIOS = ['heartbeat', 'signals', 'relay', 'inference', 'startup', 'admin'] as const
+type Scenario = (typeof SCENARIOS)[number]
+
+const { values: args } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    bin: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+  },
+})
+const quick = args.quick!
+const only = new Set((args.only ?? SCENARIOS.join(',')).split(',').map((s) => s.trim()) as Scenario[])
+for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario "${s}"; choose from ${SCENARIOS.join(', ')}`)
+if (args.bin) useBinary(args.bin)
+
+const plan = quick
+  ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
+  : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
+const CONNECTIONS = 64
+const TARGET = { hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, inferAddedMs: 1, readyMs: 150, idleRssBytes: 60 * 1024 * 1024 }
+
+const resultsDir = join(ROOT, 'bench/results')
+mkdirSync(resultsDir, { recursive: true })
+const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`)
+
+// ---- profile mode -------------------------------------------------------------------------------
+
+if (args.profile) {
+  // One scenario (--only, default heartbeat) with every leader run from source under --cpu-prof.
+  const name = (args.only ?? 'heartbeat') as Scenario
+  const dir = join(resultsDir, `profile-${name}-${new Date().toISOString().replace(/[:.]/g, '-')}`)
+  mkdirSync(dir, { recursive: true })
+  profileLeadersInto(dir)
+  log(`${name}, leader from source under bun --cpu-prof (profiles in ${dir})`)
+  if (name === 'heartbeat') {
+    const [r] = await heartbeats([seedState(tempDir('prof'), 10_000)], { rounds: 1, seconds: 10, connections: CONNECTIONS })
+    if (!r) throw new Error('no heartbeat result')
+    console.log(`heartbeats, 10,000 fellows: leader ${fmt.int(r.leader.rps)}/s (p99 ${fmt.ms(r.leader.p99Ms)}), floor ${fmt.int(r.floor.rps)}/s: ratio ${fmt.ratio(r.leader.rps / r.floor.rps)}`)
+  } else if (name === 'relay') {
+    const r = await relay({ rounds: 1, seconds: 8 })
+    console.log(`relay: leader ${fmt.int(r.leaderMbPerS)} MB/s, floor ${fmt.int(r.floorMbPerS)} MB/s: ratio ${fmt.ratio(r.leaderMbPerS / r.floorMbPerS)}`)
+  } else if (name === 'signals') {
+    const r = await signals(seedState(tempDir('prof'), 10_000), 10_000, 5)
+    console.log(`signals: p99 leader ${fmt.ms(r.leader.p99Ms)}, floor ${fmt.ms(r.floor.p99Ms)}`)
+  } else if (name === 'startup') {
+    const r = await startup(1, 1)
+    console.log(`start to ready from source (not the binary): ${fmt.ms(r.leaderReadyMs[0]!)}`)
+  } else throw new Error(`--profile runs heartbeat, relay, signals or startup, not ${name}`)
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
+    const s = summarize(join(dir, file))
+    console.log(`\n${join(dir, file)}: ${s.samples} busy samples (the whole process life: start, warm-up and measurement)`)
+    console.log('inclusive time by file:')
+    for (const x of s.files.sort((a, b) => b.totalPct - a.totalPct).slice(0, 15)) console.log(`${x.totalPct.toFixed(1).padStart(6)}%  ${x.name}`)
+    console.log('self time by function:')
+    for (const x of s.functions.sort((a, b) => b.selfPct - a.selfPct).slice(0, 25)) console.log(`${x.selfPct.toFixed(1).padStart(6)}%  ${x.name}`)
+    console.log(`more: bun run bench/profile.ts ${join(dir, file)} --top 60`)
+  }
+  process.exit(0)
+}
+
+// ---- the run ------------------------------------------------------------------------------------
+
+const started = Date.now()
+const host = machine(WRK)
+const bin = leaderBinary()
+const git = Bun.spawnSync(['git', 'describe', '--always', '--dirty'], { cwd: ROOT }).stdout.toString().trim() || null
+const binInfo = { path: args.bin ?? 'dist/svc', built: statSync(bin).mtime.toISOString(), bytes: statSync(bin).size, git }
+log(`${quick ? 'QUICK run (at most 10,000 fellows, 1,000 sockets, shorter rounds)' : 'full run'}; ${host.cpus} CPUs (${host.cpuModel}), bun ${host.bun}; load: ${WRK ? 'wrk' : 'Bun fetch (wrk not installed)'}; pinning: ${PINNING ? `server CPU ${PINNING.server}, load CPU ${PINNING.load}` : 'none'}`)
+log(`leader binary: ${binInfo.path} (built ${binInfo.built}, tree ${git ?? 'unknown'}), run from a copy at ${bin}`)
+
+const rows: Row[] = []
+const details: Record<string, unknown> = {}
+const failures: Record<string, string> = {}
+
+async function scenario(name: Scenario, fn: () => Promise<void>): Promise<void> {
+  if (!only.has(name)) return
+  const t = performance.now()
+  log(`${name}...`)
+  try {
+    await fn()
+  } catch (e) {
+    failures[name] = (e as Error).message
+    rows.push({ scenario: `${name}: FAILED`, leader: (e as Error).message.split('\n')[0]!.slice(0, 80), floor: '', ratio: null, target: '', met: false })
+    log(`${name} failed: ${(e as Error).stack}`)
+  }
+  log(`${name} done in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+}
+
+const seeds = new Map<number, Seed>()
+const seedOf = (n: number) => {
+  let s = seeds.get(n)
+  if (!s) {
+    const t = performance.now()
+    s = seedState(tempDir(`fleet-${n}`), n)
+    log(`seeded ${fmt.int(n)} fellows in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+    seeds.set(n, s)
+  }
+  return s
+}
+
+await scenario('heartbeat', async () => {
+  const results: HeartbeatResult[] = await heartbeats(plan.fleets.map(seedOf), { rounds: plan.rounds, seconds: plan.seconds, connections: CONNECTIONS })
+  for (const r of results) {
+    const n = r.fellows
+    const ratio = r.leader.rps / r.floor.rps
+    rows.push({
+      scenario: `heartbeats/s, ${fmt.int(n)} fellows (p50 / p99)`,
+      leader: `${fmt.int(r.leader.rps)} (${fmt.ms(r.leader.p50Ms)} / ${fmt.ms(r.leader.p99Ms)})`,
+      floor: `${fmt.int(r.floor.rps)} (${fmt.ms(r.floor.p50Ms)} / ${fmt.ms(r.floor.p99Ms)})`,
+      ratio,
+      target: `>= ${fmt.int(TARGET.hbRps)}/s, p99 <= ${TARGET.hbP99Ms} ms, >= ${TARGET.hbRatio}x`,
+      met: r.leader.rps >= TARGET.hbRps && r.leader.p99Ms <= TARGET.hbP99Ms && ratio >= TARGET.hbRatio,
+    })
+  }
+  for (const r of results) {
+    rows.push({
+      scenario: `server CPU per heartbeat, ${fmt.int(r.fellows)} fellows (user + system)`,
+      leader: `${r.leader.cpuUs.toFixed(0)} µs`,
+      floor: `${r.floor.cpuUs.toFixed(0)} µs`,
+      ratio: r.floor.cpuUs / r.leader.cpuUs,
+      target: '—',
+      met: null,
+    })
+  }
+  const [small, big] = [results[0]!, results[results.length - 1]!]
+  const flat = big.leader.rps / small.leader.rps
+  rows.push({
+    scenario: `heartbeat cost flat in fleet size (${fmt.int(big.fellows)} vs ${fmt.int(small.fellows)} fellows, throughput ratio)`,
+    leader: flat.toFixed(2),
+    floor: (big.floor.rps / small.floor.rps).toFixed(2),
+    ratio: null,
+    target: `>= ${TARGET.flat}`,
+    met: flat >= TARGET.flat,
+  })
+  rows.push({
+    scenario: `start to ready with ${fmt.int(big.fellows)} fellows in the state file`,
+    leader: fmt.ms(big.leaderReadyMs),
+    floor: '—',
+    ratio: null,
+    target: '—',
+    met: null,
+  })
+  details.heartbeat = { connections: CONNECTIONS, tool: WRK ? 'wrk' : 'bun', results }
+})
+
+await scenario('signals', async () => {
+  const seed = seedOf(Math.max(plan.sockets, 10_000))
+  const r: SignalsResult = await signals(seed, plan.sockets, plan.wsRounds)
+  const perSocket = (s: SignalsResult['leader']) => `${fmt.mb(s.rssOpen)} (+${((s.rssOpen - s.rssIdle) / s.sockets / 1024).toFixed(1)} KiB/socket)`
+  rows.push({ scenario: `RSS with ${fmt.int(r.sockets)} open signal sockets`, leader: perSocket(r.leader), floor: perSocket(r.floor), ratio: r.floor.rssOpen / r.leader.rssOpen, target: '—', met: null })
+  rows.push({
+    scenario: `signal to a ${fmt.int(r.poolSize)}-fellow pool, send to receive (p50 / p99)`,
+    leader: `${fmt.ms(r.leader.p50Ms)} / ${fmt.ms(r.leader.p99Ms)}`,
+    floor: `${fmt.ms(r.floor.p50Ms)} / ${fmt.ms(r.floor.p99Ms)}`,
+    ratio: r.floor.p99Ms / r.leader.p99Ms,
+    target: '—',
+    met: null,
+  })
+  details.signals = r
+})
+
+await scenario('relay', async () => {
+  const r: RelayResult = await relay({ rounds: plan.relayRounds, seconds: plan.relaySeconds })
+  const ratio = r.leaderMbPerS / r.floorMbPerS
+  rows.push({ scenario: `relay MB/s, 4 MiB frames, ${r.pushers} pushers + ${r.poppers} poppers`, leader: fmt.int(r.leaderMbPerS), floor: fmt.int(r.floorMbPerS), ratio, target: `>= ${TARGET.relayRatio}x floor`, met: ratio >= TARGET.relayRatio })
+  rows.push({ scenario: 'server CPU per GB relayed (user + system)', leader: `${r.leaderCpuSPerGB.toFixed(2)} s`, floor: `${r.floorCpuSPerGB.toFixed(2)} s`, ratio: r.floorCpuSPerGB / r.leaderCpuSPerGB, target: '—', met: null })
+  details.relay = r
+})
+
+await scenario('inference', async () => {
+  const r: InferenceResult = await inference(quick)
+  rows.push({ scenario: 'inference frames/s, 1,000 streams, flood', leader: fmt.int(r.leaderFloodFps), floor: fmt.int(r.floorFloodFps), ratio: r.leaderFloodFps / r.floorFloodFps, target: '—', met: null })
+  const paced = r.added.paced
+  rows.push({
+    scenario: 'inference added latency per frame, paced (p50 / p99)',
+    leader: paced ? `${fmt.ms(paced.p50)} / ${fmt.ms(paced.p99)}` : 'n/a',
+    floor: '0 (direct SSE)',
+    ratio: null,
+    target: `<= ${TARGET.inferAddedMs} ms (p50)`,
+    met: paced ? paced.p50 <= TARGET.inferAddedMs : false,
+  })
+  details.inference = r
+})
+
+await scenario('startup', async () => {
+  const r: StartupResult = await startup(plan.startRuns, plan.idleSeconds)
+  const f = startupFigures(r)
+  rows.push({ scenario: `cold start to ready, empty state (median of ${r.runs})`, leader: fmt.ms(f.leaderReadyMs), floor: fmt.ms(f.floorReadyMs), ratio: f.floorReadyMs / f.leaderReadyMs, target: `<= ${TARGET.readyMs} ms`, met: f.leaderReadyMs <= TARGET.readyMs })
+  const split = (x: StartupResult['leaderRssSplit']) => (x ? ` (anon ${fmt.mb(x.anon)})` : '')
+  rows.push({ scenario: `idle RSS, ${r.idleSeconds} s after ready`, leader: fmt.mb(f.leaderIdleRss) + split(r.leaderRssSplit), floor: fmt.mb(f.floorIdleRss) + split(r.floorRssSplit), ratio: f.floorIdleRss / f.leaderIdleRss, target: `<= ${TARGET.idleRssBytes / 1024 / 1024} MiB`, met: f.leaderIdleRss <= TARGET.idleRssBytes })
+  details.startup = r
+})
+
+await scenario('admin', async () => {
+  const r: AdminListResult = await adminList(plan.adminRuns)
+  const slowest = [...r.cases].sort((a, b) => b.appP50 - a.appP50)[0]!
+  const ratios = r.cases.map((c) => c.floorP50 / c.appP50)
+  rows.push({
+    scenario: `admin user list, ${fmt.int(r.users)} users, slowest of ${r.cases.length} cases, p50 (${slowest.name})`,
+    leader: fmt.ms(slowest.appP50),
+    floor: fmt.ms(slowest.floorP50),
+    ratio: slowest.floorP50 / slowest.appP50,
+    target: '—',
+    met: null,
+  })
+  rows.push({ scenario: `admin user list, median over cases of floor/app p50`, leader: '', floor: '', ratio: median(ratios), target: '—', met: null })
+  details.admin = r
+})
+
+// ---- report -------------------------------------------------------------------------------------
+
+const command = `bun run bench${quick ? ' -- --quick' : ''}${args.only ? ` --only ${args.only}` : ''}${args.bin ? ` --bin ${args.bin}` : ''}`
+const out = table(rows)
+console.log(`\n${quick ? 'QUICK RUN (smaller fleets and socket counts; not the published figures)' : 'FULL RUN'}: ${command}`)
+console.log(`${host.cpus} x ${host.cpuModel}, ${host.memTotalGiB} GiB, bun ${host.bun}, linux ${host.kernel}; load ${WRK ? host.wrk : 'Bun fetch'}; ${PINNING ? `server pinned to CPU ${PINNING.server}, load to CPU ${PINNING.load}` : 'no CPU pinning'}`)
+console.log(`load average at start ${host.loadAvgAtStart.join(' ')}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}: other work on the machine moves absolute figures; the ratios to the floor, measured in the same run, are the robust ones`)
+console.log(`ratio: leader / floor, oriented so that 1.00x = as good as the floor (for latency and memory: floor / leader)\n`)
+console.log(out)
+if (Object.keys(failures).length > 0) console.log(`\nfailed: ${Object.keys(failures).join(', ')} (see the log above)`)
+const file = join(resultsDir, 'latest.json')
+writeFileSync(file, JSON.stringify({ date: new Date(started).toISOString(), seconds: Math.round((Date.now() - started) / 1000), command, quick, binary: binInfo, machine: { ...host, loadAvgAtEnd: loadavg() }, pinning: PINNING, plan, targets: TARGET, rows, failures, details }, null, 2) + '\n')
+console.log(`\nwrote ${file} (${Math.round((Date.now() - started) / 1000)} s)`)
+process.exit(Object.keys(failures).length > 0 ? 1 : 0)
