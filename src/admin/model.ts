@@ -1,6 +1,6 @@
 // Wire shapes of the admin routes: user management, the audit log and the mail status.
 import { t, type Static } from 'elysia'
-import { DisplayName, Email, Role, Timestamp, UserStatus } from '../accounts/model'
+import { DisplayName, Email, Me, Role, Timestamp, UserStatus } from '../accounts/model'
 
 export const USER_SORT_KEYS = ['email', 'display_name', 'created_at', 'last_login_at', 'pool_count', 'node_count'] as const
 export type UserSortKey = (typeof USER_SORT_KEYS)[number]
@@ -25,19 +25,16 @@ export const UserListQuery = t.Object(
 )
 export type UserListQuery = Static<typeof UserListQuery>
 
-export const AdminUser = t.Object({
-  id: t.String(),
-  email: t.String(),
-  display_name: t.Nullable(t.String()),
-  role: Role,
-  status: UserStatus,
-  created_at: Timestamp,
-  last_login_at: t.Nullable(Timestamp),
-  /** Pools the user belongs to, owned ones included (pool_members rows). */
-  pool_count: t.Integer(),
-  /** Nodes the user attached, in any pool (pool_nodes.owner_user_id). */
-  node_count: t.Integer(),
-})
+// The account fields of /auth/me, plus the two counts the admin table sorts by.
+export const AdminUser = t.Composite([
+  Me,
+  t.Object({
+    /** Pools the user belongs to, owned ones included (pool_members rows). */
+    pool_count: t.Integer(),
+    /** Nodes the user attached, in any pool (pool_nodes.owner_user_id). */
+    node_count: t.Integer(),
+  }),
+])
 export type AdminUser = Static<typeof AdminUser>
 
 export const UserList = t.Object({ items: t.Array(AdminUser), total: t.Integer(), page: t.Integer(), page_size: t.Integer() })
