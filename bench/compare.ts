@@ -10,6 +10,7 @@ import { heartbeatLoad, WRK, type LoadResult } from './lib/http-load'
 import { startFloor, startLeader, tempDir, useBinary, type Server } from './lib/proc'
 import { fmt, median } from './lib/report'
 import { copyState, dbPathOf, seedState } from './lib/seed'
+import { BENCH_HEARTBEAT_INTERVAL_S } from './scenarios/heartbeat'
 import { cpSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -27,6 +28,8 @@ interface Entry {
   name: string
   server: Server
   rounds: (LoadResult & { cpuUs: number })[]
+  /** Where the next round starts in the fleet. */
+  next: number
 }
 const entries: Entry[] = []
 try {
@@ -36,19 +39,19 @@ try {
     const dir = tempDir('compare-state')
     mkdirSync(dir, { recursive: true })
     cpSync(seed.dbPath, dbPathOf(dir))
-    entries.push({ name: bin, server: await startLeader({ stateDir: dir }), rounds: [] })
+    entries.push({ name: bin, server: await startLeader({ stateDir: dir, env: { SVC_HEARTBEAT_INTERVAL_S: BENCH_HEARTBEAT_INTERVAL_S } }), rounds: [], next: 0 })
   }
-  entries.push({ name: 'floor (bench/floor/heartbeat.ts)', server: await startFloor('heartbeat.ts', { FLOOR_DB: copyState(seed, join(tempDir('compare-floor'))) }), rounds: [] })
+  entries.push({ name: 'floor (bench/floor/heartbeat.ts)', server: await startFloor('heartbeat.ts', { FLOOR_DB: copyState(seed, join(tempDir('compare-floor'))) }), rounds: [], next: 0 })
+  const run = async (e: Entry, seconds: number) => {
+    const cpu0 = e.server.cpu()
+    const res = await heartbeatLoad(e.server.url, seed.tokensFile, connections, seconds, e.next)
+    if (res.errors > 0) throw new Error(`${e.name}: ${res.errors} failed heartbeats`)
+    e.next = (e.next + res.requests) % n
+    return { ...res, cpuUs: ((e.server.cpu() - cpu0) / res.requests) * 1e6 }
+  }
   const warm = Math.max(2, Math.ceil(n / 6000))
-  for (const e of entries) await heartbeatLoad(e.server.url, seed.tokensFile, connections, warm)
-  for (let r = 0; r < Number(values.rounds); r++) {
-    for (const e of entries) {
-      const cpu0 = e.server.cpu()
-      const res = await heartbeatLoad(e.server.url, seed.tokensFile, connections, Number(values.seconds))
-      if (res.errors > 0) throw new Error(`${e.name}: ${res.errors} failed heartbeats`)
-      e.rounds.push({ ...res, cpuUs: ((e.server.cpu() - cpu0) / res.requests) * 1e6 })
-    }
-  }
+  for (const e of entries) await run(e, warm)
+  for (let r = 0; r < Number(values.rounds); r++) for (const e of entries) e.rounds.push(await run(e, Number(values.seconds)))
 } finally {
   await Promise.all(entries.map((e) => e.server.stop()))
 }

@@ -33,12 +33,13 @@ interface Raw {
 /** wrk if installed (BENCH_NO_WRK=1 forces the Bun generator, to check it still works). */
 export const WRK = process.env.BENCH_NO_WRK ? null : Bun.which('wrk')
 
-export async function heartbeatLoad(url: string, tokensFile: string, connections: number, seconds: number): Promise<LoadResult> {
+/** `start`: the fellow (line of tokensFile) to begin with; pass where the last round stopped. */
+export async function heartbeatLoad(url: string, tokensFile: string, connections: number, seconds: number, start = 0): Promise<LoadResult> {
   let raw: Raw
   if (WRK) {
-    raw = await runLoad<Raw>([WRK, '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', join(ROOT, 'bench/load/heartbeat.lua'), url, '--', tokensFile])
+    raw = await runLoad<Raw>([WRK, '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', join(ROOT, 'bench/load/heartbeat.lua'), url, '--', tokensFile, String(start)])
   } else {
-    raw = await runLoad<Raw>([process.execPath, join(ROOT, 'bench/load/http.ts')], { BENCH_HTTP: JSON.stringify({ url, tokensFile, connections, seconds }) })
+    raw = await runLoad<Raw>([process.execPath, join(ROOT, 'bench/load/http.ts')], { BENCH_HTTP: JSON.stringify({ url, tokensFile, connections, seconds, start }) })
   }
   const s = raw.duration_us / 1e6
   return {

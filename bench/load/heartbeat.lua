@@ -1,7 +1,9 @@
 -- wrk script for the heartbeat scenario: every request carries the next fellow's real node token
 -- (rotating through the seeded fleet, so a fleet of 100,000 is 100,000 distinct callers) and a
 -- realistic body: status, step, loss, byte counters and four GPUs.
---   wrk -t1 -c64 -d10s -s bench/load/heartbeat.lua http://127.0.0.1:PORT -- tokens.txt
+--   wrk -t1 -c64 -d10s -s bench/load/heartbeat.lua http://127.0.0.1:PORT -- tokens.txt [START]
+-- START is where in the fleet to begin: the runner passes where the previous round stopped, so
+-- over many rounds every fellow beats at the same cadence and none goes stale or offline.
 local tokens = {}
 local i = 0
 local step = 0
@@ -27,7 +29,7 @@ function init(args)
   for line in io.lines(args[1]) do
     if #line > 0 then tokens[#tokens + 1] = line end
   end
-  i = (id or 0) * 7919 % #tokens
+  i = ((tonumber(args[2]) or 0) + (id or 0) * 7919) % #tokens
 end
 
 function request()

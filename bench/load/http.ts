@@ -9,13 +9,15 @@ interface Spec {
   tokensFile: string
   connections: number
   seconds: number
+  /** Where in the fleet to begin (see heartbeat.lua). */
+  start?: number
 }
 const spec = JSON.parse(process.env.BENCH_HTTP!) as Spec
 const tokens = readFileSync(spec.tokensFile, 'utf8').split('\n').filter(Boolean)
 const gpus = Array.from({ length: 4 }, (_, index) => ({ index, name: 'NVIDIA A100-SXM4-80GB', memory_total_mb: 81920, memory_free_mb: 40960, utilization_pct: 87.5 }))
 const rest = { loss: 1.2345, bytes_sent: 123456789, bytes_received: 987654321, hardware: { gpus, cpu_pct: 37.5, mem_free_mb: 120000 } }
 
-let next = 0
+let next = spec.start ?? 0
 let step = 0
 let bad = 0
 let failed = 0

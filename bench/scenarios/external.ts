@@ -39,6 +39,9 @@ async function runScript(file: string, args: string[], env: Record<string, strin
 }
 
 export interface InferenceResult {
+  args: string[]
+  /** The paced load per stream, from the script's own header line. */
+  paceMs: number
   output: string
   floorFloodFps: number
   leaderFloodFps: number
@@ -46,14 +49,15 @@ export interface InferenceResult {
   added: Record<string, { p50: number; p99: number }>
 }
 
-export async function inference(quick: boolean): Promise<InferenceResult> {
-  const output = await runScript('inference.ts', quick ? ['--quick'] : [], {})
+export async function inference(args: string[]): Promise<InferenceResult> {
+  const output = await runScript('inference.ts', args, {})
+  const paceMs = Number(/a frame every (\d+) ms per stream/.exec(output)?.[1] ?? NaN)
   const t = tablesIn(output).find((x) => x.head.includes('frames/s') && x.head.includes('load'))
   if (!t) throw new Error(`bench/inference.ts printed no frames/s table:\n${output}`)
   const fps = (floor: boolean, load: string) => num(t.rows.find((r) => /floor/i.test(r.path ?? '') === floor && r.load === load)?.['frames/s'])
   const added: InferenceResult['added'] = {}
   for (const m of output.matchAll(/added latency per frame, (\w+): p50 (-?[\d.]+) ms.*?p99 (-?[\d.]+) ms/g)) added[m[1]!] = { p50: Number(m[2]), p99: Number(m[3]) }
-  return { output, floorFloodFps: fps(true, 'flood'), leaderFloodFps: fps(false, 'flood'), added }
+  return { args, paceMs, output, floorFloodFps: fps(true, 'flood'), leaderFloodFps: fps(false, 'flood'), added }
 }
 
 export interface AdminListCase {

@@ -47,44 +47,59 @@ const side = (rounds: Round[]): Side => ({
   rounds,
 })
 
-async function round(server: Server, seed: Seed, o: HeartbeatOptions): Promise<Round> {
-  const cpu0 = server.cpu()
-  const r = await heartbeatLoad(server.url, seed.tokensFile, o.connections, o.seconds)
-  return { ...r, cpuUs: ((server.cpu() - cpu0) / r.requests) * 1e6 }
+/** A server and where its next round starts in the fleet (rounds continue the rotation). */
+interface Target {
+  server: Server
+  next: number
 }
+
+async function round(t: Target, seed: Seed, connections: number, seconds: number): Promise<Round> {
+  const cpu0 = t.server.cpu()
+  const r = await heartbeatLoad(t.server.url, seed.tokensFile, connections, seconds, t.next)
+  t.next = (t.next + r.requests) % seed.fellows.length
+  return { ...r, cpuUs: ((t.server.cpu() - cpu0) / r.requests) * 1e6 }
+}
+
+/**
+ * The leader's heartbeat interval here. Rounds go round-robin over every fleet, so a fleet idles
+ * about 25 s between its rounds, and a fellow of 100,000 beats once a minute or so (half the fleet
+ * per round); with the default 10 s they would turn stale (after 20 s) and back to online every
+ * round, and the liveness work on that churn (events for tens of thousands of fellows at once)
+ * would land in the figures. 60 s keeps them online (120 s); the heartbeat path is the same.
+ */
+export const BENCH_HEARTBEAT_INTERVAL_S = '60'
 
 export async function heartbeats(seeds: Seed[], o: HeartbeatOptions): Promise<HeartbeatResult[]> {
   const servers: Server[] = []
   try {
-    const fleets: { seed: Seed; leader: Server; floor: Server; warmupSeconds: number; l: Round[]; f: Round[] }[] = []
-    // Largest fleet first, so no fleet sits idle for a minute before its rounds: its fellows would
-    // go offline (SVC_HEARTBEAT_INTERVAL_S=10: offline after 60 s) and the liveness loop's work on
-    // that would land in the figures. Between rounds a fleet idles about 25 s: stale, not offline.
+    const fleets: { seed: Seed; leader: Target; floor: Target; warmupSeconds: number; l: Round[]; f: Round[] }[] = []
+    // Largest fleet first, so no fleet sits idle long before its rounds start (see
+    // BENCH_HEARTBEAT_INTERVAL_S: its fellows must stay online).
     for (const seed of [...seeds].sort((a, b) => b.fellows.length - a.fellows.length)) {
-      const leader = await startLeader({ stateDir: seed.stateDir })
-      servers.push(leader)
-      const floor = await startFloor('heartbeat.ts', { FLOOR_DB: copyState(seed, tempDir('floor-hb')) })
-      servers.push(floor)
+      const leader = { server: await startLeader({ stateDir: seed.stateDir, env: { SVC_HEARTBEAT_INTERVAL_S: BENCH_HEARTBEAT_INTERVAL_S } }), next: 0 }
+      servers.push(leader.server)
+      const floor = { server: await startFloor('heartbeat.ts', { FLOOR_DB: copyState(seed, tempDir('floor-hb')) }), next: 0 }
+      servers.push(floor.server)
       // Warm-up long enough for every fellow to have sent once: in steady state each fellow's
       // token is in the leader's cache (they beat every 10 s), so first-sight lookups are not the figure.
       const warmupSeconds = Math.min(30, Math.max(2, Math.ceil(seed.fellows.length / 6000)))
-      for (const s of [leader, floor]) {
-        const w = await heartbeatLoad(s.url, seed.tokensFile, o.connections, warmupSeconds)
-        if (w.errors > 0) throw new Error(`${s.name}: ${w.errors} failed heartbeats in the warm-up (${seed.fellows.length} fellows)`)
+      for (const t of [leader, floor]) {
+        const w = await round(t, seed, o.connections, warmupSeconds)
+        if (w.errors > 0) throw new Error(`${t.server.name}: ${w.errors} failed heartbeats in the warm-up (${seed.fellows.length} fellows)`)
       }
       fleets.push({ seed, leader, floor, warmupSeconds, l: [], f: [] })
     }
     for (let r = 0; r < o.rounds; r++) {
       for (const x of fleets) {
-        x.l.push(await round(x.leader, x.seed, o))
-        x.f.push(await round(x.floor, x.seed, o))
+        x.l.push(await round(x.leader, x.seed, o.connections, o.seconds))
+        x.f.push(await round(x.floor, x.seed, o.connections, o.seconds))
       }
     }
     fleets.sort((a, b) => a.seed.fellows.length - b.seed.fellows.length)
     return fleets.map((x) => {
       const bad = [...x.l, ...x.f].find((r) => r.errors > 0)
       if (bad) throw new Error(`${bad.errors} failed heartbeats in a measured round (${x.seed.fellows.length} fellows)`)
-      return { fellows: x.seed.fellows.length, leader: side(x.l), floor: side(x.f), leaderReadyMs: x.leader.readyMs, leaderRssAfter: x.leader.rss(), warmupSeconds: x.warmupSeconds }
+      return { fellows: x.seed.fellows.length, leader: side(x.l), floor: side(x.f), leaderReadyMs: x.leader.server.readyMs, leaderRssAfter: x.leader.server.rss(), warmupSeconds: x.warmupSeconds }
     })
   } finally {
     await Promise.all(servers.map((s) => s.stop()))
