@@ -1,17 +1,16 @@
 #!/usr/bin/env bun
-// Subcommand dispatch only.
+// Subcommand dispatch only. Each subcommand's code is imported when it runs, so `serve` does not
+// load the fellow agent and `fellow` does not load the leader.
 import { ConfigError, loadConfig } from './config'
 import { DbOpenError } from './db/client'
 import { BackupError } from './db/backup'
 import { AppError } from './errors'
 import { VERSION } from './version'
 import { USAGE, UsageError } from './cli/usage'
-import { runAdmin } from './cli/admin'
-import { runFellow } from './cli/fellow'
-import { startServer } from './server'
 
 async function serve(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`serve takes no arguments (configure it with SVC_* variables), got: ${args.join(' ')}`)
+  const { startServer } = await import('./server')
   const server = await startServer(loadConfig())
   await new Promise<void>((resolve) => {
     const onSignal = () => {
@@ -46,9 +45,9 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       return serve(rest)
     case 'admin':
-      return runAdmin(rest)
+      return (await import('./cli/admin')).runAdmin(rest)
     case 'fellow':
-      return runFellow(rest)
+      return (await import('./cli/fellow')).runFellow(rest)
     case 'health':
       return health(rest)
     case '-h':

@@ -29,7 +29,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
   const services = createServices(ctx)
   const app = createApp(ctx, services)
   const specs: LoopSpec[] = [purgeLoop(ctx), ...services.loops]
-  const mailer = cfg.smtp ? mailLoop(ctx, createTransport(cfg.smtp, { ca: cfg.smtp.ca ?? undefined })) : null
+  const mailer = cfg.smtp ? mailLoop(ctx, await createTransport(cfg.smtp, { ca: cfg.smtp.ca ?? undefined })) : null
   if (mailer) {
     wakeMail = mailer.wake
     specs.push(mailer)

@@ -1,7 +1,7 @@
 // Sends what the outbox holds. A row is claimed, rendered and handed to SMTP; on failure it is
 // retried with exponential backoff, and after the last attempt it is given up. Whatever the
 // outcome, a finished row loses its payload: one-time links must not linger in the state file.
-import nodemailer, { type Transporter } from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type SMTPTransport from 'nodemailer/lib/smtp-transport'
 import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
@@ -27,7 +27,12 @@ export const BACKOFF_BASE_MS = 30_000
 const CLAIM_MS = 5 * 60_000
 const MAX_ERROR_CHARS = 300
 
-export function createTransport(smtp: SmtpConfig, opts: TransportOptions = {}): SmtpTransport {
+/**
+ * nodemailer (and the node:net/tls/dns it brings) is loaded on first use, not at start: a leader
+ * without SMTP never needs it, and it is about 3 MiB of a leader's idle memory.
+ */
+export async function createTransport(smtp: SmtpConfig, opts: TransportOptions = {}): Promise<SmtpTransport> {
+  const { default: nodemailer } = await import('nodemailer')
   const options: SMTPTransport.Options = {
     host: smtp.host,
     port: smtp.port,
@@ -238,7 +243,7 @@ export function mailStatus(ctx: Ctx): MailStatus {
  * server's answer in the response. Any failure becomes smtp_failed with that answer.
  */
 export async function sendTestMail(smtp: SmtpConfig, to: string, baseUrl: string, ca?: string): Promise<void> {
-  const transport = createTransport(smtp, { ca })
+  const transport = await createTransport(smtp, { ca })
   try {
     await transport.verify()
     const message = renderMail('test', {}, baseUrl)

@@ -1,7 +1,7 @@
 // GET /metrics (Prometheus text; admins, or the SVC_METRICS_TOKEN bearer), the OpenAPI document
 // and a docs page that renders it with a script served by the binary itself (no CDN).
 import { Elysia } from 'elysia'
-import { toOpenAPISchema } from '@elysiajs/openapi'
+import type { toOpenAPISchema } from '@elysiajs/openapi'
 import { count, eq } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
 import { VERSION } from '../version'
@@ -64,7 +64,10 @@ export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: Observability
     })
     .get(
       '/api/v1/openapi.json',
-      () => {
+      async () => {
+        // The generator is loaded on the first request: a leader that nobody asks for its
+        // document does not carry it in memory.
+        const { toOpenAPISchema } = await import('@elysiajs/openapi')
         doc ??= {
           openapi: '3.1.0',
           info: { title: 'svc leader API', version: VERSION, description: 'See docs/api.md. Each operation carries its policy class in x-policy.' },

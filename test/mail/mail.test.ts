@@ -172,7 +172,7 @@ describe('mail sender', () => {
     const h = track(makeHarness(smtpEnv(inbox.port, 'none', { SVC_BASE_URL: BASE })))
     h.ctx.db.transaction((tx) => h.ctx.mail.enqueue(tx, 'verify-email', 'ada@example.com', VARS['verify-email']))
     expect(mailStatus(h.ctx)).toEqual({ configured: true, pending: 1, failed: 0, sent: 0 })
-    const r = await deliverDue(h.ctx, createTransport(h.cfg.smtp!))
+    const r = await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))
     expect(r).toEqual({ sent: 1, failed: 0, retried: 0 })
     const row = outboxRow(h)
     expect([row.status, row.payload, row.attempts, row.sentAt]).toEqual(['sent', null, 1, h.clock.now()])
@@ -185,7 +185,7 @@ describe('mail sender', () => {
     expect(msg.texts).toHaveLength(2)
     for (const t of msg.texts) expect(t).toContain(`${BASE}/verify-email?token=tok-verify`)
     expect(mailStatus(h.ctx)).toEqual({ configured: true, pending: 0, failed: 0, sent: 1 })
-    expect(await deliverDue(h.ctx, createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 0 })
+    expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 0 })
   })
 
   test('STARTTLS and implicit TLS both deliver with the certificate checked against the given CA', async () => {
@@ -193,11 +193,11 @@ describe('mail sender', () => {
       const inbox = track(await startSmtp({ secure, key: tls.key, cert: tls.cert }))
       const h = track(makeHarness(smtpEnv(inbox.port, mode)))
       h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'ada@example.com', { name: 'Ada' })
-      expect(await deliverDue(h.ctx, createTransport(h.cfg.smtp!, { ca: tls.cert }))).toEqual({ sent: 1, failed: 0, retried: 0 })
+      expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!, { ca: tls.cert }))).toEqual({ sent: 1, failed: 0, retried: 0 })
       expect(inbox.messages).toHaveLength(1)
       // Without the CA the self-signed certificate is refused: verification is on.
       h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'ada@example.com', { name: 'Ada' })
-      expect(await deliverDue(h.ctx, createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 1 })
+      expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 1 })
       expect(inbox.messages).toHaveLength(1)
     }
   })
@@ -206,7 +206,7 @@ describe('mail sender', () => {
     const inbox = track(await startSmtp())
     const h = track(makeHarness(smtpEnv(inbox.port, 'starttls')))
     h.ctx.mail.enqueue(h.ctx.db, 'test', 'ada@example.com', {})
-    expect(await deliverDue(h.ctx, createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 1 })
+    expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 1 })
     expect(inbox.messages).toHaveLength(0)
   })
 
@@ -221,7 +221,7 @@ describe('mail sender', () => {
       }),
     )
     const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
-    const transport = createTransport(h.cfg.smtp!)
+    const transport = await createTransport(h.cfg.smtp!)
     h.ctx.mail.enqueue(h.ctx.db, 'test', 'ada@example.com', {})
     expect(await deliverDue(h.ctx, transport)).toEqual({ sent: 0, failed: 0, retried: 1 })
     let row = outboxRow(h)
@@ -245,7 +245,7 @@ describe('mail sender', () => {
   test('a mail is given up after five failed attempts and its payload is dropped', async () => {
     const inbox = track(await startSmtp({ onRcptTo: (_a, _s, cb) => cb(smtpError(451, 'Greylisted')) }))
     const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
-    const transport = createTransport(h.cfg.smtp!)
+    const transport = await createTransport(h.cfg.smtp!)
     h.ctx.mail.enqueue(h.ctx.db, 'password-reset', 'ada@example.com', VARS['password-reset'])
     for (let attempt = 1; attempt <= 4; attempt++) {
       expect(await deliverDue(h.ctx, transport)).toEqual({ sent: 0, failed: 0, retried: 1 })
@@ -270,7 +270,7 @@ describe('mail sender', () => {
     h.ctx.db.update(mailOutbox).set({ payload: 'AAAA.BBBB.CCCC' }).where(eq(mailOutbox.id, bad)).run()
     h.clock.advance(1)
     h.ctx.mail.enqueue(h.ctx.db, 'test', 'good@example.com', {})
-    expect(await deliverDue(h.ctx, createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 1, retried: 0 })
+    expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 1, retried: 0 })
     expect([outboxRow(h, bad).status, outboxRow(h, bad).payload]).toEqual(['failed', null])
     expect(inbox.messages.map((m) => m.to)).toEqual([['good@example.com']])
   })
@@ -279,7 +279,7 @@ describe('mail sender', () => {
     const inbox = track(await startSmtp())
     const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
     for (let i = 0; i < 3; i++) h.ctx.mail.enqueue(h.ctx.db, 'test', `u${i}@example.com`, {})
-    const transport = createTransport(h.cfg.smtp!)
+    const transport = await createTransport(h.cfg.smtp!)
     const results = await Promise.all([deliverDue(h.ctx, transport), deliverDue(h.ctx, transport)])
     expect(results.reduce((n, r) => n + r.sent, 0)).toBe(3)
     expect(inbox.messages).toHaveLength(3)
@@ -288,7 +288,7 @@ describe('mail sender', () => {
   test('the mail loop drains more than one batch per run, and wake sends without waiting for the tick', async () => {
     const inbox = track(await startSmtp())
     const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
-    const loop = mailLoop(h.ctx, createTransport(h.cfg.smtp!), 2)
+    const loop = mailLoop(h.ctx, await createTransport(h.cfg.smtp!), 2)
     for (let i = 0; i < 3; i++) h.ctx.mail.enqueue(h.ctx.db, 'test', `u${i}@example.com`, {})
     await loop.run()
     expect(inbox.messages).toHaveLength(3)
@@ -315,7 +315,7 @@ describe('mail sender', () => {
     const ctx: Ctx = { cfg: h.cfg, clock, db: store.db, sqlite: store.sqlite, log: silentLogger, mail: createOutbox(true, h.cfg.secretKey, clock) }
     try {
       expect(outboxRow({ ctx }).status).toBe('pending')
-      expect(await deliverDue(ctx, createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 0, retried: 0 })
+      expect(await deliverDue(ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 0, retried: 0 })
       expect(parseMime(inbox.messages[0]!.raw).texts[0]).toContain('/verify-email?token=tok-verify')
     } finally {
       store.close()
