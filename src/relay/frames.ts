@@ -8,6 +8,12 @@ import { AppError } from '../errors'
 export interface Frame {
   meta: Record<string, unknown>
   data: Uint8Array
+  /**
+   * The frame's encoding as it arrived (a view into the pushed body), set by decodeFrames. The
+   * relay answers pops with these bytes as they are: re-encoding a 4 MiB frame meant a zeroed
+   * allocation and a copy per pop, and was half of the relay's CPU (docs/benchmarks.md).
+   */
+  wire?: Uint8Array
 }
 
 export interface FrameLimits {
@@ -34,7 +40,25 @@ const bad = (message: string) => new AppError('bad_request', message)
 
 /** Bytes one frame takes on the wire; the relay hub charges queues by this. */
 export function frameWireBytes(frame: Frame): number {
+  if (frame.wire) return frame.wire.byteLength
   return META_LEN_BYTES + utf8Length(JSON.stringify(frame.meta)) + DATA_LEN_BYTES + frame.data.byteLength
+}
+
+/**
+ * The encoding of `frames` as a list of byte views, without copying what arrived encoded: a
+ * run of frames that were adjacent in one pushed body is one view. Concatenated, the parts equal
+ * encodeFrames(frames).
+ */
+export function wireParts(frames: Frame[]): Uint8Array[] {
+  const parts: Uint8Array[] = []
+  for (const f of frames) {
+    const w = f.wire ?? encodeFrames([f])
+    const last = parts[parts.length - 1]
+    if (last && last.buffer === w.buffer && last.byteOffset + last.byteLength === w.byteOffset) {
+      parts[parts.length - 1] = new Uint8Array(last.buffer, last.byteOffset, last.byteLength + w.byteLength)
+    } else parts.push(w)
+  }
+  return parts
 }
 
 export function encodeFrames(frames: Frame[]): Uint8Array {
@@ -59,7 +83,8 @@ export function encodeFrames(frames: Frame[]): Uint8Array {
 
 /**
  * Decodes a whole body. All-or-nothing: every frame is validated before any is returned, so a
- * caller never enqueues half a push. Data are views into `body` (no copy of tensor bytes).
+ * caller never enqueues half a push. Data and wire bytes are views into `body` (no copy of tensor
+ * bytes).
  */
 export function decodeFrames(body: Uint8Array, limits: FrameLimits): Frame[] {
   const lim = resolveLimits(limits)
@@ -67,6 +92,7 @@ export function decodeFrames(body: Uint8Array, limits: FrameLimits): Frame[] {
   const frames: Frame[] = []
   let off = 0
   while (off < body.byteLength) {
+    const start = off
     const i = frames.length
     if (i >= lim.maxFrames) throw bad(`body holds more than ${lim.maxFrames} frames`)
     if (body.byteLength - off < META_LEN_BYTES) throw bad(`frame ${i}: truncated header (meta_len)`)
@@ -83,7 +109,7 @@ export function decodeFrames(body: Uint8Array, limits: FrameLimits): Frame[] {
     if (dataLen > body.byteLength - off) {
       throw bad(`frame ${i}: truncated data (data_len ${dataLen}, ${body.byteLength - off} bytes remain)`)
     }
-    frames.push({ meta, data: body.subarray(off, off + dataLen) })
+    frames.push({ meta, data: body.subarray(off, off + dataLen), wire: body.subarray(start, off + dataLen) })
     off += dataLen
   }
   return frames

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { AppError } from '../../src/errors'
-import { decodeFrames, encodeFrames, frameWireBytes, FrameReader, type Frame } from '../../src/relay/frames'
+import { decodeFrames, encodeFrames, frameWireBytes, FrameReader, wireParts, type Frame } from '../../src/relay/frames'
 
 const MiB = 1024 * 1024
 const limits = { maxFrameBytes: 64 * MiB }
@@ -185,6 +185,34 @@ describe('relay frames', () => {
         })
       }),
       { numRuns: 300 },
+    )
+  })
+
+  test('decoded frames are relayed as the bytes that arrived, without re-encoding', () => {
+    // Whitespace in the meta: a re-encoder would change it; the relay forwards it as sent.
+    const meta = '{ "step": 1 }'
+    const body = raw([{ u32: meta.length }, { bytes: meta }, { u64: 3n }, { bytes: [1, 2, 3] }])
+    const frames = decodeFrames(body, limits)
+    expect(frames[0]!.wire!.buffer).toBe(body.buffer)
+    expect(frameWireBytes(frames[0]!)).toBe(body.byteLength)
+    const parts = wireParts(frames)
+    expect(parts.length).toBe(1)
+    expect(sameBytes(parts[0]!, body)).toBe(true)
+    expect(sameBytes(encodeFrames(frames), body)).toBe(false)
+  })
+
+  test('property: the wire parts of decoded frames, from several bodies and mixed with new frames, concatenate to their encoding', () => {
+    const frame = fc.record({ meta: fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }), data: fc.uint8Array({ maxLength: 64 }) })
+    fc.assert(
+      fc.property(fc.array(fc.array(frame, { maxLength: 4 }), { maxLength: 4 }), fc.array(frame, { maxLength: 2 }), (bodies, fresh) => {
+        const decoded = bodies.map((b) => decodeFrames(encodeFrames(b), limits))
+        const mixed: Frame[] = [...decoded.flat(), ...fresh]
+        const parts = wireParts(mixed)
+        expect(sameBytes(new Uint8Array(Buffer.concat(parts)), encodeFrames(mixed))).toBe(true)
+        // Adjacent frames of one body are one view: at most one part per body plus one per new frame.
+        expect(parts.length).toBeLessThanOrEqual(decoded.filter((d) => d.length > 0).length + fresh.length)
+      }),
+      { numRuns: 200 },
     )
   })
 })
