@@ -1,6 +1,15 @@
 // The live view of every fellow, in memory. Heartbeats update it without touching the database;
 // a flush writes the changed rows in one transaction every few hundred milliseconds, and liveness
 // (online / stale / offline) is computed from the last heartbeat time instead of being written.
+//
+// Every reader of telemetry reads this memory; the state file's copy is only for a restart. So a
+// fellow's row is written on its first heartbeat, when its status changes, and otherwise at most
+// every PERSIST_EVERY (30 s, or 3 intervals if shorter); a clean stop writes whatever is newer.
+// A row write costs 10-12 µs once the fleet outgrows SQLite's page cache (each lands on its own
+// page, so each is a 4 KiB WAL write): writing every heartbeat made a heartbeat of a 100,000-fellow
+// fleet cost more than one of a small fleet (docs/benchmarks.md). A crash loses at most that much
+// telemetry, and a fellow's saved last_seen_at is at most 3 intervals old, so a quick restart sees it
+// stale, never offline; its next heartbeat brings it back.
 import { eq } from 'drizzle-orm'
 import { fellows, poolNodes } from '../db/schema'
 import type { Ctx } from '../context'
@@ -44,10 +53,22 @@ export interface HistoryPoint {
 const HISTORY_EVERY_MS = 30_000 // one point per fellow per 30 s
 const HISTORY_POINTS = 240 // two hours at that rate
 const EVENTS_PER_POOL = 500
+const PERSIST_EVERY_MS = 30_000
+const PERSIST_EVERY_INTERVALS = 3
+
+/** What the state file last got for a fellow. */
+interface Persisted {
+  at: number
+  status: string | null
+}
 
 export class FellowRegistry {
   private byId = new Map<string, LiveFellow>()
-  private dirty = new Set<string>()
+  /** Fellows with telemetry newer than their row (written by a forced flush, on stop). */
+  private unsaved = new Set<string>()
+  /** Of those, the ones the next flush writes (first heartbeat, status change, or due). */
+  private due = new Set<string>()
+  private persisted = new Map<string, Persisted>()
   private lastState = new Map<string, NodeState>()
   private history = new Map<string, HistoryPoint[]>()
   private events = new Map<string, PoolEvent[]>()
@@ -107,7 +128,9 @@ export class FellowRegistry {
     const f = this.byId.get(id)
     if (f) this.event(f, 'removed', null)
     this.byId.delete(id)
-    this.dirty.delete(id)
+    this.unsaved.delete(id)
+    this.due.delete(id)
+    this.persisted.delete(id)
     this.lastState.delete(id)
     this.history.delete(id)
   }
@@ -139,7 +162,9 @@ export class FellowRegistry {
     if (hb.bytes_received !== undefined) f.bytesReceived = hb.bytes_received
     if (hb.hardware !== undefined) f.hardware = hb.hardware
     if (hb.servables !== undefined) f.servables = hb.servables
-    this.dirty.add(f.id)
+    this.unsaved.add(f.id)
+    const saved = this.persisted.get(f.id)
+    if (!saved || saved.status !== f.status || now - saved.at >= this.persistEveryMs()) this.due.add(f.id)
     const prev = this.lastState.get(f.id)
     if (prev !== 'online') {
       this.lastState.set(f.id, 'online')
@@ -162,11 +187,24 @@ export class FellowRegistry {
     }
   }
 
-  /** Writes the fellows whose heartbeats arrived since the last flush, in one transaction. */
-  flush(): number {
-    if (this.dirty.size === 0) return 0
-    const ids = [...this.dirty]
-    this.dirty.clear()
+  private persistEveryMs(): number {
+    return Math.min(PERSIST_EVERY_MS, PERSIST_EVERY_INTERVALS * this.ctx.cfg.heartbeatIntervalS * 1000)
+  }
+
+  /**
+   * Writes the fellows that are due (see the top of this file) in one transaction; `all` writes
+   * every fellow with unsaved telemetry (a clean stop). Returns the rows written.
+   */
+  flush({ all = false }: { all?: boolean } = {}): number {
+    const pick = all ? this.unsaved : this.due
+    if (pick.size === 0) return 0
+    const ids = [...pick]
+    const now = this.ctx.clock.now()
+    for (const id of ids) {
+      this.unsaved.delete(id)
+      this.due.delete(id)
+      this.persisted.set(id, { at: now, status: this.byId.get(id)?.status ?? null })
+    }
     const stmt = this.ctx.sqlite.prepare(
       'UPDATE fellows SET last_seen_at = ?, status = ?, step = ?, loss = ?, bytes_sent = ?, bytes_received = ?, hardware = ? WHERE id = ?',
     )

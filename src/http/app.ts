@@ -66,7 +66,7 @@ export function createServices(ctx: Ctx): Services {
   const rollup = new ContributionRollup(ctx, new ContributionMeter())
   registry.onUptime = (f, now, onlineMs, gpus) => rollup.meter.uptime(f.ownerUserId, now, onlineMs, gpus)
   const loops: LoopSpec[] = [
-    // Heartbeats land in memory; this writes them in batches (one transaction per flush).
+    // Heartbeats land in memory; this writes the due rows in batches (src/fellows/live.ts says when).
     { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
     {
       name: 'liveness',
@@ -103,7 +103,7 @@ export function createServices(ctx: Ctx): Services {
     inference,
     loops,
     close: async () => {
-      registry.flush()
+      registry.flush({ all: true })
       rollup.tick()
       signals.closeAll()
       inference.close()

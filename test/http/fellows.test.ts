@@ -181,6 +181,43 @@ describe('heartbeats and telemetry', () => {
     expect(h.ctx.db.select().from(fellowsTable).where(eq(fellowsTable.id, f.fellow_id)).get()!.step).toBe(42)
   })
 
+  test('telemetry reaches the state file on the first heartbeat, on a status change, every 30 s, and all of it on a clean stop', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    const node = h.client({ bearer: f.node_token })
+    const registry = h.services.fellows.registry
+    const row = () => h.ctx.db.select().from(fellowsTable).where(eq(fellowsTable.id, f.fellow_id)).get()!
+    const beat = async (status: string, step: number) => expect((await node.post('/api/v1/workers/heartbeat', { status, step })).status).toBe(200)
+    await beat('running', 1)
+    expect(registry.flush()).toBe(1)
+    expect(row().step).toBe(1)
+    // Same status within 30 s: served from memory at once, written later.
+    h.clock.advance(10_000)
+    await beat('running', 2)
+    expect(registry.flush()).toBe(0)
+    expect(row().step).toBe(1)
+    expect((await a.get('/api/v1/cluster/nodes')).body.items[0].step).toBe(2)
+    // A status change is written on the next flush.
+    h.clock.advance(1_000)
+    await beat('idle', 3)
+    expect(registry.flush()).toBe(1)
+    expect(row()).toMatchObject({ step: 3, status: 'idle' })
+    // 30 s after the last write, the next heartbeat is due.
+    h.clock.advance(29_999)
+    await beat('idle', 4)
+    expect(registry.flush()).toBe(0)
+    h.clock.advance(1)
+    await beat('idle', 5)
+    expect(registry.flush()).toBe(1)
+    expect(row()).toMatchObject({ step: 5, lastSeenAt: h.clock.now() })
+    // A clean stop writes what is newer than the row.
+    h.clock.advance(10_000)
+    await beat('idle', 6)
+    expect(registry.flush()).toBe(0)
+    await h.services.close()
+    expect(row()).toMatchObject({ step: 6, lastSeenAt: h.clock.now() })
+  })
+
   test('liveness: online, then stale after 2 missed intervals, offline after 6 (fake clock, no writes per tick)', async () => {
     const { h, a, pool } = await setup()
     const f = (await register(h, await joinToken(a, pool.id))).body
