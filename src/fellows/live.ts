@@ -64,6 +64,9 @@ interface Persisted {
 
 export class FellowRegistry {
   private byId = new Map<string, LiveFellow>()
+  /** Fellow ids by pool, so a pool's fellows are found without walking the fleet. */
+  private byPool = new Map<string, Set<string>>()
+  private poolOf = new Map<string, string>()
   /** Fellows with telemetry newer than their row (written by a forced flush, on stop). */
   private unsaved = new Set<string>()
   /** Of those, the ones the next flush writes (first heartbeat, status change, or due). */
@@ -102,6 +105,7 @@ export class FellowRegistry {
         servables: [],
       }
       this.byId.set(f.id, live)
+      this.index(f.id, live.poolId)
       this.lastState.set(f.id, this.stateOf(live, ctx.clock.now()))
     }
   }
@@ -120,6 +124,7 @@ export class FellowRegistry {
 
   put(f: LiveFellow, event: PoolEvent['kind'] | null): void {
     this.byId.set(f.id, f)
+    this.index(f.id, f.poolId)
     this.lastState.set(f.id, this.stateOf(f, this.ctx.clock.now()))
     if (event) this.event(f, event, null)
   }
@@ -128,6 +133,7 @@ export class FellowRegistry {
     const f = this.byId.get(id)
     if (f) this.event(f, 'removed', null)
     this.byId.delete(id)
+    this.index(id, null)
     this.unsaved.delete(id)
     this.due.delete(id)
     this.persisted.delete(id)
@@ -245,9 +251,7 @@ export class FellowRegistry {
   }
 
   poolHistory(poolId: string): { fellow_id: string; points: HistoryPoint[] }[] {
-    const out: { fellow_id: string; points: HistoryPoint[] }[] = []
-    for (const f of this.byId.values()) if (f.poolId === poolId) out.push({ fellow_id: f.id, points: this.history.get(f.id) ?? [] })
-    return out
+    return this.inPools(new Set([poolId])).map((f) => ({ fellow_id: f.id, points: this.history.get(f.id) ?? [] }))
   }
 
   /** Detaches fellows from their pool (forced pool delete). */
@@ -257,6 +261,7 @@ export class FellowRegistry {
       if (f) {
         f.poolId = null
         f.ownerUserId = null
+        this.index(id, null)
       }
     }
   }
@@ -267,12 +272,31 @@ export class FellowRegistry {
     if (f) {
       f.poolId = row?.poolId ?? null
       f.ownerUserId = row?.ownerUserId ?? null
+      this.index(id, f.poolId)
     }
   }
 
+  /** The fellows of these pools (null: every fellow), in the order they joined each pool. */
   inPools(poolIds: Set<string> | null): LiveFellow[] {
+    if (poolIds === null) return [...this.byId.values()]
     const out: LiveFellow[] = []
-    for (const f of this.byId.values()) if (poolIds === null || (f.poolId !== null && poolIds.has(f.poolId))) out.push(f)
+    for (const poolId of poolIds) for (const id of this.byPool.get(poolId) ?? []) out.push(this.byId.get(id)!)
     return out
+  }
+
+  private index(id: string, poolId: string | null): void {
+    const was = this.poolOf.get(id)
+    if (was === poolId) return
+    if (was !== undefined) {
+      const members = this.byPool.get(was)!
+      members.delete(id)
+      if (members.size === 0) this.byPool.delete(was)
+      this.poolOf.delete(id)
+    }
+    if (poolId === null) return
+    let members = this.byPool.get(poolId)
+    if (!members) this.byPool.set(poolId, (members = new Set()))
+    members.add(id)
+    this.poolOf.set(id, poolId)
   }
 }

@@ -128,11 +128,13 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
           if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) return problem('forbidden', 'This node token belongs to another fellow.')
           if (!f || f.released) return problem('forbidden', 'Unknown or released fellow.')
         },
+        // The hub holds Bun's own socket: Elysia hands every callback a fresh wrapper, so the wrapper
+        // seen on close is never the one seen on open, and the raw socket is all a send needs.
         open(ws) {
-          fellows.signals.attach(ws.data.params.fellow_id, ws)
+          fellows.signals.attach(ws.data.params.fellow_id, ws.raw)
         },
         close(ws) {
-          fellows.signals.detach(ws.data.params.fellow_id, ws)
+          fellows.signals.detach(ws.data.params.fellow_id, ws.raw)
         },
         message() {
           // Fellows report over HTTP; the socket only carries signals to them.

@@ -273,6 +273,21 @@ describe('worker management', () => {
     expect((await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(401)
   })
 
+  test('a pool-wide update reaches exactly the fellows in that pool, and no longer those that left it', async () => {
+    const { h, a, b, pool, bobPool } = await setup()
+    const mine = [(await register(h, await joinToken(a, pool.id))).body, (await register(h, await joinToken(a, pool.id), { hostname: 'gpu-2' })).body]
+    const bobs = (await register(h, await joinToken(b, bobPool.id))).body
+    const signalled = (c: typeof a, poolId: string) => c.post('/api/v1/workers/update', { pool_id: poolId }).then((r) => r.body.signalled)
+    expect(await signalled(a, pool.id)).toBe(2)
+    expect(await signalled(b, bobPool.id)).toBe(1)
+    expect(h.services.fellows.signals.takePending(bobs.fellow_id)).toHaveLength(1)
+    expect((await a.delete(`/api/v1/workers/${mine[0]!.fellow_id}`)).status).toBe(204)
+    expect(await signalled(a, pool.id)).toBe(1)
+    expect((await a.delete(`/api/v1/pools/${pool.id}?force=true`)).status).toBe(200)
+    expect(h.services.fellows.registry.inPools(new Set([pool.id]))).toEqual([])
+    expect(h.services.fellows.registry.inPools(new Set([bobPool.id])).map((f) => f.id)).toEqual([bobs.fellow_id])
+  })
+
   test('signals for a fellow without a socket arrive in its next heartbeat response', async () => {
     const { h, a, pool } = await setup()
     const f = (await register(h, await joinToken(a, pool.id))).body

@@ -54,3 +54,17 @@ describe('signal WebSocket handshake', () => {
     second.ws.close()
   })
 })
+
+describe('signal WebSocket close', () => {
+  test('a signal sent after the fellow\'s socket closed waits for its next connection instead of going to the dead socket', async () => {
+    const s = await openSocket(wsUrl(f2.fellow_id), { Authorization: `Bearer ${f2.node_token}` })
+    s.ws.close()
+    await s.closed
+    await until(() => !h.services.fellows.signals.connected(f2.fellow_id), 'the hub to drop the closed socket')
+    await a.post('/api/v1/workers/update', { fellow_id: f2.fellow_id, version: 'after-close' })
+    const again = await openSocket(wsUrl(f2.fellow_id), { Authorization: `Bearer ${f2.node_token}` })
+    await until(() => again.messages.length === 1, 'the UPDATE queued while away')
+    expect(again.messages[0]).toMatchObject({ signal: 'UPDATE', payload: { version: 'after-close' } })
+    again.ws.close()
+  })
+})
