@@ -13,6 +13,7 @@
 //   bun run bench/inference.ts            (1,000 streams; 100 paced and 200 flood frames each)
 //   bun run bench/inference.ts --quick    (1,000 streams; 20 paced and 50 flood frames each)
 //   --pace-ms=N                           (a paced frame every N ms per stream; default 50)
+//   --paced-frames=N                      (frames per stream in the paced run)
 import { mkdtempSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
@@ -246,6 +247,8 @@ async function main() {
   const quick = process.argv.includes('--quick')
   const streams = 1000
   const frames: Record<Pace, number> = quick ? { paced: 20, flood: 50 } : { paced: 100, flood: 200 }
+  const pacedFrames = /^--paced-frames=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--paced-frames=')) ?? '')?.[1]
+  if (pacedFrames) frames.paced = Math.max(1, Number(pacedFrames))
   const leader = await startLeader()
   const floor = floorServer()
   const rows: [string, string, Result][] = []

@@ -15,6 +15,8 @@ export interface SocketsSide {
   p50Ms: number
   p99Ms: number
   maxMs: number
+  /** The first (cold) signal: until the last socket of the pool had it. Not in the percentiles. */
+  coldMs: number
   meanMsByTenth: number[]
 }
 
