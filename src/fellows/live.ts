@@ -3,13 +3,15 @@
 // (online / stale / offline) is computed from the last heartbeat time instead of being written.
 //
 // Every reader of telemetry reads this memory; the state file's copy is only for a restart. So a
-// fellow's row is written on its first heartbeat, when its status changes, and otherwise at most
-// every PERSIST_EVERY (30 s, or 3 intervals if shorter); a clean stop writes whatever is newer.
+// fellow's row is written on its first heartbeat after registration, when its status changes, and
+// otherwise at most every PERSIST_EVERY_INTERVALS heartbeat intervals (30 s at the default 10 s;
+// after a restart the first writes are spread over one period); a clean stop writes whatever is
+// newer. In a steady fleet about one heartbeat in three writes, whatever the interval and size.
 // A row write costs 10-12 µs once the fleet outgrows SQLite's page cache (each lands on its own
 // page, so each is a 4 KiB WAL write): writing every heartbeat made a heartbeat of a 100,000-fellow
 // fleet cost more than one of a small fleet (docs/benchmarks.md). A crash loses at most that much
-// telemetry, and a fellow's saved last_seen_at is at most 3 intervals old, so a quick restart sees it
-// stale, never offline; its next heartbeat brings it back.
+// telemetry, and a fellow's saved last_seen_at is at most 3 intervals old (plus the time the leader
+// was down), so a quick restart sees it stale, never offline; its next heartbeat brings it back.
 import { eq } from 'drizzle-orm'
 import { fellows, poolNodes } from '../db/schema'
 import type { Ctx } from '../context'
@@ -53,7 +55,6 @@ export interface HistoryPoint {
 const HISTORY_EVERY_MS = 30_000 // one point per fellow per 30 s
 const HISTORY_POINTS = 240 // two hours at that rate
 const EVENTS_PER_POOL = 500
-const PERSIST_EVERY_MS = 30_000
 const PERSIST_EVERY_INTERVALS = 3
 
 /** What the state file last got for a fellow. */
@@ -85,6 +86,8 @@ export class FellowRegistry {
       .from(fellows)
       .leftJoin(poolNodes, eq(poolNodes.fellowId, fellows.id))
       .all()
+    const now = ctx.clock.now()
+    const persistEvery = this.persistEveryMs()
     for (const { f, poolId, ownerUserId } of rows) {
       const live: LiveFellow = {
         id: f.id,
@@ -106,7 +109,11 @@ export class FellowRegistry {
       }
       this.byId.set(f.id, live)
       this.index(f.id, live.poolId)
-      this.lastState.set(f.id, this.stateOf(live, ctx.clock.now()))
+      this.lastState.set(f.id, this.stateOf(live, now))
+      // The row is what the last run wrote. Counting it as written at a point spread over the last
+      // persist period (by id, so it is reproducible) keeps a restart from writing every row on
+      // its fellow's first heartbeat: the writes are spread over the first period instead.
+      if (f.lastSeenAt !== null) this.persisted.set(f.id, { at: now - (Number(Bun.hash(f.id) % 1_000_000n) / 1_000_000) * persistEvery, status: f.status })
     }
   }
 
@@ -194,7 +201,7 @@ export class FellowRegistry {
   }
 
   private persistEveryMs(): number {
-    return Math.min(PERSIST_EVERY_MS, PERSIST_EVERY_INTERVALS * this.ctx.cfg.heartbeatIntervalS * 1000)
+    return PERSIST_EVERY_INTERVALS * this.ctx.cfg.heartbeatIntervalS * 1000
   }
 
   /**

@@ -1,8 +1,9 @@
 // Crash safety of the state file: dist/svc serves concurrent writes and is killed with SIGKILL at
 // random moments, then restarted on the same file. After every restart the file passes
 // integrity_check, every write the leader acknowledged (a 2xx fully received) is there, and no
-// multi-row change is half-applied. Heartbeat telemetry is batched in memory (flushed every
-// 250 ms), so acknowledged heartbeats may be lost on SIGKILL: that is by design and not asserted.
+// multi-row change is half-applied. Heartbeat telemetry lives in memory and reaches the file on
+// status changes and every 3 heartbeat intervals (docs/api.md), so acknowledged heartbeats may be
+// lost on SIGKILL: that is by design and not asserted.
 //
 // 20 kills by default; SVC_TEST_LONG=1 for 200. SVC_CRASH_SEED=<n> replays a run's timings.
 import { describe, expect, test } from 'bun:test'

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
 import { auditLog, fellows as fellowsTable, poolNodes } from '../../src/db/schema'
 import { ensureDefaultPool } from '../../src/pools/service'
+import { FellowRegistry } from '../../src/fellows/live'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -216,6 +217,31 @@ describe('heartbeats and telemetry', () => {
     expect(registry.flush()).toBe(0)
     await h.services.close()
     expect(row()).toMatchObject({ step: 6, lastSeenAt: h.clock.now() })
+  })
+
+  test('after a restart, rows are not all rewritten on the first heartbeats: the writes spread over one 30 s period', async () => {
+    const { h, a, pool } = await setup()
+    const ids: { fellow_id: string; node_token: string }[] = []
+    for (let i = 0; i < 2; i++) ids.push((await register(h, await joinToken(a, pool.id), { hostname: `gpu-${i}` })).body)
+    const beatAll = async (status: string) => {
+      for (const f of ids) expect((await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status })).status).toBe(200)
+    }
+    await beatAll('idle')
+    expect(h.services.fellows.registry.flush()).toBe(2)
+    // A registry built from the state file, as on a restart.
+    const restarted = new FellowRegistry(h.ctx)
+    const live = (id: string) => restarted.get(id)!
+    const now = h.clock.now()
+    for (const f of ids) restarted.heartbeat(live(f.fellow_id), { status: 'idle' }, now)
+    const early = restarted.flush()
+    expect(early).toBe(0)
+    // Within one period every row has been written once more.
+    h.clock.advance(30_000)
+    for (const f of ids) restarted.heartbeat(live(f.fellow_id), { status: 'idle' }, h.clock.now())
+    expect(restarted.flush()).toBe(2)
+    // A status change is still written at once.
+    restarted.heartbeat(live(ids[0]!.fellow_id), { status: 'running' }, h.clock.now())
+    expect(restarted.flush()).toBe(1)
   })
 
   test('liveness: online, then stale after 2 missed intervals, offline after 6 (fake clock, no writes per tick)', async () => {
