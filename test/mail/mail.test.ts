@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
 import { eq } from 'drizzle-orm'
 import { makeHarness, type Harness } from '../helpers/harness'
+import { closedPort } from '../helpers/e2e'
 import { openDb } from '../../src/db/client'
 import { mailOutbox } from '../../src/db/schema'
 import { FakeClock } from '../../src/clock'
@@ -102,7 +103,6 @@ function outboxRow(h: { ctx: Ctx }, id?: string) {
 }
 
 let tls: { key: string; cert: string }
-let closedPort: number
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mail-tls-'))
@@ -112,10 +112,6 @@ beforeAll(async () => {
   )
   if (r.exitCode !== 0) throw new Error(`openssl failed: ${r.stderr.toString()}`)
   tls = { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') }
-  // A port that was just free and is now closed: nothing listens there.
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  closedPort = probe.port
-  probe.stop(true)
 })
 
 describe('mail templates', () => {
@@ -349,7 +345,9 @@ describe('mail sender', () => {
   })
 
   test('sendTestMail reports an unreachable server as smtp_failed', async () => {
-    const h = track(makeHarness(smtpEnv(closedPort, 'none')))
+    // Found just before use: a port released at the start of the file could be handed to one of
+    // the file's own servers by then (seen once in CI: the connection was accepted, never greeted).
+    const h = track(makeHarness(smtpEnv(await closedPort(), 'none')))
     const err = await sendTestMail(h.cfg.smtp!, 'admin@example.com', BASE).catch((e) => e)
     expect(err).toBeInstanceOf(AppError)
     expect(err.code).toBe('smtp_failed')
