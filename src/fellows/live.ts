@@ -67,7 +67,6 @@ export class FellowRegistry {
   private byId = new Map<string, LiveFellow>()
   /** Fellow ids by pool, so a pool's fellows are found without walking the fleet. */
   private byPool = new Map<string, Set<string>>()
-  private poolOf = new Map<string, string>()
   /** Fellows with telemetry newer than their row (written by a forced flush, on stop). */
   private unsaved = new Set<string>()
   /** Of those, the ones the next flush writes (first heartbeat, status change, or due). */
@@ -108,7 +107,7 @@ export class FellowRegistry {
         servables: [],
       }
       this.byId.set(f.id, live)
-      this.index(f.id, live.poolId)
+      this.move(f.id, null, live.poolId)
       this.lastState.set(f.id, this.stateOf(live, now))
       // The row is what the last run wrote. Counting it as written at a point spread over the last
       // persist period (by id, so it is reproducible) keeps a restart from writing every row on
@@ -130,17 +129,20 @@ export class FellowRegistry {
   }
 
   put(f: LiveFellow, event: PoolEvent['kind'] | null): void {
+    const prev = this.byId.get(f.id)
     this.byId.set(f.id, f)
-    this.index(f.id, f.poolId)
+    this.move(f.id, prev?.poolId ?? null, f.poolId)
     this.lastState.set(f.id, this.stateOf(f, this.ctx.clock.now()))
     if (event) this.event(f, event, null)
   }
 
   remove(id: string): void {
     const f = this.byId.get(id)
-    if (f) this.event(f, 'removed', null)
+    if (f) {
+      this.event(f, 'removed', null)
+      this.move(id, f.poolId, null)
+    }
     this.byId.delete(id)
-    this.index(id, null)
     this.unsaved.delete(id)
     this.due.delete(id)
     this.persisted.delete(id)
@@ -266,9 +268,9 @@ export class FellowRegistry {
     for (const id of ids) {
       const f = this.byId.get(id)
       if (f) {
+        this.move(id, f.poolId, null)
         f.poolId = null
         f.ownerUserId = null
-        this.index(id, null)
       }
     }
   }
@@ -277,9 +279,9 @@ export class FellowRegistry {
     const row = this.ctx.db.select({ poolId: poolNodes.poolId, ownerUserId: poolNodes.ownerUserId }).from(poolNodes).where(eq(poolNodes.fellowId, id)).get()
     const f = this.byId.get(id)
     if (f) {
+      this.move(id, f.poolId, row?.poolId ?? null)
       f.poolId = row?.poolId ?? null
       f.ownerUserId = row?.ownerUserId ?? null
-      this.index(id, f.poolId)
     }
   }
 
@@ -291,19 +293,17 @@ export class FellowRegistry {
     return out
   }
 
-  private index(id: string, poolId: string | null): void {
-    const was = this.poolOf.get(id)
-    if (was === poolId) return
-    if (was !== undefined) {
-      const members = this.byPool.get(was)!
-      members.delete(id)
-      if (members.size === 0) this.byPool.delete(was)
-      this.poolOf.delete(id)
+  /** Keeps byPool in step; called before a fellow's poolId changes (`from` is its current one). */
+  private move(id: string, from: string | null, to: string | null): void {
+    if (from === to) return
+    const left = from === null ? undefined : this.byPool.get(from)
+    if (left) {
+      left.delete(id)
+      if (left.size === 0) this.byPool.delete(from!)
     }
-    if (poolId === null) return
-    let members = this.byPool.get(poolId)
-    if (!members) this.byPool.set(poolId, (members = new Set()))
+    if (to === null) return
+    let members = this.byPool.get(to)
+    if (!members) this.byPool.set(to, (members = new Set()))
     members.add(id)
-    this.poolOf.set(id, poolId)
   }
 }
