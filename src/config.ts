@@ -60,6 +60,8 @@ export interface Config {
   accountLockoutThreshold: number
   accountLockoutSeconds: number
   maxBodyBytes: number
+  /** Request-body bytes being read at once across all requests (SVC_MAX_INFLIGHT_BODY_BYTES). */
+  maxInflightBodyBytes: number
   relayMaxFrameBytes: number
   relayMaxQueueBytes: number
   inferDispatchTimeoutS: number
@@ -145,6 +147,22 @@ function url(env: Env, name: string, dflt: string): string {
   return v.replace(/\/+$/, '')
 }
 
+/**
+ * SVC_BASE_URL goes into links, mails and the pasteable join command, so it must be a plain
+ * origin with an optional path: no credentials, query or fragment, and only characters that need
+ * no quoting in a URL or a shell (a hostname like `a'$(id)'.org` is a valid WHATWG URL).
+ */
+function baseUrl(env: Env, dflt: string): string {
+  const v = url(env, 'SVC_BASE_URL', dflt)
+  const u = new URL(v)
+  if (u.username !== '' || u.password !== '') throw new ConfigError('SVC_BASE_URL', 'must not carry a user name or password')
+  if (u.search !== '' || u.hash !== '' || /[?#]/.test(v)) throw new ConfigError('SVC_BASE_URL', 'must not carry a query or fragment')
+  if (!/^https?:\/\/[A-Za-z0-9.\-_:\[\]]+(\/[A-Za-z0-9._~\-/%]*)?$/.test(v)) {
+    throw new ConfigError('SVC_BASE_URL', `may hold only letters, digits and . - _ ~ / % : [ ] (got ${JSON.stringify(v)})`)
+  }
+  return v
+}
+
 function readableFile(env: Env, name: string): string | null {
   const v = str(env, name)
   if (v === null) return null
@@ -214,11 +232,16 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
   if (relayMaxQueueBytes < relayMaxFrameBytes) {
     throw new ConfigError('SVC_RELAY_MAX_QUEUE_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES')
   }
+  // One relay push (a frame cap plus framing) must always fit, else it could never be accepted.
+  const maxInflightBodyBytes = int(env, 'SVC_MAX_INFLIGHT_BODY_BYTES', Math.max(256 * 1024 * 1024, 2 * (relayMaxFrameBytes + 1024 * 1024)), 1024, 64 * 1024 * 1024 * 1024)
+  if (maxInflightBodyBytes < relayMaxFrameBytes + 1024 * 1024) {
+    throw new ConfigError('SVC_MAX_INFLIGHT_BODY_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES plus 1 MiB (one relay push)')
+  }
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
   const cfg: Omit<Config, 'secretKey'> = {
     host,
     port,
-    baseUrl: url(env, 'SVC_BASE_URL', `http://${urlHost}:${port}`),
+    baseUrl: baseUrl(env, `http://${urlHost}:${port}`),
     baseUrlExplicit: str(env, 'SVC_BASE_URL') !== null,
     stateDir,
     dbPath,
@@ -239,6 +262,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     accountLockoutThreshold: int(env, 'SVC_ACCOUNT_LOCKOUT_THRESHOLD', 8 * loginLockoutThreshold, 1, 100_000_000),
     accountLockoutSeconds: int(env, 'SVC_ACCOUNT_LOCKOUT_SECONDS', 900, 1, 86_400 * 30),
     maxBodyBytes: int(env, 'SVC_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxInflightBodyBytes,
     relayMaxFrameBytes,
     relayMaxQueueBytes,
     inferDispatchTimeoutS: int(env, 'SVC_INFER_DISPATCH_TIMEOUT_S', 30, 1, 3600),

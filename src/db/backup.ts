@@ -2,7 +2,7 @@
 // (WAL readers never block the writer). The copy is written beside the target and renamed into
 // place, so a failed backup never leaves a half-written file under the requested name.
 import { Database } from 'bun:sqlite'
-import { existsSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, renameSync, rmSync } from 'node:fs'
 import { dirname, basename, join, resolve } from 'node:path'
 
 export class BackupError extends Error {}
@@ -30,6 +30,7 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
     rmSync(tmp, { force: true })
     throw new BackupError(`backup copy failed its integrity check: ${ok}`)
   }
+  chmodSync(tmp, 0o600) // a copy of the state file is as secret as the file
   renameSync(tmp, dest)
   return { path: dest, bytes: Bun.file(dest).size }
 }

@@ -2,7 +2,7 @@
 import { Database } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core'
-import { mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import * as schema from './schema'
 import { runMigrations } from './migrate'
@@ -24,6 +24,9 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
     sqlite = new Database(path, { create: true, strict: true })
+    // The file holds password hashes, token hashes and mail: readable by its owner only. SQLite
+    // gives the -wal and -shm files the database file's mode. An existing file is tightened too.
+    if (path !== ':memory:' && (statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600)
     sqlite.exec('PRAGMA journal_mode = WAL')
     sqlite.exec('PRAGMA synchronous = NORMAL')
     sqlite.exec('PRAGMA busy_timeout = 5000')

@@ -34,7 +34,8 @@ export async function manifest(baseUrl: string, heartbeatIntervalS: number) {
   }
 }
 
-const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
+/** One shell word, single-quoted. */
+export const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
 
 /** The POSIX sh installer: fetch the manifest, download and verify the binary, start the agent. */
 export function fellowScript(baseUrl: string): string {

@@ -11,6 +11,7 @@ import type { NodeCaller } from '../http/policy'
 import type { FellowRegistry, LiveFellow } from './live'
 import type { SignalHub } from './signals'
 import type { RegisterInput } from './model'
+import { shQuote } from './bootstrap'
 
 const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
 const TOKEN_CACHE_MAX = 200_000
@@ -21,7 +22,9 @@ export function signalsUrl(baseUrl: string, fellowId: string): string {
 
 export function joinCommand(baseUrl: string, token: string): string {
   // One line a user pastes on the new machine; the token doubles as the bootstrap token.
-  return `curl -fsSL -H 'X-Bootstrap-Token: ${token}' '${baseUrl}/api/v1/bootstrap/fellow.sh' | sh -s -- --leader '${baseUrl}' --join-token '${token}'`
+  // Quoted although config.ts admits only shell-safe URLs and tokens are base64url: the command is
+  // pasted into a root shell, so nothing in it may depend on that staying true.
+  return `curl -fsSL -H ${shQuote(`X-Bootstrap-Token: ${token}`)} ${shQuote(`${baseUrl}/api/v1/bootstrap/fellow.sh`)} | sh -s -- --leader ${shQuote(baseUrl)} --join-token ${shQuote(token)}`
 }
 
 export interface JoinGrant {

@@ -1,13 +1,13 @@
 // The plugin every feature's routes are built on: the policy macro and derive, and body parsing.
 // Elysia de-duplicates named plugins, so using it in each feature registers it once.
 import { Elysia } from 'elysia'
-import { policyPlugin, type PolicyDeps } from './policy'
-import { bodyPlugin } from './body'
+import { policyPlugin, requestGate, type PolicyDeps } from './policy'
+import { bodyPlugin, BodyBudget } from './body'
 
-export function createBase(deps: PolicyDeps) {
-  return new Elysia({ name: 'base' })
-    .use(bodyPlugin(deps.cfg.maxBodyBytes, deps.cfg.relayMaxFrameBytes + 1024 * 1024, deps.index))
-    .use(policyPlugin(deps))
+export function createBase(deps: PolicyDeps, budget = new BodyBudget(deps.cfg.maxInflightBodyBytes)) {
+  const gate = requestGate(deps)
+  const limits = { maxJsonBytes: deps.cfg.maxBodyBytes, maxBinaryBytes: deps.cfg.relayMaxFrameBytes + 1024 * 1024, budget }
+  return new Elysia({ name: 'base' }).use(bodyPlugin(limits, deps.index, gate)).use(policyPlugin(gate))
 }
 
 export type AppBase = ReturnType<typeof createBase>

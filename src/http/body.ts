@@ -1,10 +1,32 @@
 // Request bodies: JSON only on state-changing routes (415 otherwise), at most SVC_MAX_BODY_BYTES;
 // binary (application/octet-stream) only on routes that declare `detail.body = 'binary'`.
+// The caller is authorized before a byte is read, and the bytes being read across all requests
+// are bounded: an anonymous caller holding half-sent 65 MiB bodies took the leader from 60 to
+// 540 MiB with 8 connections (issue 26, item 1).
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
-import type { PolicyIndex } from './policy'
+import type { PolicyIndex, RequestGate } from './policy'
 
-export async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+/** Bytes of request bodies being read at once, across all requests. Full means a fast 503. */
+export class BodyBudget {
+  inFlight = 0
+  constructor(readonly maxBytes: number) {}
+
+  take(bytes: number): void {
+    if (this.inFlight + bytes > this.maxBytes) {
+      throw new AppError('service_unavailable', 'The leader is reading too many request bodies at once; retry shortly.', { retryAfterS: 1 })
+    }
+    this.inFlight += bytes
+  }
+
+  give(bytes: number): void {
+    this.inFlight -= bytes
+  }
+}
+
+const unlimited = new BodyBudget(Number.MAX_SAFE_INTEGER)
+
+export async function readLimited(request: Request, limit: number, budget: BodyBudget = unlimited): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) {
     throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
@@ -14,24 +36,35 @@ export async function readLimited(request: Request, limit: number): Promise<Uint
   // fifth of the leader's CPU per heartbeat (docs/benchmarks.md). Only a body without a length
   // (chunked) needs the counting loop below.
   if (declared !== null && Number.isSafeInteger(Number(declared))) {
-    const bytes = await request.bytes()
-    // Over HTTP the length frames the body; an in-process Request (app.handle) can still lie.
-    if (bytes.byteLength > limit) throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
-    return bytes
+    const reserved = Number(declared)
+    budget.take(reserved)
+    try {
+      const bytes = await request.bytes()
+      // Over HTTP the length frames the body; an in-process Request (app.handle) can still lie.
+      if (bytes.byteLength > limit) throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
+      return bytes
+    } finally {
+      budget.give(reserved)
+    }
   }
   if (request.body === null) return new Uint8Array(0)
   const chunks: Uint8Array[] = []
   let size = 0
   const reader = request.body.getReader()
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > limit) {
-      await reader.cancel()
-      throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      size += value.byteLength
+      if (size > limit) throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
+      budget.take(value.byteLength)
+      chunks.push(value)
     }
-    chunks.push(value)
+  } catch (e) {
+    await reader.cancel().catch(() => {})
+    throw e
+  } finally {
+    budget.give(chunks.reduce((n, c) => n + c.byteLength, 0))
   }
   if (chunks.length === 1) return chunks[0]!
   const out = new Uint8Array(size)
@@ -70,8 +103,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false
 }
 
-export async function readJson(request: Request, limit: number): Promise<unknown> {
-  const bytes = await readLimited(request, limit)
+export async function readJson(request: Request, limit: number, budget: BodyBudget = unlimited): Promise<unknown> {
+  const bytes = await readLimited(request, limit, budget)
   if (bytes.byteLength === 0) return undefined
   let text: string
   try {
@@ -87,20 +120,29 @@ export async function readJson(request: Request, limit: number): Promise<unknown
   }
 }
 
-export function bodyPlugin(maxJsonBytes: number, maxBinaryBytes: number, index: PolicyIndex) {
-  return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route }) => {
+export interface BodyLimits {
+  maxJsonBytes: number
+  maxBinaryBytes: number
+  budget: BodyBudget
+}
+
+export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, budget }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
+  return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route, server }) => {
+    // Credential, route class and CSRF first: a refused caller's body is never read.
+    gate(request, route, server)
     const ct = (contentType ?? '').trim().toLowerCase()
     const binary = index.lookup(request.method, route).binary
     if (binary) {
-      // Refused by the handler, after the credential check, so an anonymous caller still sees 401.
+      // Unread, and refused by the handler once it has checked the caller's job: a fellow of another
+      // pool learns "not found" there, not that it sent the wrong type to a job it cannot see.
       if (ct !== 'application/octet-stream') return { unsupportedMediaType: ct }
-      return readLimited(request, maxBinaryBytes)
+      return readLimited(request, maxBinaryBytes, budget)
     }
     if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {
-      return readJson(request, maxJsonBytes)
+      return readJson(request, maxJsonBytes, budget)
     }
     // No content type: fine when there is no body at all (a bodiless POST or DELETE).
-    if (ct === '' && (await readLimited(request, maxJsonBytes)).byteLength === 0) return undefined
+    if (ct === '' && (await readLimited(request, maxJsonBytes, budget)).byteLength === 0) return undefined
     throw new AppError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.')
   })
 }

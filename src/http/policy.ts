@@ -226,42 +226,74 @@ export function cookieFrom(header: string | null, name: string): string | undefi
   return undefined
 }
 
-export function policyPlugin({ cfg, log, resolve, index }: PolicyDeps) {
+// A type, not an interface: Elysia's derive wants an object type it can index.
+export type Admission = {
+  caller: Caller
+  clientIp: string
+  routeClass: PolicyClass
+}
+
+export type RequestGate = (request: Request, route: string, server: { requestIP(r: Request): { address: string } | null } | null) => Admission
+
+/**
+ * The credential and CSRF check of one request, decided once: the body parser calls it before it
+ * reads a byte (so an anonymous caller cannot park a 65 MiB upload in memory), the derive after it
+ * for the routes that have no body. The answer (or the refusal) is kept per Request.
+ */
+export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
+  const decided = new WeakMap<Request, Admission | AppError>()
+  const decide = (request: Request, route: string, server: Parameters<RequestGate>[2]): Admission => {
+    const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request), cfg.trustedProxyHops)
+    const meta = index.lookup(request.method, route)
+    const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
+    let authorization = request.headers.get('authorization')
+    // Agents that cannot set headers on a WebSocket handshake may pass ?token= instead.
+    if (upgrade && authorization === null) {
+      const token = new URL(request.url).searchParams.get('token')
+      if (token !== null) authorization = `Bearer ${token}`
+    }
+    if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {
+      return { caller: { kind: 'anonymous', open: false }, clientIp: ip, routeClass: meta.policy }
+    }
+    const presented = presentedCredential(authorization, authorization === null ? cookieFrom(request.headers.get('cookie'), SESSION_COOKIE) : undefined, resolve)
+    let caller: Caller
+    try {
+      caller = authorize(meta.policy, presented, cfg, log)
+    } catch (e) {
+      // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not reachable before accept).
+      if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message, { close_code: 4401 })
+      throw e
+    }
+    if (
+      cfg.requireCsrf &&
+      caller.kind === 'user' &&
+      caller.fromCookie &&
+      UNSAFE_METHODS.has(request.method) &&
+      !csrfValid(cfg.secretKey, cookieFrom(request.headers.get('cookie'), CSRF_COOKIE), request.headers.get(CSRF_HEADER))
+    ) {
+      throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
+    }
+    return { caller, clientIp: ip, routeClass: meta.policy }
+  }
+  return (request, route, server) => {
+    const known = decided.get(request)
+    if (known instanceof AppError) throw known
+    if (known !== undefined) return known
+    try {
+      const admission = decide(request, route, server)
+      decided.set(request, admission)
+      return admission
+    } catch (e) {
+      if (e instanceof AppError) decided.set(request, e)
+      throw e
+    }
+  }
+}
+
+export function policyPlugin(gate: RequestGate) {
   return new Elysia({ name: 'policy' })
     .macro({
       policy: (cls: PolicyClass) => ({ detail: { 'x-policy': cls } }),
     })
-    .derive({ as: 'global' }, ({ request, route, server }) => {
-      const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request), cfg.trustedProxyHops)
-      const meta = index.lookup(request.method, route)
-      const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
-      let authorization = request.headers.get('authorization')
-      // Agents that cannot set headers on a WebSocket handshake may pass ?token= instead.
-      if (upgrade && authorization === null) {
-        const token = new URL(request.url).searchParams.get('token')
-        if (token !== null) authorization = `Bearer ${token}`
-      }
-      if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {
-        return { caller: { kind: 'anonymous', open: false } as Caller, clientIp: ip, routeClass: meta.policy }
-      }
-      const presented = presentedCredential(authorization, authorization === null ? cookieFrom(request.headers.get('cookie'), SESSION_COOKIE) : undefined, resolve)
-      let caller: Caller
-      try {
-        caller = authorize(meta.policy, presented, cfg, log)
-      } catch (e) {
-        // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not reachable before accept).
-        if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message, { close_code: 4401 })
-        throw e
-      }
-      if (
-        cfg.requireCsrf &&
-        caller.kind === 'user' &&
-        caller.fromCookie &&
-        UNSAFE_METHODS.has(request.method) &&
-        !csrfValid(cfg.secretKey, cookieFrom(request.headers.get('cookie'), CSRF_COOKIE), request.headers.get(CSRF_HEADER))
-      ) {
-        throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
-      }
-      return { caller, clientIp: ip, routeClass: meta.policy }
-    })
+    .derive({ as: 'global' }, ({ request, route, server }) => gate(request, route, server))
 }

@@ -71,4 +71,40 @@ describe('the built dist/svc', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('admin backup FILE')
   })
+
+  test('anonymous half-sent 60 MiB relay pushes are answered 401 at once, over real sockets, without waiting for their bodies', async () => {
+    const leader = await startLeader()
+    const { port } = new URL(leader.url)
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => {
+        const { promise, resolve, reject } = Promise.withResolvers<string>()
+        let got = ''
+        void Bun.connect({
+          hostname: '127.0.0.1',
+          port: Number(port),
+          socket: {
+            open(socket) {
+              socket.write(
+                `POST /api/v1/relay/${crypto.randomUUID()}/activations/push HTTP/1.1\r\nHost: leader\r\n` +
+                  `Content-Type: application/octet-stream\r\nContent-Length: ${60 * 1024 * 1024}\r\n\r\n`,
+              )
+              socket.write(new Uint8Array(64 * 1024)) // and never the rest
+            },
+            data(socket, data) {
+              got += new TextDecoder().decode(data)
+              if (got.includes('\r\n\r\n')) {
+                resolve(got)
+                socket.end()
+              }
+            },
+            error: (_s, e) => reject(e),
+            close: () => resolve(got),
+          },
+        })
+        return promise
+      }),
+    )
+    for (const a of answers) expect(a.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized')
+    expect(await leader.stop()).toBe(0)
+  })
 })

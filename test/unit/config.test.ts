@@ -1,8 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync, statSync, readFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, statSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, ConfigError, securityWarnings, parseLangTag } from '../../src/config'
+import { openDb } from '../../src/db/client'
+import { backupDatabase } from '../../src/db/backup'
+import { joinCommand } from '../../src/fellows/service'
 
 const dir = () => mkdtempSync(join(tmpdir(), 'svc-cfg-'))
 
@@ -40,6 +43,12 @@ describe('config', () => {
     expect(cfg.legalLang).toBe('en')
   })
 
+  test('SVC_BASE_URL keeps plain origins with a path, IPv6 literals and ports', () => {
+    for (const v of ['https://leader.example.org', 'https://leader.example.org/svc', 'http://[::1]:8080', 'http://10.0.0.5:8080/a_b-c~d']) {
+      expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_BASE_URL: v }).baseUrl).toBe(v)
+    }
+  })
+
   test('account lockout threshold defaults to 8 times the login threshold', () => {
     expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_LOGIN_LOCKOUT_THRESHOLD: '3' }).accountLockoutThreshold).toBe(24)
   })
@@ -62,6 +71,11 @@ describe('config', () => {
     ['SVC_TRUSTED_PROXY_HOPS', '-1'],
     ['SVC_BASE_URL', 'ftp://x'],
     ['SVC_BASE_URL', 'not a url'],
+    ["SVC_BASE_URL", "http://a'$(id)'.example.org"],
+    ['SVC_BASE_URL', 'https://leader.example.org/x;reboot'],
+    ['SVC_BASE_URL', 'https://user:pw@leader.example.org'],
+    ['SVC_BASE_URL', 'https://leader.example.org/?next=1'],
+    ['SVC_MAX_INFLIGHT_BODY_BYTES', '4096'],
     ['SVC_SESSION_TTL_HOURS', '1.5'],
     ['SVC_SECRET_KEY', 'short'],
     ['SVC_LOG_LEVEL', 'chatty'],
@@ -89,5 +103,26 @@ describe('config', () => {
     expect(parseLangTag('de-DE')).toBe('de-DE')
     expect(parseLangTag('<script>')).toBe('en')
     expect(parseLangTag(null)).toBe('en')
+  })
+
+  test('the state file, its directory and a backup copy are readable by their owner only (0600, 0700), an older 0644 file is tightened', () => {
+    const d = join(dir(), 'fresh', 'state')
+    const store = openDb(join(d, 'join_state.sqlite3'))
+    expect(statSync(d).mode & 0o777).toBe(0o700)
+    expect(statSync(join(d, 'join_state.sqlite3')).mode & 0o777).toBe(0o600)
+    const copy = join(d, 'copy.sqlite3')
+    backupDatabase(join(d, 'join_state.sqlite3'), copy)
+    expect(statSync(copy).mode & 0o777).toBe(0o600)
+    store.close()
+    chmodSync(join(d, 'join_state.sqlite3'), 0o644)
+    openDb(join(d, 'join_state.sqlite3')).close()
+    expect(statSync(join(d, 'join_state.sqlite3')).mode & 0o777).toBe(0o600)
+  })
+
+  test('the join command quotes every word it pastes into a shell', () => {
+    const cmd = joinCommand("http://x'y.example", "svc_join_a'b")
+    expect(cmd).toBe(
+      `curl -fsSL -H 'X-Bootstrap-Token: svc_join_a'\\''b' 'http://x'\\''y.example/api/v1/bootstrap/fellow.sh' | sh -s -- --leader 'http://x'\\''y.example' --join-token 'svc_join_a'\\''b'`,
+    )
   })
 })
