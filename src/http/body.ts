@@ -113,11 +113,38 @@ export async function readJson(request: Request, limit: number, budget: BodyBudg
     throw new AppError('bad_request', 'The body is not valid UTF-8.')
   }
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new AppError('bad_request', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`)
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch {
     throw new AppError('bad_request', 'The body is not valid JSON.')
   }
+  // JSON.parse makes "__proto__" an own key, which Elysia's compiled closed schemas let through
+  // (POST /pools answered 201): refuse it like any unknown field, before any code can merge it.
+  // Only a body that names it (or hides it behind a \u escape) is walked.
+  if (text.includes('proto') || text.includes('\\u')) {
+    const at = protoKeyPath(value, '')
+    if (at !== null) throw new AppError('validation_failed', `body ${at}: Unknown field.`, { errors: [{ path: at, message: 'Unknown field.' }] })
+  }
+  return value
+}
+
+/** The JSON pointer of the first own `__proto__` key, or null. Depth is bounded by MAX_JSON_DEPTH. */
+function protoKeyPath(value: unknown, path: string): string | null {
+  if (value === null || typeof value !== 'object') return null
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const hit = protoKeyPath(value[i], `${path}/${i}`)
+      if (hit !== null) return hit
+    }
+    return null
+  }
+  if (Object.hasOwn(value, '__proto__')) return `${path}/__proto__`
+  for (const [k, v] of Object.entries(value)) {
+    const hit = protoKeyPath(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`)
+    if (hit !== null) return hit
+  }
+  return null
 }
 
 export interface BodyLimits {

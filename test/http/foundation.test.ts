@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
-import { makeHarness } from '../helpers/harness'
+import { makeHarness, seedUser, sessionClient } from '../helpers/harness'
 import { PolicyIndex, POLICY_CLASSES } from '../../src/http/policy'
 import { createBase } from '../../src/http/base'
 import { errorPlugin } from '../../src/http/errors'
@@ -61,6 +61,24 @@ describe('errors are problem+json', () => {
     const res = await h.client().post('/api/v1/auth/login', big, { 'content-type': 'application/json' })
     expect(res.status).toBe(413)
     expect(res.body.code).toBe('payload_too_large')
+  })
+
+  test('a "__proto__" member is refused with 422 like any unknown field, also when spelled with \\u escapes or nested', async () => {
+    const admin = await seedUser(h, `proto-${Date.now()}@example.com`, { role: 'admin' })
+    const c = sessionClient(h, admin.id)
+    const bodies: [string, string][] = [
+      ['/api/v1/pools', '{"__proto__": {"owner_user_id": "x"}, "name": "Lab"}'],
+      ['/api/v1/admin/pools', '{"name": "Lab", "\\u005f_proto__": {"visibility": "public"}}'],
+      ['/api/v1/jobs', '{"name": "j", "stages": 1, "config": {"a": [{"__proto__": {"polluted": true}}]}}'],
+    ]
+    for (const [path, body] of bodies) {
+      const res = await c.post(path, body, { 'content-type': 'application/json' })
+      expect([path, res.status, res.body.code]).toEqual([path, 422, 'validation_failed'])
+      expect(res.body.errors[0].path).toEndWith('/__proto__')
+    }
+    // A string that merely mentions it is fine.
+    expect((await c.post('/api/v1/pools', { name: 'about __proto__' })).status).toBe(201)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 
   test('schema violations answer 422 validation_failed with the field', async () => {
