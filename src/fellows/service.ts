@@ -219,6 +219,7 @@ export class Fellows {
     })
     if (old) this.forgetToken(old.tokenHash)
     this.signals.send(fellowId, 'STOP', { payload: { reason: 'released' } })
+    this.signals.revoke(fellowId, 'released')
     f.released = true
     this.registry.event(f, 'released', null)
   }
@@ -232,6 +233,7 @@ export class Fellows {
     })
     if (old) this.forgetToken(old.tokenHash)
     this.signals.send(fellowId, 'STOP', { payload: { reason: 'removed' } })
+    this.signals.revoke(fellowId, 'removed')
     this.registry.remove(fellowId)
   }
 

@@ -16,6 +16,8 @@ export interface SignalHub {
   detach(fellowId: string, socket: SignalSocket): void
   send(fellowId: string, signal: SignalName, extra?: { jobId?: string; payload?: Record<string, unknown> }): 'delivered' | 'queued'
   takePending(fellowId: string): Signal[]
+  /** The fellow's credential died (released, removed): close its socket at once, drop its queue. */
+  revoke(fellowId: string, reason: string): void
   connected(fellowId: string): boolean
   count(): number
   closeAll(): void
@@ -23,6 +25,8 @@ export interface SignalHub {
 
 /** Close code sent to a socket replaced by a newer connection of the same fellow. */
 export const CLOSE_REPLACED = 4409
+/** Close code sent when the fellow's node token stops working (released or removed): reconnecting cannot succeed. */
+export const CLOSE_REVOKED = 4401
 const MAX_PENDING = 64
 
 export class MemorySignalHub implements SignalHub {
@@ -57,6 +61,14 @@ export class MemorySignalHub implements SignalHub {
     if (q.length > MAX_PENDING) q.splice(0, q.length - MAX_PENDING)
     this.pending.set(fellowId, q)
     return 'queued'
+  }
+
+  revoke(fellowId: string, reason: string): void {
+    const socket = this.sockets.get(fellowId)
+    this.sockets.delete(fellowId)
+    this.pending.delete(fellowId)
+    // A socket outliving its credential kept receiving signals for 3 s (release) to 25 s (delete).
+    socket?.close(CLOSE_REVOKED, reason)
   }
 
   takePending(fellowId: string): Signal[] {

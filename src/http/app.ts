@@ -144,6 +144,8 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       authorize('admin', presented, ctx.cfg)
       return null
     } catch (e) {
+      // Socket paths answer a refused credential with 403, upgrade or plain GET (docs/api.md, Signals).
+      if (e instanceof AppError && e.code === 'unauthorized' && new URL(request.url).pathname.startsWith('/ws/')) return problemFrom(new AppError('forbidden', e.message))
       if (e instanceof AppError) return problemFrom(e)
       throw e
     }

@@ -260,8 +260,9 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
     try {
       caller = authorize(meta.policy, presented, cfg, log)
     } catch (e) {
-      // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not reachable before accept).
-      if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message, { close_code: 4401 })
+      // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not
+      // reachable before accept). A plain GET on a socket path is refused alike (src/http/app.ts).
+      if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message)
       throw e
     }
     if (

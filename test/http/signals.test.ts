@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
 import { listen, openSocket, rawUpgrade, until } from '../helpers/listen'
-import { CLOSE_REPLACED } from '../../src/fellows/signals'
+import { CLOSE_REPLACED, CLOSE_REVOKED } from '../../src/fellows/signals'
 
 const h: Harness = makeHarness()
 const server = listen(h)
@@ -66,5 +66,32 @@ describe('signal WebSocket close', () => {
     await until(() => again.messages.length === 1, 'the UPDATE queued while away')
     expect(again.messages[0]).toMatchObject({ signal: 'UPDATE', payload: { version: 'after-close' } })
     again.ws.close()
+  })
+})
+
+describe('a socket whose credential dies', () => {
+  test('one rule on the socket path: a plain GET with a missing or bad token is 403 like the upgrade, with no stray close_code', async () => {
+    for (const headers of [{}, { authorization: 'Bearer svc_node_garbage' }] as Record<string, string>[]) {
+      const res = await fetch(`http://127.0.0.1:${server.port}/ws/signals/${f1.fellow_id}`, { headers })
+      expect(res.status).toBe(403)
+      const body = (await res.json()) as Record<string, unknown>
+      expect(body.code).toBe('forbidden')
+      expect('close_code' in body).toBe(false)
+    }
+  })
+
+  test('is closed at once with 4401 after its STOP when the fellow is released, and when it is deleted', async () => {
+    for (const [how, f, act] of [
+      ['released', f2, (id: string) => a.post('/api/v1/workers/release', { fellow_id: id })],
+      ['removed', f1, (id: string) => a.delete(`/api/v1/workers/${id}`)],
+    ] as const) {
+      const s = await openSocket(wsUrl(f.fellow_id), { Authorization: `Bearer ${f.node_token}` })
+      expect((await act(f.fellow_id)).status).toBeLessThan(300)
+      const closed = await s.closed
+      expect([how, closed.code, closed.reason]).toEqual([how, CLOSE_REVOKED, how])
+      expect(s.messages).toEqual([expect.objectContaining({ signal: 'STOP', payload: { reason: how } })])
+      expect(h.services.fellows.signals.connected(f.fellow_id)).toBe(false)
+      expect(await rawUpgrade(server.port, `/ws/signals/${f.fellow_id}`, { Authorization: `Bearer ${f.node_token}` })).toBe(403)
+    }
   })
 })
