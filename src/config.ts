@@ -62,8 +62,18 @@ export interface Config {
   maxBodyBytes: number
   /** Request-body bytes being read at once across all requests (SVC_MAX_INFLIGHT_BODY_BYTES). */
   maxInflightBodyBytes: number
+  /** Seconds a request body may take to arrive in full (SVC_BODY_TIMEOUT_S); 408 after. */
+  bodyTimeoutS: number
   relayMaxFrameBytes: number
   relayMaxQueueBytes: number
+  /** Relay bytes queued across every channel of every job (SVC_RELAY_MAX_TOTAL_BYTES). */
+  relayMaxTotalBytes: number
+  /** Relay bytes queued across the channels of one pool's jobs (SVC_RELAY_MAX_POOL_BYTES). */
+  relayMaxPoolBytes: number
+  /** Queued (not yet placed) jobs one person may have at once (SVC_MAX_QUEUED_JOBS_PER_USER). */
+  maxQueuedJobsPerUser: number
+  /** Queued (not yet placed) jobs one pool may hold at once (SVC_MAX_QUEUED_JOBS_PER_POOL). */
+  maxQueuedJobsPerPool: number
   inferDispatchTimeoutS: number
   metricsRollupS: number
   metricsToken: string | null
@@ -88,8 +98,9 @@ export const CONFIG_VARIABLES = [
   'SVC_REQUIRE_OPERATOR_AUTH', 'SVC_REQUIRE_CSRF', 'SVC_COOKIE_SECURE', 'SVC_TRUSTED_PROXY_HOPS',
   'SVC_SESSION_TTL_HOURS', 'SVC_AUTH_RATE_MAX', 'SVC_AUTH_RATE_WINDOW_S',
   'SVC_LOGIN_LOCKOUT_THRESHOLD', 'SVC_LOGIN_LOCKOUT_SECONDS', 'SVC_ACCOUNT_LOCKOUT_THRESHOLD',
-  'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_RELAY_MAX_FRAME_BYTES',
-  'SVC_RELAY_MAX_QUEUE_BYTES', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
+  'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_MAX_INFLIGHT_BODY_BYTES', 'SVC_BODY_TIMEOUT_S', 'SVC_RELAY_MAX_FRAME_BYTES',
+  'SVC_RELAY_MAX_QUEUE_BYTES', 'SVC_RELAY_MAX_TOTAL_BYTES', 'SVC_RELAY_MAX_POOL_BYTES',
+  'SVC_MAX_QUEUED_JOBS_PER_USER', 'SVC_MAX_QUEUED_JOBS_PER_POOL', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
   'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
   'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
   'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_SMTP_CA_FILE', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
@@ -232,6 +243,19 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
   if (relayMaxQueueBytes < relayMaxFrameBytes) {
     throw new ConfigError('SVC_RELAY_MAX_QUEUE_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES')
   }
+  // Per-channel caps alone let a few jobs park 8 x 60 MiB unpopped (RSS 270 -> 751 MiB): the relay
+  // as a whole and each pool are bounded too. One largest frame must fit each, else it never could.
+  const relayMaxTotalBytes = int(env, 'SVC_RELAY_MAX_TOTAL_BYTES', Math.max(256 * 1024 * 1024, relayMaxQueueBytes), 1024, 64 * 1024 * 1024 * 1024)
+  if (relayMaxTotalBytes < relayMaxFrameBytes) {
+    throw new ConfigError('SVC_RELAY_MAX_TOTAL_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES')
+  }
+  const relayMaxPoolBytes = int(env, 'SVC_RELAY_MAX_POOL_BYTES', Math.max(relayMaxFrameBytes, Math.floor(relayMaxTotalBytes / 2)), 1024, 64 * 1024 * 1024 * 1024)
+  if (relayMaxPoolBytes < relayMaxFrameBytes) {
+    throw new ConfigError('SVC_RELAY_MAX_POOL_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES')
+  }
+  if (relayMaxPoolBytes > relayMaxTotalBytes) {
+    throw new ConfigError('SVC_RELAY_MAX_POOL_BYTES', 'must be at most SVC_RELAY_MAX_TOTAL_BYTES')
+  }
   // One relay push (a frame cap plus framing) must always fit, else it could never be accepted.
   const maxInflightBodyBytes = int(env, 'SVC_MAX_INFLIGHT_BODY_BYTES', Math.max(256 * 1024 * 1024, 2 * (relayMaxFrameBytes + 1024 * 1024)), 1024, 64 * 1024 * 1024 * 1024)
   if (maxInflightBodyBytes < relayMaxFrameBytes + 1024 * 1024) {
@@ -263,8 +287,13 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     accountLockoutSeconds: int(env, 'SVC_ACCOUNT_LOCKOUT_SECONDS', 900, 1, 86_400 * 30),
     maxBodyBytes: int(env, 'SVC_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxInflightBodyBytes,
+    bodyTimeoutS: int(env, 'SVC_BODY_TIMEOUT_S', 30, 1, 3600),
     relayMaxFrameBytes,
     relayMaxQueueBytes,
+    relayMaxTotalBytes,
+    relayMaxPoolBytes,
+    maxQueuedJobsPerUser: int(env, 'SVC_MAX_QUEUED_JOBS_PER_USER', 20, 1, 1_000_000),
+    maxQueuedJobsPerPool: int(env, 'SVC_MAX_QUEUED_JOBS_PER_POOL', 100, 1, 1_000_000),
     inferDispatchTimeoutS: int(env, 'SVC_INFER_DISPATCH_TIMEOUT_S', 30, 1, 3600),
     metricsRollupS: int(env, 'SVC_METRICS_ROLLUP_S', 60, 1, 86_400),
     metricsToken: str(env, 'SVC_METRICS_TOKEN'),

@@ -5,6 +5,7 @@ import m2 from '../../migrations/0002_jobs.sql' with { type: 'text' }
 import m3 from '../../migrations/0003_servables.sql' with { type: 'text' }
 import m4 from '../../migrations/0004_contributions.sql' with { type: 'text' }
 import m5 from '../../migrations/0005_admin_indexes.sql' with { type: 'text' }
+import m6 from '../../migrations/0006_job_pool_named.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -13,4 +14,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0003_servables', sql: m3 },
   { tag: '0004_contributions', sql: m4 },
   { tag: '0005_admin_indexes', sql: m5 },
+  { tag: '0006_job_pool_named', sql: m6 },
 ]

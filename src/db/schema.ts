@@ -264,6 +264,10 @@ export const jobs = sqliteTable(
     poolId: text('pool_id')
       .notNull()
       .references(() => pools.id, { onDelete: 'cascade' }),
+    // False when the submitter gave no pool_id and the job fell to the default pool: such a job is
+    // never placed on the default pool's fellows (token-less, anonymous machines), so an admin's
+    // job and its config cannot leak to them by omission. Naming the default pool places it there.
+    poolNamed: integer('pool_named', { mode: 'boolean' }).notNull().default(true),
     createdBy: text('created_by'),
     status: text('status', { enum: ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] }).notNull(),
     reason: text('reason'),

@@ -1,6 +1,7 @@
 // Composition: the feature plugins on one Elysia app, then the policy index built from its routes.
 import { Elysia, type AnyElysia } from 'elysia'
 import { createBase } from './base'
+import { compressionPlugin } from './compress'
 import { errorPlugin, problemFrom } from './errors'
 import { PolicyIndex, authorize, presentedCredential, SESSION_COOKIE, type CredentialResolver } from './policy'
 import { AppError } from '../errors'
@@ -61,7 +62,7 @@ export function createServices(ctx: Ctx): Services {
   const signals = new MemorySignalHub(ctx.clock)
   const fellows = new Fellows(ctx, registry, signals)
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
-  const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes })
+  const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes, maxTotalBytes: ctx.cfg.relayMaxTotalBytes, maxPoolBytes: ctx.cfg.relayMaxPoolBytes })
   const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics())
   const rollup = new ContributionRollup(ctx, new ContributionMeter())
   registry.onUptime = (f, now, onlineMs, gpus) => rollup.meter.uptime(f.ownerUserId, now, onlineMs, gpus)
@@ -163,6 +164,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   const app = new Elysia({ normalize: false })
     .use(errorPlugin(ctx.log, notFoundGate))
     .use(observabilityPlugin(ctx.log, services.counters, index))
+    .use(compressionPlugin(index))
     .use(base)
     .use(healthRoutes(base, ctx))
     .use(accountRoutes(base, ctx, services.accounts))

@@ -26,7 +26,24 @@ export class BodyBudget {
 
 const unlimited = new BodyBudget(Number.MAX_SAFE_INTEGER)
 
-export async function readLimited(request: Request, limit: number, budget: BodyBudget = unlimited): Promise<Uint8Array> {
+/** How long a whole body may take to arrive: a body trickled at 1 byte / 5 s held a connection 125 s. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000
+
+function timedOut(ms: number): AppError {
+  return new AppError('request_timeout', `The request body did not arrive within ${Math.round(ms / 1000)} s.`)
+}
+
+/** `p`, or a 408 once `ms` have passed (the timer never outlives the race). */
+async function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timedOut(ms)), ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export async function readLimited(request: Request, limit: number, budget: BodyBudget = unlimited, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) {
     throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
@@ -39,7 +56,7 @@ export async function readLimited(request: Request, limit: number, budget: BodyB
     const reserved = Number(declared)
     budget.take(reserved)
     try {
-      const bytes = await request.bytes()
+      const bytes = await within(request.bytes(), timeoutMs)
       // Over HTTP the length frames the body; an in-process Request (app.handle) can still lie.
       if (bytes.byteLength > limit) throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
       return bytes
@@ -51,9 +68,10 @@ export async function readLimited(request: Request, limit: number, budget: BodyB
   const chunks: Uint8Array[] = []
   let size = 0
   const reader = request.body.getReader()
+  const deadline = performance.now() + timeoutMs
   try {
     for (;;) {
-      const { done, value } = await reader.read()
+      const { done, value } = await within(reader.read(), Math.max(1, deadline - performance.now()))
       if (done) break
       size += value.byteLength
       if (size > limit) throw new AppError('payload_too_large', `The body is larger than ${limit} bytes.`)
@@ -103,8 +121,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false
 }
 
-export async function readJson(request: Request, limit: number, budget: BodyBudget = unlimited): Promise<unknown> {
-  const bytes = await readLimited(request, limit, budget)
+export async function readJson(request: Request, limit: number, budget: BodyBudget = unlimited, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<unknown> {
+  const bytes = await readLimited(request, limit, budget, timeoutMs)
   if (bytes.byteLength === 0) return undefined
   let text: string
   try {
@@ -151,9 +169,10 @@ export interface BodyLimits {
   maxJsonBytes: number
   maxBinaryBytes: number
   budget: BodyBudget
+  timeoutMs: number
 }
 
-export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, budget }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
+export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, budget, timeoutMs }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
   return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route, server }) => {
     // Credential, route class and CSRF first: a refused caller's body is never read.
     gate(request, route, server)
@@ -163,13 +182,13 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, budget }: BodyLimits,
       // Unread, and refused by the handler once it has checked the caller's job: a fellow of another
       // pool learns "not found" there, not that it sent the wrong type to a job it cannot see.
       if (ct !== 'application/octet-stream') return { unsupportedMediaType: ct }
-      return readLimited(request, maxBinaryBytes, budget)
+      return readLimited(request, maxBinaryBytes, budget, timeoutMs)
     }
     if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {
-      return readJson(request, maxJsonBytes, budget)
+      return readJson(request, maxJsonBytes, budget, timeoutMs)
     }
     // No content type: fine when there is no body at all (a bodiless POST or DELETE).
-    if (ct === '' && (await readLimited(request, maxJsonBytes, budget)).byteLength === 0) return undefined
+    if (ct === '' && (await readLimited(request, maxJsonBytes, budget, timeoutMs)).byteLength === 0) return undefined
     throw new AppError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.')
   })
 }

@@ -26,7 +26,9 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   last_admin: [409, 'Last Active Admin'],
   owner_cannot_leave: [409, 'Owner Cannot Leave'],
   pool_node_limit: [409, 'Pool Node Limit Reached'],
+  job_queue_full: [409, 'Job Queue Full'],
   mail_disabled: [409, 'Mail Disabled'],
+  request_timeout: [408, 'Request Timeout'],
   gone: [410, 'Gone'],
   payload_too_large: [413, 'Payload Too Large'],
   unsupported_media_type: [415, 'Unsupported Media Type'],
@@ -53,7 +55,8 @@ export function problem(code: ErrorCode, detail: string, extra: Record<string, u
 }
 
 export function problemFrom(e: AppError): Response {
-  return problem(e.code, e.message, e.extra)
+  // After a body timeout the rest of the body may still trickle in: end the connection with the answer.
+  return problem(e.code, e.message, e.extra, e.code === 'request_timeout' ? { connection: 'close' } : {})
 }
 
 interface ValidationIssue {

@@ -5,7 +5,7 @@ import { Elysia, t } from 'elysia'
 import { AppError } from '../errors'
 import { problem } from '../http/errors'
 import { decodeFrames, wireParts } from './frames'
-import { MAX_POP_WAIT_MS, type RelayChannel, type RelayHub } from './hub'
+import { MAX_POP_WAIT_MS, type FullScope, type RelayChannel, type RelayHub } from './hub'
 import { nodeOrOpen } from '../jobs/routes'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
@@ -16,21 +16,27 @@ const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.Union
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
+const FULL: Record<FullScope, string> = {
+  channel: 'The relay channel is full; retry shortly.',
+  pool: "The relay queues of this pool's jobs are full; retry shortly.",
+  relay: 'The relay is full; retry shortly.',
+}
+
 export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters) {
   return new Elysia({ name: 'relay' })
     .use(base)
     .post(
       '/api/v1/relay/:job_id/:channel/push',
       ({ caller, params, body, query, set }) => {
-        const { stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+        const { row, stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
         const to = params.channel === 'activations' ? stage + 1 : stage - 1
         if (to < 0 || to >= assignments.length) throw new AppError('conflict', `Stage ${stage} has no ${params.channel === 'activations' ? 'next' : 'previous'} stage to send ${params.channel} to.`)
         if (!(body instanceof Uint8Array)) throw new AppError('unsupported_media_type', 'Send application/octet-stream.')
         const frames = decodeFrames(body, { maxFrameBytes: ctx.cfg.relayMaxFrameBytes })
-        const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames)
+        const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames, row.poolId)
         if (!r.ok) {
-          if (r.reason === 'exceeds_capacity') return problem('payload_too_large', 'This push is larger than a relay channel can hold.')
-          return problem('rate_limited', 'The relay channel is full; retry shortly.', { retryAfterS: r.retryAfterS })
+          if (r.reason === 'exceeds_capacity') return problem('payload_too_large', 'This push is larger than the relay can ever hold for one channel.')
+          return problem('rate_limited', FULL[r.scope], { retryAfterS: r.retryAfterS })
         }
         counters.relayBytesIn += body.byteLength
         counters.relayFramesIn += frames.length

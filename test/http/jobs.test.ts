@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { encodeFrames, decodeFrames } from '../../src/relay/frames'
+import { UNNAMED_POOL_REASON } from '../../src/jobs/service'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -264,10 +265,177 @@ describe('relay', () => {
     expect((await s0.c.call('POST', `/api/v1/relay/${job.id}/weights/push`, good, bin)).status).toBe(422)
   })
 
+  // Issue 26, item 8: per-channel caps alone let 8 channels x 60 MiB sit unpopped (RSS 270 -> 751 MiB).
+  test("past the per-pool cap a push answers 429 with Retry-After like a full channel, and the pool's bytes come back when a job ends", async () => {
+    const c = await cluster(4, { env: { SVC_RELAY_MAX_FRAME_BYTES: '1024', SVC_RELAY_MAX_QUEUE_BYTES: '4096', SVC_RELAY_MAX_POOL_BYTES: '2048' } })
+    const byId = (id: string) => c.fellows.find((f) => f.fellow_id === id)!
+    const j1 = (await c.A.post('/api/v1/jobs', { name: 'one', pool_id: c.pool.id, stages: 2 })).body
+    const j2 = (await c.A.post('/api/v1/jobs', { name: 'two', pool_id: c.pool.id, stages: 2 })).body
+    const frame = encodeFrames([{ meta: {}, data: new Uint8Array(1000) }])
+    const push = (j: { id: string; assignments: { fellow_id: string }[] }) => byId(j.assignments[0]!.fellow_id).c.call('POST', `/api/v1/relay/${j.id}/activations/push`, frame, bin)
+    expect((await push(j1)).status).toBe(202)
+    expect((await push(j1)).status).toBe(202)
+    const full = await push(j2) // j2's own channel is empty: the pool is what is full
+    expect(full.status).toBe(429)
+    expect(full.body).toMatchObject({ code: 'rate_limited' })
+    expect(full.body.detail).toContain('pool')
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThan(0)
+    await c.A.delete(`/api/v1/jobs/${j1.id}`)
+    expect((await push(j2)).status).toBe(202)
+    expect(c.h.services.relay.stats().queuedBytes).toBe(frame.byteLength)
+  })
+
+  test('past the relay-wide cap a push to another pool answers 429 too, until a pop frees room', async () => {
+    const c = await cluster(2, { env: { SVC_RELAY_MAX_FRAME_BYTES: '1024', SVC_RELAY_MAX_QUEUE_BYTES: '4096', SVC_RELAY_MAX_TOTAL_BYTES: '3000', SVC_RELAY_MAX_POOL_BYTES: '3000' } })
+    const other = (await c.A.post('/api/v1/admin/pools', { name: 'Other', visibility: 'private' })).body
+    const join = (await c.A.post('/api/v1/bootstrap/join-sessions', { pool_id: other.id })).body.join_token
+    const theirs = new Map<string, Client>()
+    for (const name of ['o-0', 'o-1']) {
+      const r = (await c.h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: name })).body
+      theirs.set(r.fellow_id, c.h.client({ bearer: r.node_token }))
+      await theirs.get(r.fellow_id)!.post('/api/v1/workers/heartbeat', { status: 'idle' })
+    }
+    const mine = (await c.A.post('/api/v1/jobs', { name: 'mine', pool_id: c.pool.id, stages: 2 })).body
+    const them = (await c.A.post('/api/v1/jobs', { name: 'them', pool_id: other.id, stages: 2 })).body
+    expect(them.status).toBe('scheduled')
+    const frame = encodeFrames([{ meta: {}, data: new Uint8Array(1000) }])
+    const s0 = c.fellows.find((f) => f.fellow_id === mine.assignments[0].fellow_id)!
+    const s1 = c.fellows.find((f) => f.fellow_id === mine.assignments[1].fellow_id)!
+    expect((await s0.c.call('POST', `/api/v1/relay/${mine.id}/activations/push`, frame, bin)).status).toBe(202)
+    expect((await s0.c.call('POST', `/api/v1/relay/${mine.id}/activations/push`, frame, bin)).status).toBe(202)
+    const theirS0 = theirs.get(them.assignments[0].fellow_id)!
+    const full = await theirS0.call('POST', `/api/v1/relay/${them.id}/activations/push`, frame, bin)
+    expect(full.status).toBe(429)
+    expect(full.body.detail).toBe('The relay is full; retry shortly.')
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect((await s1.c.call('GET', `/api/v1/relay/${mine.id}/activations/pop?max=1`)).status).toBe(200)
+    expect((await theirS0.call('POST', `/api/v1/relay/${them.id}/activations/push`, frame, bin)).status).toBe(202)
+  })
+
   test('queues are dropped when the job ends', async () => {
     const { A, job, s0, s1 } = await pipeline()
     await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, encodeFrames([{ meta: {}, data: new Uint8Array([1]) }]), bin)
     await A.delete(`/api/v1/jobs/${job.id}`)
     expect((await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop`)).status).toBe(403)
+  })
+})
+
+/** The SQL statements `fn` prepares on the state file, each with the rows it returned. */
+function statementsDuring<T>(h: Harness, fn: () => T): { result: T; statements: { sql: string; rows: number }[] } {
+  const sqlite = h.ctx.sqlite
+  const prepare = sqlite.prepare.bind(sqlite)
+  const statements: { sql: string; rows: number }[] = []
+  sqlite.prepare = ((sql: string, ...rest: unknown[]) => {
+    const stmt = (prepare as (...a: unknown[]) => ReturnType<typeof prepare>)(sql, ...rest)
+    const seen = { sql, rows: 0 }
+    statements.push(seen)
+    for (const m of ['all', 'values', 'get'] as const) {
+      const orig = (stmt[m] as (...a: unknown[]) => unknown).bind(stmt)
+      ;(stmt as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+        const r = orig(...a)
+        seen.rows += Array.isArray(r) ? r.length : r == null ? 0 : 1
+        return r
+      }
+    }
+    return stmt
+  }) as typeof sqlite.prepare
+  try {
+    return { result: fn(), statements }
+  } finally {
+    delete (sqlite as unknown as Record<string, unknown>).prepare
+  }
+}
+
+const jobRowsRead = (statements: { sql: string; rows: number }[]) => statements.filter((s) => /from "jobs"/i.test(s.sql)).reduce((n, s) => n + s.rows, 0)
+
+// Issue 26, item 7: 150 queued jobs of one plain user took the idle leader from 1 % to 77 % CPU.
+describe('job queue caps and an idle scheduler', () => {
+  test('a person past SVC_MAX_QUEUED_JOBS_PER_USER queued jobs is refused with 409 job_queue_full; a placed or cancelled job frees a place', async () => {
+    const h = makeHarness({ SVC_MAX_QUEUED_JOBS_PER_USER: '3' })
+    all.push(h)
+    const bob = sessionClient(h, (await seedUser(h, 'bob@example.com')).id)
+    const pool = (await bob.post('/api/v1/pools', { name: 'Bob lab', visibility: 'private' })).body
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const r = await bob.post('/api/v1/jobs', { name: `q${i}`, pool_id: pool.id })
+      expect([r.status, r.body.status, r.body.reason]).toEqual([201, 'queued', 'needs 1 fellow online and free; pool has 0'])
+      ids.push(r.body.id)
+    }
+    const refused = await bob.post('/api/v1/jobs', { name: 'q3', pool_id: pool.id })
+    expect(refused.status).toBe(409)
+    expect(refused.headers.get('content-type')).toContain('application/problem+json')
+    expect(refused.body).toMatchObject({ code: 'job_queue_full', limit: 3 })
+    expect((await bob.get('/api/v1/jobs')).body.items).toHaveLength(3)
+    await bob.delete(`/api/v1/jobs/${ids[0]}`)
+    expect((await bob.post('/api/v1/jobs', { name: 'q4', pool_id: pool.id })).status).toBe(201)
+    expect((await bob.post('/api/v1/jobs', { name: 'q5', pool_id: pool.id })).status).toBe(409)
+    // A fellow arrives and takes the oldest queued job: a placed job no longer counts.
+    const join = (await bob.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    const f = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'gpu' })).body
+    await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(h.services.jobs.schedulePass()).toBe(1)
+    expect((await bob.get(`/api/v1/jobs/${ids[1]}`)).body.status).toBe('scheduled')
+    expect((await bob.post('/api/v1/jobs', { name: 'q6', pool_id: pool.id })).status).toBe(201)
+  })
+
+  test('a pool past SVC_MAX_QUEUED_JOBS_PER_POOL queued jobs refuses the next submit; other pools still take jobs', async () => {
+    const { A, pool } = await cluster(0, { env: { SVC_MAX_QUEUED_JOBS_PER_POOL: '2' } })
+    for (let i = 0; i < 2; i++) expect((await A.post('/api/v1/jobs', { name: `q${i}`, pool_id: pool.id })).status).toBe(201)
+    const refused = await A.post('/api/v1/jobs', { name: 'q2', pool_id: pool.id })
+    expect(refused.status).toBe(409)
+    expect(refused.body).toMatchObject({ code: 'job_queue_full', limit: 2 })
+    expect(refused.body.detail).toContain('pool')
+    const other = (await A.post('/api/v1/admin/pools', { name: 'Other', visibility: 'private' })).body
+    expect((await A.post('/api/v1/jobs', { name: 'elsewhere', pool_id: other.id })).status).toBe(201)
+  })
+
+  test('a scheduler pass reads no job config, and reads no job rows for a pool without an online fellow', async () => {
+    const { h, A, pool } = await cluster(1, { freeMb: [10_000], env: { SVC_MAX_QUEUED_JOBS_PER_USER: '1000', SVC_MAX_QUEUED_JOBS_PER_POOL: '1000' } })
+    // Pool with an online fellow too small for the jobs: they are looked at, their config is not.
+    for (let i = 0; i < 5; i++) await A.post('/api/v1/jobs', { name: `big${i}`, pool_id: pool.id, min_free_vram_mb: 20_480, config: { secret: i } })
+    const looked = statementsDuring(h, () => h.services.jobs.schedulePass())
+    expect(looked.result).toBe(0)
+    expect(jobRowsRead(looked.statements)).toBeGreaterThanOrEqual(5)
+    expect(looked.statements.filter((s) => s.sql.includes('"config"'))).toEqual([])
+    // A pool with no fellow online: 50 queued jobs cost the pass no job rows at all.
+    const empty = (await A.post('/api/v1/admin/pools', { name: 'Empty', visibility: 'private' })).body
+    for (let i = 0; i < 50; i++) await A.post('/api/v1/jobs', { name: `wait${i}`, pool_id: empty.id, config: { i } })
+    for (const j of (await A.get(`/api/v1/jobs?pool_id=${pool.id}&status=queued`)).body.items) await A.delete(`/api/v1/jobs/${j.id}`)
+    const idle = statementsDuring(h, () => h.services.jobs.schedulePass())
+    expect(idle.result).toBe(0)
+    expect(jobRowsRead(idle.statements)).toBeLessThanOrEqual(1) // which pools have queued jobs: one row
+    // Placement is unchanged: once a fellow is online there, the oldest job is placed with its config.
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: empty.id })).body.join_token
+    const f = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'late' })).body
+    await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(h.services.jobs.schedulePass()).toBe(1)
+    const start = h.services.fellows.signals.takePending(f.fellow_id)
+    expect(start.map((s) => [s.signal, s.payload?.config])).toEqual([['START', { i: 0 }]])
+  })
+})
+
+// Issue 26, item 2b: an admin's job without pool_id fell to the default pool and was placed on
+// anonymous, token-less fellows, which were handed the job and its config.
+describe('the default pool', () => {
+  test("a job that names no pool is never placed on the default pool's token-less fellows; naming the default pool places it", async () => {
+    const h = makeHarness()
+    all.push(h)
+    const A = sessionClient(h, (await seedUser(h, 'admin@example.com', { role: 'admin' })).id)
+    const anon = (await h.client().post('/api/v1/workers/register', { hostname: 'stranger' })).body
+    await h.client({ bearer: anon.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    const unnamed = await A.post('/api/v1/jobs', { name: 'private', config: { hf_token: 'hf_secret' } })
+    expect(unnamed.status).toBe(201)
+    expect(unnamed.body).toMatchObject({ pool_id: anon.pool_id, status: 'queued', reason: UNNAMED_POOL_REASON, assignments: [] })
+    h.clock.advance(1000)
+    await h.client({ bearer: anon.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(h.services.jobs.schedulePass()).toBe(0)
+    expect(h.services.fellows.signals.takePending(anon.fellow_id)).toEqual([])
+    const named = await A.post('/api/v1/jobs', { name: 'public', pool_id: anon.pool_id, config: { open: true } })
+    expect(named.body.status).toBe('scheduled')
+    expect(named.body.assignments).toEqual([{ stage: 0, fellow_id: anon.fellow_id }])
+    const got = h.services.fellows.signals.takePending(anon.fellow_id)
+    expect(got.map((s) => [s.signal, s.job_id])).toEqual([['START', named.body.id]])
+    expect(JSON.stringify(got)).not.toContain('hf_secret')
+    expect((await A.get(`/api/v1/jobs/${unnamed.body.id}`)).body.status).toBe('queued')
   })
 })

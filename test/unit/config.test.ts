@@ -49,6 +49,17 @@ describe('config', () => {
     }
   })
 
+  test('relay totals and job queue caps default to sizes relative to the channel cap; a pool cap above the total is refused', () => {
+    const d = loadConfig({ SVC_STATE_DIR: dir() })
+    expect([d.relayMaxTotalBytes, d.relayMaxPoolBytes]).toEqual([256 * 1024 * 1024, 128 * 1024 * 1024])
+    expect([d.maxQueuedJobsPerUser, d.maxQueuedJobsPerPool]).toEqual([20, 100])
+    const big = loadConfig({ SVC_STATE_DIR: dir(), SVC_RELAY_MAX_QUEUE_BYTES: String(1024 * 1024 * 1024) })
+    expect([big.relayMaxTotalBytes, big.relayMaxPoolBytes]).toEqual([1024 * 1024 * 1024, 512 * 1024 * 1024])
+    expect(errorFor({ SVC_RELAY_MAX_TOTAL_BYTES: String(8 * 1024 * 1024), SVC_RELAY_MAX_POOL_BYTES: String(16 * 1024 * 1024), SVC_RELAY_MAX_FRAME_BYTES: String(1024 * 1024), SVC_RELAY_MAX_QUEUE_BYTES: String(4 * 1024 * 1024) }).variable).toBe('SVC_RELAY_MAX_POOL_BYTES')
+    expect(errorFor({ SVC_RELAY_MAX_TOTAL_BYTES: String(1024 * 1024) }).variable).toBe('SVC_RELAY_MAX_TOTAL_BYTES') // below one 64 MiB frame
+    expect(errorFor({ SVC_MAX_QUEUED_JOBS_PER_USER: '0' }).variable).toBe('SVC_MAX_QUEUED_JOBS_PER_USER')
+  })
+
   test('account lockout threshold defaults to 8 times the login threshold', () => {
     expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_LOGIN_LOCKOUT_THRESHOLD: '3' }).accountLockoutThreshold).toBe(24)
   })

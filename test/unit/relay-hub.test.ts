@@ -102,7 +102,7 @@ describe('relay hub', () => {
     const hub = new MemoryRelayHub({ maxQueueBytes: 3 * COST })
     expect(hub.push('j', 'activations', [frame(0), frame(1)]).ok).toBe(true)
     const before = hub.stats()
-    expect(hub.push('j', 'activations', [frame(2), frame(3)])).toEqual({ ok: false, retryAfterS: 1, reason: 'full' })
+    expect(hub.push('j', 'activations', [frame(2), frame(3)])).toEqual({ ok: false, retryAfterS: 1, reason: 'full', scope: 'channel' })
     expect(hub.stats()).toEqual(before)
     expect(hub.push('j', 'gradients', [frame(9), frame(9)]).ok).toBe(true)
     await hub.pop('j', 'activations', { max: 1, waitMs: 0 })
@@ -159,5 +159,57 @@ describe('relay hub', () => {
     expect(hub.stats()).toEqual({ channels: 1, queuedBytes: COST, waiters: 0 })
     expect(await hub.pop('j', 'activations', { max: 10, waitMs: 0 })).toEqual([])
     expect(ids(await hub.pop('k', 'activations', { max: 10, waitMs: 0 }))).toEqual([3])
+  })
+})
+
+// Issue 26, item 8: per-channel caps alone let 8 channels x 60 MiB sit unpopped (RSS 270 -> 751 MiB).
+describe('relay hub caps across channels', () => {
+  test('the relay as a whole refuses a push past its total cap, on any job or channel, until a pop frees room', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 4 * COST, maxTotalBytes: 4 * COST })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)]).ok).toBe(true)
+    expect(hub.push('k', 'gradients', [frame(2), frame(3)]).ok).toBe(true)
+    const before = hub.stats()
+    expect(hub.push('m', 'activations', [frame(4)])).toEqual({ ok: false, retryAfterS: 1, reason: 'full', scope: 'relay' })
+    expect(hub.stats()).toEqual(before)
+    expect(ids(await hub.pop('j', 'activations', { max: 1, waitMs: 0 }))).toEqual([0])
+    expect(hub.push('m', 'activations', [frame(4)])).toEqual({ ok: true, depthBytes: COST })
+    expect(hub.stats().queuedBytes).toBe(4 * COST)
+  })
+
+  test("one pool's jobs share the per-pool cap while other pools still push; pops and job ends give the bytes back", async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 10 * COST, maxTotalBytes: 10 * COST, maxPoolBytes: 3 * COST })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)], 'pool-a').ok).toBe(true)
+    expect(hub.push('k', 'activations', [frame(2)], 'pool-a').ok).toBe(true)
+    expect(hub.push('k', 'gradients', [frame(3)], 'pool-a')).toEqual({ ok: false, retryAfterS: 1, reason: 'full', scope: 'pool' })
+    expect(hub.push('x', 'activations', [frame(4), frame(5), frame(6)], 'pool-b').ok).toBe(true)
+    expect([hub.poolQueuedBytes('pool-a'), hub.poolQueuedBytes('pool-b')]).toEqual([3 * COST, 3 * COST])
+    await hub.pop('k', 'activations', { max: 1, waitMs: 0 })
+    expect(hub.poolQueuedBytes('pool-a')).toBe(2 * COST)
+    expect(hub.push('k', 'gradients', [frame(3)], 'pool-a').ok).toBe(true)
+    hub.dropJob('j')
+    expect(hub.poolQueuedBytes('pool-a')).toBe(COST)
+    hub.dropJob('k')
+    hub.dropJob('x')
+    expect([hub.poolQueuedBytes('pool-a'), hub.poolQueuedBytes('pool-b')]).toEqual([0, 0])
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+  })
+
+  test('a push larger than the pool cap is refused as never fitting (413), not as full (429)', () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 10 * COST, maxPoolBytes: COST })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)], 'pool-a')).toEqual({ ok: false, retryAfterS: 1, reason: 'exceeds_capacity' })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)]).ok).toBe(true) // no pool named: only the channel cap applies
+  })
+
+  test('frames a waiting pop takes at once pass a full relay, since they are never held', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 2 * COST, maxTotalBytes: 2 * COST })
+    expect(hub.push('j', 'activations', [frame(0), frame(1)]).ok).toBe(true)
+    const waiting = hub.pop('k', 'activations', { max: 1, waitMs: LONG })
+    expect(hub.push('k', 'activations', [frame(2)]).ok).toBe(true)
+    expect(ids(await waiting)).toEqual([2])
+    const again = hub.pop('k', 'activations', { max: 1, waitMs: LONG })
+    expect(hub.push('k', 'activations', [frame(3), frame(4)])).toMatchObject({ ok: false, scope: 'relay' }) // frame 4 would be held
+    expect(hub.push('k', 'activations', [frame(3)]).ok).toBe(true)
+    expect(ids(await again)).toEqual([3])
+    expect(hub.stats().queuedBytes).toBe(2 * COST)
   })
 })
