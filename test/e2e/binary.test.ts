@@ -107,4 +107,29 @@ describe('the built dist/svc', () => {
     for (const a of answers) expect(a.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized')
     expect(await leader.stop()).toBe(0)
   })
+
+  test('a body trickled in slower than SVC_BODY_TIMEOUT_S is answered 408 and its connection closed', async () => {
+    const leader = await startLeader({ SVC_BODY_TIMEOUT_S: '1' })
+    const { port } = new URL(leader.url)
+    const { promise, resolve, reject } = Promise.withResolvers<{ got: string; closed: boolean }>()
+    let got = ''
+    void Bun.connect({
+      hostname: '127.0.0.1',
+      port: Number(port),
+      socket: {
+        open(socket) {
+          socket.write('POST /api/v1/auth/login HTTP/1.1\r\nHost: leader\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{')
+        },
+        data(_socket, data) {
+          got += new TextDecoder().decode(data)
+        },
+        error: (_s, e) => reject(e),
+        close: () => resolve({ got, closed: true }),
+      },
+    })
+    const answer = await promise // the leader closes it; a hang here is the defect (125 s before)
+    expect(answer.got.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout')
+    expect(answer.got).toContain('"code":"request_timeout"')
+    expect(await leader.stop()).toBe(0)
+  })
 })
