@@ -20,7 +20,7 @@ import { join } from 'node:path'
 
 type Mode = 'transport' | 'floor'
 type Pace = 'paced' | 'flood'
-interface Spec { mode: Mode; pace: Pace; paceMs: number; url: string; apiKey: string; fellows: { id: string; token: string }[]; streams: number; frames: number }
+interface Spec { mode: Mode; pace: Pace; paceMs: number; url: string; apiKey: string; poolId: string; fellows: { id: string; token: string }[]; streams: number; frames: number }
 interface Result { frames: number; seconds: number; p50: number; p95: number; p99: number; failed: number; posts: number; pickupMs: number; loadCpuS: number; serverCpuS?: number }
 
 /** A frame every PACE_MS per stream in the paced run (default 50: 20 tokens a second); --pace-ms=N. */
@@ -133,7 +133,7 @@ async function runLoad(spec: Spec): Promise<Result> {
           ? await fetch(`${spec.url}/api/v1/chat/completions`, {
               method: 'POST',
               headers: { authorization: `Bearer ${spec.apiKey}`, 'content-type': 'application/json' },
-              body: JSON.stringify({ model: 'bench-llm', messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: spec.frames }),
+              body: JSON.stringify({ model: 'bench-llm', messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: spec.frames, pool_id: spec.poolId }),
             })
           : await fetch(`${spec.url}/stream?pace=${spec.pace}&frames=${spec.frames}`)
       if (res.status !== 200) return void failed++
@@ -217,17 +217,17 @@ async function startLeader() {
   const t = Date.now()
   store.db.insert(users).values({ id: userId, email: 'bench@example.com', passwordHash: 'x', displayName: null, role: 'admin', status: 'active', createdAt: t, updatedAt: t, lastLoginAt: null }).run()
   const apiKey = mintApiToken(ctx, userId, 'bench').token
-  // Four fellows in the default pool; the admin caller is unscoped, so routing spreads over all four.
-  const fellows = Array.from({ length: 4 }, (_, i) => {
-    const r = services.fellows.register(null, { hostname: `gpu-${i}` }, '127.0.0.1')
-    return { id: r.fellow_id, token: r.node_token }
-  })
+  // Four fellows in the default pool; the admin's requests name that pool (an unscoped request
+  // leaves the default pool out), so routing spreads over all four.
+  const registered = Array.from({ length: 4 }, (_, i) => services.fellows.register(null, { hostname: `gpu-${i}` }, '127.0.0.1'))
+  const fellows = registered.map((r) => ({ id: r.fellow_id, token: r.node_token }))
+  const poolId = registered[0]!.pool_id
   const heartbeat = () =>
     Promise.all(fellows.map((f) => app.handle(new Request('http://leader/api/v1/workers/heartbeat', { method: 'POST', headers: { authorization: `Bearer ${f.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ status: 'idle', servables: ['bench-llm'] }) }))))
   await heartbeat()
   const beat = setInterval(() => void heartbeat(), 5000)
   app.listen({ hostname: '127.0.0.1', port: 0, idleTimeout: 120 })
-  return { url: `http://127.0.0.1:${app.server!.port}`, apiKey, fellows, stop: async () => (clearInterval(beat), await app.server!.stop(true), await services.close()) }
+  return { url: `http://127.0.0.1:${app.server!.port}`, apiKey, poolId, fellows, stop: async () => (clearInterval(beat), await app.server!.stop(true), await services.close()) }
 }
 
 async function runChild(spec: Spec): Promise<Result> {
@@ -255,7 +255,7 @@ async function main() {
   for (const pace of ['paced', 'flood'] as const) {
     for (const mode of ['floor', 'transport'] as const) {
       const url = mode === 'floor' ? floor.url : leader.url
-      rows.push([mode === 'floor' ? 'direct SSE (floor)' : 'leader transport', pace, await runChild({ mode, pace, paceMs: PACE_MS, url, apiKey: leader.apiKey, fellows: leader.fellows, streams, frames: frames[pace] })])
+      rows.push([mode === 'floor' ? 'direct SSE (floor)' : 'leader transport', pace, await runChild({ mode, pace, paceMs: PACE_MS, url, apiKey: leader.apiKey, poolId: leader.poolId, fellows: leader.fellows, streams, frames: frames[pace] })])
     }
   }
   await leader.stop()

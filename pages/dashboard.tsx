@@ -51,6 +51,12 @@ export function DashboardPage(props: { ctx: PageCtx }) {
       </section>
       <section class="card" aria-labelledby="invites-title">
         <h2 id="invites-title">Invitations</h2>
+        <div id="invite-link-card" hidden>
+          <p>You opened an invitation link. Accept it to join the pool it names.</p>
+          <div class="actions">
+            <button type="button" id="accept-link-invite">Accept the invitation</button>
+          </div>
+        </div>
         <div id="invites">
           <p class="empty">Loading…</p>
         </div>

@@ -49,6 +49,14 @@ function Manage(props: PoolPageProps) {
           </div>
           <Notice id="invite-form-msg" />
         </form>
+        <div id="invite-link-box" hidden>
+          <label for="invite-link">Invitation link: it works only for the account with the invited address</label>
+          <input id="invite-link" type="text" readonly />
+          <div class="actions">
+            <button type="button" class="small" data-copy="invite-link" data-copy-status="invite-link-msg">Copy link</button>
+          </div>
+          <Notice id="invite-link-msg" />
+        </div>
         <h3>Join requests</h3>
         <div id="requests">
           <p class="empty">Loading…</p>

@@ -4,6 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
+import { DEFAULT_TRUSTED_PROXIES, parseCidr } from './http/client-ip'
 
 export class ConfigError extends Error {
   constructor(
@@ -52,6 +53,10 @@ export interface Config {
   requireCsrf: boolean
   cookieSecure: boolean
   trustedProxyHops: number
+  /** Proxy address blocks (canonical CIDRs) whose X-Forwarded-For is read (SVC_TRUSTED_PROXIES). */
+  trustedProxies: string[]
+  /** Password hashes that may wait for a free scrypt slot before new ones get 429 (SVC_PASSWORD_HASH_QUEUE). */
+  passwordHashQueue: number
   sessionTtlHours: number
   authRateMax: number
   authRateWindowS: number
@@ -74,12 +79,26 @@ export interface Config {
   maxQueuedJobsPerUser: number
   /** Queued (not yet placed) jobs one pool may hold at once (SVC_MAX_QUEUED_JOBS_PER_POOL). */
   maxQueuedJobsPerPool: number
+  /** Pending invites one non-admin person may have out at once (SVC_MAX_PENDING_INVITES_PER_USER). */
+  maxPendingInvitesPerUser: number
+  /** Invite mails one address may get per 24 hours, from all pools (SVC_MAX_INVITE_MAILS_PER_ADDRESS). */
+  maxInviteMailsPerAddress: number
   inferDispatchTimeoutS: number
   metricsRollupS: number
   metricsToken: string | null
   publicStatsMinNodes: number
   publicStatsTtlS: number
   bootstrapRequireToken: boolean
+  /** Fellows may register without a join token, into the default pool (SVC_ALLOW_TOKENLESS_JOIN). */
+  allowTokenlessJoin: boolean
+  /** Token-less registrations one client IP may make per window (SVC_TOKENLESS_JOIN_RATE_MAX). */
+  tokenlessJoinRateMax: number
+  /** Token-less registrations all addresses together may make per window (SVC_TOKENLESS_JOIN_MAX). */
+  tokenlessJoinMax: number
+  /** The window of both (SVC_TOKENLESS_JOIN_WINDOW_S). */
+  tokenlessJoinWindowS: number
+  /** Bytes of shipped log lines kept for all fellows together (SVC_LOG_MAX_TOTAL_BYTES). */
+  logMaxTotalBytes: number
   smtp: SmtpConfig | null
   imprintFile: string | null
   privacyFile: string | null
@@ -96,13 +115,15 @@ export const CONFIG_VARIABLES = [
   'SVC_SECRET_KEY', 'SVC_SECRET_KEY_FILE', 'SVC_HEARTBEAT_INTERVAL_S', 'SVC_PIPELINE_TRANSPORT',
   'SVC_REQUIRE_EMAIL_VERIFICATION', 'SVC_REQUIRE_ADMIN_APPROVAL', 'SVC_REQUIRE_NODE_AUTH',
   'SVC_REQUIRE_OPERATOR_AUTH', 'SVC_REQUIRE_CSRF', 'SVC_COOKIE_SECURE', 'SVC_TRUSTED_PROXY_HOPS',
+  'SVC_TRUSTED_PROXIES', 'SVC_PASSWORD_HASH_QUEUE',
   'SVC_SESSION_TTL_HOURS', 'SVC_AUTH_RATE_MAX', 'SVC_AUTH_RATE_WINDOW_S',
   'SVC_LOGIN_LOCKOUT_THRESHOLD', 'SVC_LOGIN_LOCKOUT_SECONDS', 'SVC_ACCOUNT_LOCKOUT_THRESHOLD',
   'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_MAX_INFLIGHT_BODY_BYTES', 'SVC_BODY_TIMEOUT_S', 'SVC_RELAY_MAX_FRAME_BYTES',
   'SVC_RELAY_MAX_QUEUE_BYTES', 'SVC_RELAY_MAX_TOTAL_BYTES', 'SVC_RELAY_MAX_POOL_BYTES',
-  'SVC_MAX_QUEUED_JOBS_PER_USER', 'SVC_MAX_QUEUED_JOBS_PER_POOL', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
+  'SVC_MAX_QUEUED_JOBS_PER_USER', 'SVC_MAX_QUEUED_JOBS_PER_POOL', 'SVC_MAX_PENDING_INVITES_PER_USER', 'SVC_MAX_INVITE_MAILS_PER_ADDRESS', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
   'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
-  'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
+  'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_ALLOW_TOKENLESS_JOIN', 'SVC_TOKENLESS_JOIN_RATE_MAX', 'SVC_TOKENLESS_JOIN_MAX',
+  'SVC_TOKENLESS_JOIN_WINDOW_S', 'SVC_LOG_MAX_TOTAL_BYTES', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
   'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_SMTP_CA_FILE', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
   'SVC_LEGAL_LANG', 'SVC_A11Y_CONTACT', 'SVC_ACCESSIBILITY_FILE', 'SVC_DGS_VIDEO_URL',
   'SVC_LOG_LEVEL',
@@ -172,6 +193,21 @@ function baseUrl(env: Env, dflt: string): string {
     throw new ConfigError('SVC_BASE_URL', `may hold only letters, digits and . - _ ~ / % : [ ] (got ${JSON.stringify(v)})`)
   }
   return v
+}
+
+/** SVC_TRUSTED_PROXIES: comma-separated addresses or CIDR blocks; unset means loopback and private ranges. */
+function trustedProxies(env: Env): string[] {
+  const v = str(env, 'SVC_TRUSTED_PROXIES')
+  if (v === null) return [...DEFAULT_TRUSTED_PROXIES]
+  const out: string[] = []
+  for (const part of v.split(',')) {
+    if (part.trim() === '') continue
+    const cidr = parseCidr(part)
+    if (cidr === null) throw new ConfigError('SVC_TRUSTED_PROXIES', `not an IP address or CIDR block: ${JSON.stringify(part.trim())}`)
+    out.push(cidr)
+  }
+  if (out.length === 0) throw new ConfigError('SVC_TRUSTED_PROXIES', 'names no address; unset it or set SVC_TRUSTED_PROXY_HOPS=0')
+  return out
 }
 
 function readableFile(env: Env, name: string): string | null {
@@ -278,6 +314,8 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     requireCsrf: bool(env, 'SVC_REQUIRE_CSRF', true),
     cookieSecure: bool(env, 'SVC_COOKIE_SECURE', true),
     trustedProxyHops: int(env, 'SVC_TRUSTED_PROXY_HOPS', 1, 0, 32),
+    trustedProxies: trustedProxies(env),
+    passwordHashQueue: int(env, 'SVC_PASSWORD_HASH_QUEUE', 4, 0, 10_000),
     sessionTtlHours: int(env, 'SVC_SESSION_TTL_HOURS', 336, 1, 24 * 366),
     authRateMax: int(env, 'SVC_AUTH_RATE_MAX', 10, 1, 1_000_000),
     authRateWindowS: int(env, 'SVC_AUTH_RATE_WINDOW_S', 60, 1, 86_400),
@@ -294,12 +332,20 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     relayMaxPoolBytes,
     maxQueuedJobsPerUser: int(env, 'SVC_MAX_QUEUED_JOBS_PER_USER', 20, 1, 1_000_000),
     maxQueuedJobsPerPool: int(env, 'SVC_MAX_QUEUED_JOBS_PER_POOL', 100, 1, 1_000_000),
+    maxPendingInvitesPerUser: int(env, 'SVC_MAX_PENDING_INVITES_PER_USER', 50, 1, 1_000_000),
+    maxInviteMailsPerAddress: int(env, 'SVC_MAX_INVITE_MAILS_PER_ADDRESS', 5, 1, 1_000_000),
     inferDispatchTimeoutS: int(env, 'SVC_INFER_DISPATCH_TIMEOUT_S', 30, 1, 3600),
     metricsRollupS: int(env, 'SVC_METRICS_ROLLUP_S', 60, 1, 86_400),
     metricsToken: str(env, 'SVC_METRICS_TOKEN'),
     publicStatsMinNodes: int(env, 'SVC_PUBLIC_STATS_MIN_NODES', 3, 0, 1_000_000),
     publicStatsTtlS: int(env, 'SVC_PUBLIC_STATS_TTL_S', 60, 0, 86_400),
     bootstrapRequireToken: bool(env, 'SVC_BOOTSTRAP_REQUIRE_TOKEN', false),
+    // On by default: SPEC (node auth rule 5) lands a fellow without a token in the default pool.
+    allowTokenlessJoin: bool(env, 'SVC_ALLOW_TOKENLESS_JOIN', true),
+    tokenlessJoinRateMax: int(env, 'SVC_TOKENLESS_JOIN_RATE_MAX', 10, 1, 1_000_000),
+    tokenlessJoinMax: int(env, 'SVC_TOKENLESS_JOIN_MAX', 30, 1, 1_000_000),
+    tokenlessJoinWindowS: int(env, 'SVC_TOKENLESS_JOIN_WINDOW_S', 60, 1, 86_400),
+    logMaxTotalBytes: int(env, 'SVC_LOG_MAX_TOTAL_BYTES', 16 * 1024 * 1024, 64 * 1024, 16 * 1024 * 1024 * 1024),
     smtp: smtpConfig(env),
     imprintFile: readableFile(env, 'SVC_IMPRINT_FILE'),
     privacyFile: readableFile(env, 'SVC_PRIVACY_FILE'),
@@ -345,6 +391,7 @@ export interface FellowFlags {
   stateDir?: string
   p2pPortBase?: string
   advertiseHost?: string
+  p2pListenHost?: string
   hostname?: string
 }
 export interface FellowConfig {
@@ -354,6 +401,8 @@ export interface FellowConfig {
   p2pPortBase: number
   /** Null: the agent picks this machine's first non-internal address. */
   advertiseHost: string | null
+  /** Null: the listeners bind the advertised address and nothing else. */
+  p2pListenHost: string | null
   hostname: string | null
   logLevel: LogLevel
 }
@@ -368,16 +417,21 @@ export function loadFellowConfig(env: Env = process.env, flags: FellowFlags = {}
   const joinToken = str(tokenEnv, tokenName)
   if (joinToken !== null && !/^svc_join_[A-Za-z0-9_-]{20,}$/.test(joinToken)) throw new ConfigError(tokenName, 'not a join token (they start with svc_join_)')
   const [portName, portEnv] = pick(flags.p2pPortBase, '--p2p-port-base')
-  const [hostName, hostEnv] = pick(flags.advertiseHost, '--advertise-host')
-  const advertiseHost = str(hostEnv, hostName)
-  if (advertiseHost !== null && !/^[A-Za-z0-9.-]{1,253}$|^\[?[0-9A-Fa-f:.]+\]?$/.test(advertiseHost)) throw new ConfigError(hostName, `not a host name or address: ${JSON.stringify(advertiseHost)}`)
+  const hostOrAddress = (flag: string | undefined, flagName: string): string | null => {
+    const [name, env] = pick(flag, flagName)
+    const v = str(env, name)
+    if (v !== null && !/^[A-Za-z0-9.-]{1,253}$|^\[?[0-9A-Fa-f:.]+\]?$/.test(v)) throw new ConfigError(name, `not a host name or address: ${JSON.stringify(v)}`)
+    return v?.replace(/^\[(.*)\]$/, '$1') ?? null
+  }
+  const advertiseHost = hostOrAddress(flags.advertiseHost, '--advertise-host')
   return {
     leaderUrl: url(leaderEnv, leaderName, ''),
     joinToken,
     stateDir: resolve(flags.stateDir?.trim() || 'fellow-state'),
     // base+1 carries gradients, so the base stops one short of the last port.
     p2pPortBase: int(portEnv, portName, 5557, 1, 65534),
-    advertiseHost: advertiseHost?.replace(/^\[(.*)\]$/, '$1') ?? null,
+    advertiseHost,
+    p2pListenHost: hostOrAddress(flags.p2pListenHost, '--p2p-listen-host'),
     hostname: flags.hostname?.trim() || null,
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', LOG_LEVELS, 'info'),
   }

@@ -50,12 +50,28 @@ export function dashboardClient(): void {
     svc.render($('pools-body'), items, () => (items.length ? items.map(poolRow) : [emptyRow('No pools yet. Create one below, or accept an invitation.', 5)]))
   }
 
-  async function accept(id: string) {
-    const r = await svc.api('POST', `/api/v1/pools/invites/${encodeURIComponent(id)}/accept`)
+  async function accept(id: string, token?: string) {
+    const r = await svc.api('POST', `/api/v1/pools/invites/${encodeURIComponent(id)}/accept`, token === undefined ? undefined : { token })
     if (!r.ok) return svc.say('invite-msg', r.error ?? '', 'error')
     svc.say('invite-msg', `You joined ${r.data.pool_name}.`, 'ok')
+    if (token !== undefined) {
+      const card = $('invite-link-card')
+      if (card) card.hidden = true
+      history.replaceState(null, '', '/dashboard')
+    }
     pools.now()
     invites.now()
+  }
+
+  // An invitation link (/dashboard?invite=ID&token=T, from the invite mail or the inviter): accepted
+  // on a click, never on load, so a link alone cannot make anyone join a pool.
+  const query = new URLSearchParams(location.search)
+  const linkInvite = query.get('invite')
+  const linkToken = query.get('token')
+  if (linkInvite && linkToken) {
+    const card = $('invite-link-card')
+    if (card) card.hidden = false
+    $('accept-link-invite')?.addEventListener('click', () => void accept(linkInvite, linkToken))
   }
 
   async function loadInvites() {

@@ -84,7 +84,14 @@ export function poolManageClient(): void {
     const email = String(svc.formJson(form).email)
     void svc.api('POST', `${base}/invites`, { email }).then((r) => {
       if (!r.ok) return svc.say('invite-form-msg', r.error ?? '', 'error')
-      svc.say('invite-form-msg', r.status === 201 ? `Invitation sent to ${email}.` : `${email} was already invited; the invitation is still open.`, 'ok')
+      svc.say('invite-form-msg', r.status === 201 ? `Invitation sent to ${email}.` : `${email} was already invited; the invitation is still open and no new email was sent.`, 'ok')
+      // The link too: without mail (or when it got lost) the inviter passes it on themselves.
+      const box = $('invite-link-box')
+      const input = $('invite-link') as HTMLInputElement | null
+      if (box && input) {
+        input.value = r.data.invite_link
+        box.hidden = false
+      }
       form.reset()
     })
   })

@@ -1,6 +1,8 @@
 // Wire shapes of the account routes. Types come from these schemas; response schemas are declared
 // on every route so nothing the schema does not name (hashes, tokens) can leak.
 import { t, type Static } from 'elysia'
+// Registers the `email` format (SMTPUTF8 local parts, IDN domains) before any schema compiles.
+import './email'
 
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
 export const Password = t.String({ minLength: 1, maxLength: 4096 })

@@ -7,8 +7,10 @@ import { newId, randomToken, sha256 } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { RateLimiter } from '../http/rate-limit'
 import { DAY_MS, iso, isoOrNull } from '../time'
-import { hashPassword, verifyPassword, dummyHash, passwordProblem } from './passwords'
+import { hashPassword, verifyPassword, dummyHash, passwordProblem, HashPool, HASH_CONCURRENCY } from './passwords'
 import { createSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
+import { revokeUserApiTokens } from './api-tokens'
+import { normalizeEmail } from './email'
 import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures } from './lockout'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -17,7 +19,7 @@ import type { Me } from './model'
 export type UserRow = typeof users.$inferSelect
 export type UserStatus = UserRow['status']
 
-export const normalizeEmail = (email: string): string => email.trim().toLowerCase()
+export { normalizeEmail }
 
 export function toMe(u: UserRow): Me {
   return {
@@ -76,9 +78,12 @@ export interface RegisterInput {
 
 export class Accounts {
   private authLimiter: RateLimiter
+  /** Every scrypt run of the leader: bounded, with a bounded line (a full one answers 429). */
+  readonly hashes: HashPool
 
   constructor(private ctx: Ctx) {
     this.authLimiter = new RateLimiter(ctx.clock, ctx.cfg.authRateMax, ctx.cfg.authRateWindowS * 1000)
+    this.hashes = new HashPool(HASH_CONCURRENCY, ctx.cfg.passwordHashQueue)
   }
 
   /** The per-IP limit shared by login and register. */
@@ -102,7 +107,7 @@ export class Accounts {
     if (problem) throw invalid(problem, { errors: [{ path: '/password', message: problem }] })
     const displayName = input.display_name?.trim() || null
     // Hash before the transaction: the transaction stays synchronous and short.
-    const passwordHash = await hashPassword(input.password)
+    const passwordHash = await hashPassword(input.password, this.hashes)
     const { ctx } = this
     const result = ctx.db.transaction((tx) => {
       if (tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()) {
@@ -120,6 +125,7 @@ export class Accounts {
         createdAt: now,
         updatedAt: now,
         lastLoginAt: null,
+        emailVerifiedAt: null,
       }
       if (row.status === 'active') row.lastLoginAt = now
       tx.insert(users).values(row).run()
@@ -155,7 +161,7 @@ export class Accounts {
     }
     const user = findUserByEmail(ctx.db, email)
     // Unknown emails verify against a dummy hash: same work, same answer, no account enumeration.
-    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash(this.hashes)), this.hashes)
     if (!user || !ok) {
       const outcome = recordLoginFailure(ctx, email, req.clientIp)
       recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_failed', actorUserId: user?.id ?? null, clientIp: req.clientIp, targetType: 'email', targetId: email })
@@ -200,19 +206,29 @@ export class Accounts {
     const { ctx } = this
     const u = getUser(ctx.db, userId)
     if (!u) throw new AppError('unauthorized', 'Log in first.')
-    if (!(await verifyPassword(current, u.passwordHash))) {
+    if (!(await verifyPassword(current, u.passwordHash, this.hashes))) {
       recordAudit(ctx.db, ctx.clock, { kind: 'auth.password_change_failed', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
       throw new AppError('wrong_password', 'The current password is wrong.')
     }
     const problem = passwordProblem(next, u.email)
     if (problem) throw invalid(problem, { errors: [{ path: '/new_password', message: problem }] })
-    const hash = await hashPassword(next)
+    const hash = await hashPassword(next, this.hashes)
     ctx.db.transaction((tx) => {
       const now = ctx.clock.now()
       tx.update(users).set({ passwordHash: hash, updatedAt: now }).where(eq(users.id, userId)).run()
-      revokeUserSessions(tx, now, userId, sessionId)
+      // A new password ends every other way in: other sessions and all API tokens (a token
+      // minted by whoever knew the old password must not outlive it).
+      const sessionsRevoked = revokeUserSessions(tx, now, userId, sessionId)
+      const tokensRevoked = revokeUserApiTokens(tx, now, userId)
       ctx.mail.enqueue(tx, 'password-changed', u.email, { name: u.displayName ?? u.email })
-      recordAudit(tx, ctx.clock, { kind: 'auth.password_change', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+      recordAudit(tx, ctx.clock, {
+        kind: 'auth.password_change',
+        actorUserId: userId,
+        clientIp: req.clientIp,
+        targetType: 'user',
+        targetId: userId,
+        detail: { sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked },
+      })
     })
     ctx.mail.wake()
   }
@@ -225,6 +241,9 @@ export class Accounts {
       const userId = consumeActionToken(tx, now, token, 'verify')
       const u = getUser(tx, userId)
       if (!u) throw new AppError('invalid_token', 'This link is invalid, was already used or has expired.')
+      // The link reached this mailbox: the address is proven, which is what lets the account
+      // take the address's pending invites by id (src/pools/membership.ts).
+      if (u.emailVerifiedAt === null) tx.update(users).set({ emailVerifiedAt: now }).where(eq(users.id, userId)).run()
       if (u.status !== 'unverified') return u.status
       const next: UserStatus = ctx.cfg.requireAdminApproval ? 'pending_approval' : 'active'
       tx.update(users).set({ status: next, updatedAt: now }).where(eq(users.id, userId)).run()
@@ -246,15 +265,25 @@ export class Accounts {
     }
     const problem = passwordProblem(next, u.email)
     if (problem) throw invalid(problem, { errors: [{ path: '/new_password', message: problem }] })
-    const hash = await hashPassword(next)
+    const hash = await hashPassword(next, this.hashes)
     ctx.db.transaction((tx) => {
       const now = ctx.clock.now()
       const userId = consumeActionToken(tx, now, token, 'reset')
       tx.update(users).set({ passwordHash: hash, updatedAt: now }).where(eq(users.id, userId)).run()
-      revokeUserSessions(tx, now, userId)
+      // A reset is how an account is taken back: nothing issued before it may keep working,
+      // API tokens included (a leaked token must not survive the owner's recovery).
+      const sessionsRevoked = revokeUserSessions(tx, now, userId)
+      const tokensRevoked = revokeUserApiTokens(tx, now, userId)
       clearAccountFailures(tx, u.email)
       ctx.mail.enqueue(tx, 'password-changed', u.email, { name: u.displayName ?? u.email })
-      recordAudit(tx, ctx.clock, { kind: 'auth.password_reset', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+      recordAudit(tx, ctx.clock, {
+        kind: 'auth.password_reset',
+        actorUserId: userId,
+        clientIp: req.clientIp,
+        targetType: 'user',
+        targetId: userId,
+        detail: { sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked },
+      })
     })
     ctx.mail.wake()
   }
@@ -282,15 +311,15 @@ export async function createAdminUser(ctx: Ctx, emailIn: string, password: strin
   return ctx.db.transaction((tx) => {
     if (findUserByEmail(tx, email)) throw new AppError('email_taken', `An account with email ${email} already exists.`)
     const now = ctx.clock.now()
-    const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null }
+    const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null, emailVerifiedAt: null }
     tx.insert(users).values(row).run()
     recordAudit(tx, ctx.clock, { kind: 'cli.create_user', targetType: 'user', targetId: row.id, detail: { role: 'admin' } })
     return toMe(row)
   })
 }
 
-/** `svc admin set-password`: new password, every session of that user revoked. */
-export async function setUserPassword(ctx: Ctx, emailIn: string, password: string): Promise<{ revokedSessions: number }> {
+/** `svc admin set-password`: new password, every session and API token of that user revoked. */
+export async function setUserPassword(ctx: Ctx, emailIn: string, password: string): Promise<{ revokedSessions: number; revokedApiTokens: number }> {
   const email = normalizeEmail(emailIn)
   const u = findUserByEmail(ctx.db, email)
   if (!u) throw new AppError('not_found', `No account with email ${email}.`)
@@ -301,8 +330,9 @@ export async function setUserPassword(ctx: Ctx, emailIn: string, password: strin
     const now = ctx.clock.now()
     tx.update(users).set({ passwordHash, updatedAt: now }).where(eq(users.id, u.id)).run()
     const revokedSessions = revokeUserSessions(tx, now, u.id)
+    const revokedApiTokens = revokeUserApiTokens(tx, now, u.id)
     clearAccountFailures(tx, email)
-    recordAudit(tx, ctx.clock, { kind: 'cli.set_password', targetType: 'user', targetId: u.id })
-    return { revokedSessions }
+    recordAudit(tx, ctx.clock, { kind: 'cli.set_password', targetType: 'user', targetId: u.id, detail: { sessions_revoked: revokedSessions, api_tokens_revoked: revokedApiTokens } })
+    return { revokedSessions, revokedApiTokens }
   })
 }

@@ -20,7 +20,10 @@ import {
 } from './service'
 import * as M from './model'
 
-const actorOf = (caller: Caller, clientIp: string): AdminActor => ({ userId: asUser(caller).userId, clientIp })
+const actorOf = (caller: Caller, clientIp: string): AdminActor => {
+  const me = asUser(caller)
+  return { userId: me.userId, clientIp, via: me.via }
+}
 
 export interface AdminRouteDeps {
   /** Told which fellows a user deletion detached (with the user's pools), so it can stop them. */

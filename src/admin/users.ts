@@ -18,6 +18,8 @@ import type { AdminUser, DeleteResult, ResendResult, ResetResult, TargetStatus, 
 export interface AdminActor {
   userId: string
   clientIp: string
+  /** How the acting admin authenticated: own-account changes need a browser session. */
+  via: 'session' | 'api_token'
 }
 
 /**
@@ -45,6 +47,17 @@ function guardLastAdmin(tx: Db, target: UserRow, action: 'demoted' | 'deactivate
   if (target.role !== 'admin' || target.status !== 'active') return
   if (activeAdminCount(tx) <= 1) {
     throw new AppError('last_admin', `The last active admin cannot be ${action}; make another user an active admin first.`)
+  }
+}
+
+/**
+ * Guards against a leaked admin API token taking over or locking out its own admin (issue 26):
+ * resetting, disabling or deleting one's own account, or changing one's own role or email (where
+ * reset mail goes), needs a browser session, as changing one's password does.
+ */
+function requireSessionForSelf(actor: AdminActor, targetId: string): void {
+  if (actor.userId === targetId && actor.via !== 'session') {
+    throw new AppError('session_required', 'Changing your own account needs a browser session, not an API token.')
   }
 }
 
@@ -76,11 +89,16 @@ export function updateUser(ctx: Ctx, actor: AdminActor, id: string, input: Updat
     if (input.email !== undefined) {
       const email = normalizeEmail(input.email)
       if (email !== u.email) {
+        requireSessionForSelf(actor, id)
         if (findUserByEmail(tx, email)) throw new AppError('email_taken', 'An account with this email already exists.')
         set.email = email
+        // A new address is unproven: it must not take that address's pending invites by id.
+        tx.update(users).set({ emailVerifiedAt: null }).where(eq(users.id, id)).run()
+        retireActionTokens(tx, now, id, 'verify')
       }
     }
     if (input.role !== undefined && input.role !== u.role) {
+      requireSessionForSelf(actor, id)
       if (input.role === 'user') guardLastAdmin(tx, u, 'demoted')
       set.role = input.role
       detail.role = { from: u.role, to: input.role }
@@ -103,6 +121,7 @@ function retireActionTokens(tx: Db, now: number, userId: string, kind?: 'verify'
 
 export function setUserStatus(ctx: Ctx, actor: AdminActor, id: string, target: TargetStatus): AdminUser {
   return adminTx(ctx, actor, (tx, now) => {
+    requireSessionForSelf(actor, id)
     const u = loadTarget(tx, id)
     if (u.status === target) return userView(tx, id) // idempotent: no second mail, no audit noise
     let detail: Record<string, unknown> = { from: u.status, to: target }
@@ -142,6 +161,7 @@ export function approveUser(ctx: Ctx, actor: AdminActor, id: string): AdminUser 
 
 export function issuePasswordReset(ctx: Ctx, actor: AdminActor, id: string): ResetResult {
   return adminTx(ctx, actor, (tx, now) => {
+    requireSessionForSelf(actor, id)
     const u = loadTarget(tx, id)
     const token = issueActionToken(tx, now, id, 'reset')
     const path = `/reset-password?token=${token}`
@@ -176,6 +196,7 @@ export function resendVerification(ctx: Ctx, actor: AdminActor, id: string): Res
  */
 export function deleteUser(ctx: Ctx, actor: AdminActor, id: string): DeleteResult & { fellowIds: string[] } {
   return adminTx(ctx, actor, (tx, now) => {
+    requireSessionForSelf(actor, id)
     const u = loadTarget(tx, id)
     guardLastAdmin(tx, u, 'deleted')
     const owned = tx.select({ id: pools.id }).from(pools).where(eq(pools.ownerUserId, id)).all()

@@ -61,8 +61,8 @@ export async function runAdmin(argv: string[]): Promise<number> {
       const password = await readPassword(values['password-stdin'] === true, true)
       const ctx = adminContext(values.db, false)
       try {
-        const { revokedSessions } = await setUserPassword(ctx, addr, password)
-        process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked\n`)
+        const { revokedSessions, revokedApiTokens } = await setUserPassword(ctx, addr, password)
+        process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
       } finally {
         ctx.sqlite.close()
       }

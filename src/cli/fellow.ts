@@ -6,8 +6,6 @@ import { Agent } from '../fellow/agent'
 import { LogBuffer, agentLogger } from '../fellow/logship'
 import { UsageError } from './usage'
 
-const LOOPBACK = /^(127\.|localhost$|::1$)/
-
 /** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */
 export function defaultAdvertiseHost(): string {
   for (const list of Object.values(os.networkInterfaces())) {
@@ -16,10 +14,14 @@ export function defaultAdvertiseHost(): string {
   return '127.0.0.1'
 }
 
-/** Loopback-only when advertising loopback (no reason to be reachable from elsewhere), else every interface. */
-export function listenHostFor(advertise: string): string {
-  if (LOOPBACK.test(advertise)) return advertise === 'localhost' ? '127.0.0.1' : advertise
-  return advertise.includes(':') ? '::' : '0.0.0.0'
+/**
+ * Where the p2p listeners bind: the advertised address and nothing else (issue 26, item 10: they
+ * bound every interface, so a public or container interface took frames too), unless
+ * --p2p-listen-host says otherwise (NAT, port forwarding: the advertised address is not local).
+ */
+export function listenHostFor(advertise: string, override: string | null = null): string {
+  if (override !== null) return override
+  return advertise === 'localhost' ? '127.0.0.1' : advertise
 }
 
 export async function runFellow(argv: string[]): Promise<number> {
@@ -33,6 +35,7 @@ export async function runFellow(argv: string[]): Promise<number> {
       'state-dir': { type: 'string' },
       'p2p-port-base': { type: 'string' },
       'advertise-host': { type: 'string' },
+      'p2p-listen-host': { type: 'string' },
       hostname: { type: 'string' },
       once: { type: 'boolean' },
     },
@@ -45,6 +48,7 @@ export async function runFellow(argv: string[]): Promise<number> {
     stateDir: values['state-dir'],
     p2pPortBase: values['p2p-port-base'],
     advertiseHost: values['advertise-host'],
+    p2pListenHost: values['p2p-listen-host'],
     hostname: values.hostname,
   })
   const logs = new LogBuffer()
@@ -56,7 +60,7 @@ export async function runFellow(argv: string[]): Promise<number> {
     stateDir: cfg.stateDir,
     hostname: cfg.hostname ?? os.hostname(),
     advertiseHost,
-    listenHost: listenHostFor(advertiseHost),
+    listenHost: listenHostFor(advertiseHost, cfg.p2pListenHost),
     p2pPortBase: cfg.p2pPortBase,
     once: values.once === true,
     log,

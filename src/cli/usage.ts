@@ -4,7 +4,7 @@ commands:
   serve                               run the leader (configured by SVC_* variables)
   health                              exit 0 when the local leader answers /api/v1/health
   admin create-user EMAIL             create an active admin; prompts for the password
-  admin set-password EMAIL            set a user's password; revokes that user's sessions
+  admin set-password EMAIL            set a user's password; revokes that user's sessions and API tokens
   admin send-test-mail EMAIL          send a test mail with the SVC_SMTP_* settings
   admin backup FILE                   write a consistent copy of the state database to FILE
   fellow --leader URL --join-token T  run the fellow agent on this machine (until SIGTERM/SIGINT)
@@ -21,7 +21,9 @@ fellow options (flags win over the SVC_* variables named):
   --join-token T           a pool's join token, svc_join_... (SVC_JOIN_TOKEN); none: the default pool
   --state-dir DIR          keeps fellow_id, node token (0600) and checkpoints (default ./fellow-state)
   --p2p-port-base N        activations in on N, gradients on N+1 (default 5557)
-  --advertise-host HOST    where neighbours reach those ports (default: first LAN address)
+  --advertise-host HOST    where neighbours reach those ports, and the only address they are
+                           bound on (default: first LAN address)
+  --p2p-listen-host HOST   bind those ports here instead (NAT: the advertised address is not local)
   --hostname NAME          the name shown for this machine (default: the system host name)
   --once                   register, send one heartbeat and exit (a connectivity check)
 `

@@ -6,6 +6,7 @@ import m3 from '../../migrations/0003_servables.sql' with { type: 'text' }
 import m4 from '../../migrations/0004_contributions.sql' with { type: 'text' }
 import m5 from '../../migrations/0005_admin_indexes.sql' with { type: 'text' }
 import m6 from '../../migrations/0006_job_pool_named.sql' with { type: 'text' }
+import m7 from '../../migrations/0007_invite_safety.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -15,4 +16,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0004_contributions', sql: m4 },
   { tag: '0005_admin_indexes', sql: m5 },
   { tag: '0006_job_pool_named', sql: m6 },
+  { tag: '0007_invite_safety', sql: m7 },
 ]

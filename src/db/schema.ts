@@ -15,6 +15,10 @@ export const users = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     lastLoginAt: integer('last_login_at'),
+    // Set when a mailed verify link for the current address is used; cleared when an admin
+    // changes the address. Pending invites are handed over only to a verified address, or through
+    // the invite's own link: without it, whoever registered an address first got its invites.
+    emailVerifiedAt: integer('email_verified_at'),
   },
   (t) => [
     uniqueIndex('users_email_uq').on(t.email),
@@ -124,7 +128,12 @@ export const mailOutbox = sqliteTable(
     createdAt: integer('created_at').notNull(),
     sentAt: integer('sent_at'),
   },
-  (t) => [index('mail_outbox_due_idx').on(t.status, t.nextAttemptAt)],
+  (t) => [
+    index('mail_outbox_due_idx').on(t.status, t.nextAttemptAt),
+    // Invite mails to one address per day are counted (a flood of invite mails is phishing), and
+    // the GDPR delete removes an account's mail: both look rows up by address.
+    index('mail_outbox_to_idx').on(t.toEmail, t.createdAt),
+  ],
 )
 
 /** Plans: per-role quotas, read on every check so an edit applies without a restart. NULL = unlimited. */
@@ -182,7 +191,12 @@ export const poolInvites = sqliteTable(
     createdAt: integer('created_at').notNull(),
     expiresAt: integer('expires_at').notNull(),
   },
-  (t) => [index('pool_invites_email_idx').on(t.email), index('pool_invites_pool_idx').on(t.poolId)],
+  (t) => [
+    index('pool_invites_email_idx').on(t.email),
+    index('pool_invites_pool_idx').on(t.poolId),
+    // The per-inviter cap on pending invites counts by inviter (and the GDPR delete clears it).
+    index('pool_invites_inviter_idx').on(t.invitedBy, t.status),
+  ],
 )
 
 export const joinRequests = sqliteTable(

@@ -52,7 +52,13 @@ export class Agent {
 
   constructor(private readonly o: AgentOptions) {
     this.client = new LeaderClient(o.leaderUrl, () => this.state?.node_token ?? null)
-    this.listeners = new P2PListeners(o.listenHost, o.p2pPortBase, (channel, frame) => this.work.deliver(channel, frame), o.log)
+    this.listeners = new P2PListeners({
+      host: o.listenHost,
+      basePort: o.p2pPortBase,
+      onFrame: (channel, frame) => this.work.deliver(channel, frame),
+      authorize: (jobId) => this.work.p2pAuth(jobId),
+      log: o.log,
+    })
     this.work = new Work({ client: this.client, log: o.log, stateDir: o.stateDir, counters: this.counters, onReleased: (r) => this.onReleased(r) })
   }
 
@@ -77,10 +83,11 @@ export class Agent {
     try {
       await this.listeners.start()
     } catch (e) {
-      log.error('cannot listen for p2p frames', { host: this.o.listenHost, ports: [this.o.p2pPortBase, this.o.p2pPortBase + 1], error: (e as Error).message })
+      const hint = 'the listeners bind the advertised address, so it must be one of this machine\'s; behind NAT or port forwarding set --p2p-listen-host to the local address'
+      log.error('cannot listen for p2p frames', { host: this.o.listenHost, ports: [this.o.p2pPortBase, this.o.p2pPortBase + 1], error: (e as Error).message, hint })
       return 1
     }
-    log.info('agent starting', { version: VERSION, leader: this.o.leaderUrl, state_dir: this.o.stateDir, p2p: this.address, saved_identity: this.state?.fellow_id ?? null })
+    log.info('agent starting', { version: VERSION, leader: this.o.leaderUrl, state_dir: this.o.stateDir, p2p: this.address, p2p_listen: this.o.listenHost, saved_identity: this.state?.fellow_id ?? null })
     const up = await waitForLeader(this.o.leaderUrl, signal, (r, ms) => {
       log.warn('leader not reachable yet', { reason: r.reason, retry_ms: ms })
       // --once is a connectivity check: an unreachable leader is its answer, not a reason to wait.

@@ -1,5 +1,6 @@
 // What a START or RECONFIGURE signal tells a fellow about its part of a job, checked once on
 // arrival: a bad payload must fail the job with a reason at START, not as NaN losses later.
+import { decodeP2PKey } from './p2p-auth'
 import type { Peer, TransportMode } from './transport'
 
 export interface StageAssignment {
@@ -11,6 +12,8 @@ export interface StageAssignment {
   relayUrl: string
   config: Record<string, unknown>
   resume: boolean
+  /** The job's p2p key; null from a leader that sends none (then no p2p: auto uses the relay). */
+  p2pKey?: Buffer | null
 }
 
 export interface TrainConfig {
@@ -40,6 +43,9 @@ export function parseAssignment(payload: unknown): StageAssignment {
   const transport = payload.transport ?? 'tunnel'
   if (transport !== 'p2p' && transport !== 'tunnel' && transport !== 'auto') throw new Error(`unknown transport ${JSON.stringify(transport)}`)
   if (typeof payload.relay_url !== 'string') throw new Error('relay_url missing')
+  const p2pKey = decodeP2PKey(payload.p2p_key)
+  if (payload.p2p_key !== undefined && !p2pKey) throw new Error('p2p_key must be 32 bytes in base64url')
+  if (transport === 'p2p' && !p2pKey) throw new Error('transport p2p needs a p2p_key, which this leader did not send: upgrade the leader or use SVC_PIPELINE_TRANSPORT=tunnel')
   return {
     stage: stage as number,
     stages: stages as number,
@@ -49,6 +55,7 @@ export function parseAssignment(payload: unknown): StageAssignment {
     relayUrl: payload.relay_url,
     config: isObj(payload.config) ? payload.config : {},
     resume: payload.resume === true,
+    p2pKey,
   }
 }
 

@@ -55,7 +55,7 @@ export class PipelineWorker {
     const a = assignment
     this.cfg = parseTrainConfig(a.config)
     this.stage = createStage({ stage: a.stage, stages: a.stages, seed: this.cfg.seed, hidden: this.cfg.hidden, lr: this.cfg.lr, batch: this.cfg.batch })
-    this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters })
+    this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, key: a.p2pKey ?? null })
     if (a.resume) this.restore()
   }
 
@@ -91,7 +91,7 @@ export class PipelineWorker {
 
   reconfigure(a: StageAssignment): void {
     this.assignment = a
-    this.link.setNeighbours(a.prev, a.next)
+    this.link.setNeighbours(a.prev, a.next, a.p2pKey ?? null)
     this.epoch++
     this.stage.dropPending()
     this.deps.log.info('stage reconfigured', { job_id: this.jobId, stage: a.stage, prev: a.prev?.fellow_id ?? null, next: a.next?.fellow_id ?? null, resume_from: this.step + 1 })

@@ -6,7 +6,7 @@
 import { encodeFrames, type Frame } from '../relay/frames'
 import { Backoff, sleep } from './backoff'
 import { LeaderError, isRetryable, type LeaderClient } from './client'
-import { P2PSender, parseAddress, type Channel } from './p2p'
+import { P2PRefused, P2PSender, parseAddress, type Channel } from './p2p'
 import type { Logger } from '../log'
 
 export type TransportMode = 'p2p' | 'tunnel' | 'auto'
@@ -19,22 +19,36 @@ export interface Counters {
   received: number
 }
 
-/** Frames received for a job, per channel, bounded: a flood costs old frames, not memory. */
+/**
+ * Frames received for a job, per channel, bounded in count and in bytes: a flood (even from a
+ * peer that knows the job's key) costs old frames, not memory.
+ */
 export class Inbox {
   private readonly queues: Record<Channel, Frame[]> = { activations: [], gradients: [] }
+  private readonly bytes: Record<Channel, number> = { activations: 0, gradients: 0 }
   private readonly waiters = new Set<() => void>()
   dropped = 0
 
-  constructor(private readonly max = 256) {}
+  constructor(
+    private readonly max = 256,
+    private readonly maxBytes = 256 * 1024 * 1024,
+  ) {}
 
   push(channel: Channel, frame: Frame): void {
     const q = this.queues[channel]
     q.push(frame)
-    if (q.length > this.max) {
-      q.shift()
+    this.bytes[channel] += frame.data.byteLength
+    // The newest frame stays even when it alone is over the byte limit: it is what comes next.
+    while (q.length > 1 && (q.length > this.max || this.bytes[channel] > this.maxBytes)) {
+      this.bytes[channel] -= q.shift()!.data.byteLength
       this.dropped++
     }
     for (const w of [...this.waiters]) w()
+  }
+
+  /** Bytes of frame data held for `channel`. */
+  heldBytes(channel: Channel): number {
+    return this.bytes[channel]
   }
 
   size(channel: Channel): number {
@@ -44,6 +58,7 @@ export class Inbox {
   clear(): void {
     this.queues.activations.length = 0
     this.queues.gradients.length = 0
+    this.bytes.activations = this.bytes.gradients = 0
   }
 
   /** The next frame from `channels` (earlier channels first); null on abort or timeout. */
@@ -52,7 +67,10 @@ export class Inbox {
     for (;;) {
       for (const channel of channels) {
         const frame = this.queues[channel].shift()
-        if (frame) return { channel, frame }
+        if (frame) {
+          this.bytes[channel] -= frame.data.byteLength
+          return { channel, frame }
+        }
       }
       const left = deadline - Date.now()
       if (signal.aborted || left <= 0) return null
@@ -82,8 +100,16 @@ export interface LinkOptions {
   client: LeaderClient
   log: Logger
   counters: Counters
+  /** The job's p2p key (START's p2p_key): what proves this stage to its neighbours' listeners. */
+  key?: Uint8Array | null
   /** How long auto mode tries a neighbour's listener before using the relay. */
   connectTimeoutMs?: number
+  /**
+   * How long auto mode keeps trying a neighbour whose listener refuses our handshake before using
+   * the relay: signals reach fellows one by one, so it may not have taken this job's START, or
+   * the RECONFIGURE with the job's new key, yet.
+   */
+  refusedGraceMs?: number
 }
 
 export class Link {
@@ -118,9 +144,11 @@ export class Link {
     return true
   }
 
-  setNeighbours(prev: Peer | null, next: Peer | null): void {
+  /** New neighbours, and the key that goes with them (it changes with the job's fellows). */
+  setNeighbours(prev: Peer | null, next: Peer | null, key: Uint8Array | null | undefined = this.o.key): void {
     this.o.prev = prev
     this.o.next = next
+    this.o.key = key
     // A replaced neighbour may listen where the old one did not answer: try p2p afresh.
     this.viaRelay.clear()
     for (const s of this.senders.values()) s.close()
@@ -143,23 +171,27 @@ export class Link {
     const signal = this.epochSignal
     const { mode, log } = this.o
     const addr = parseAddress(peer.address)
-    if (mode === 'tunnel' || (mode === 'auto' && (!addr || this.viaRelay.has(peer.fellow_id)))) return this.pushRelay(channel, [frame], signal)
-    if (!addr) {
-      log.warn('p2p: the neighbour advertised no address; cannot send', { job_id: this.o.jobId, peer: peer.fellow_id })
+    const jobKey = this.o.key
+    if (mode === 'tunnel' || (mode === 'auto' && (!addr || !jobKey || this.viaRelay.has(peer.fellow_id)))) return this.pushRelay(channel, [frame], signal)
+    if (!addr || !jobKey) {
+      log.warn(addr ? 'p2p: START carried no p2p_key; cannot authenticate to the neighbour' : 'p2p: the neighbour advertised no address; cannot send', { job_id: this.o.jobId, peer: peer.fellow_id })
       return false
     }
     const port = channel === 'activations' ? addr.port : addr.port + 1
     const key = `${addr.host}:${port}`
+    const auth = { jobId: this.o.jobId, key: jobKey, channel, stage: channel === 'activations' ? this.o.stage + 1 : this.o.stage - 1 }
     let sender = this.senders.get(key)
-    if (!sender) this.senders.set(key, (sender = new P2PSender(addr.host, port, log)))
+    if (!sender) this.senders.set(key, (sender = new P2PSender(addr.host, port, auth, log)))
     const backoff = new Backoff({ baseMs: 200, maxMs: 5000 })
+    const started = Date.now()
     while (!signal.aborted) {
       try {
         this.o.counters.sent += await sender.send([frame], mode === 'auto' ? (this.o.connectTimeoutMs ?? 1500) : 5000)
         return true
       } catch (e) {
         if (signal.aborted) return false
-        if (mode === 'auto') {
+        const waitForPeer = e instanceof P2PRefused && Date.now() - started < (this.o.refusedGraceMs ?? 3000)
+        if (mode === 'auto' && !waitForPeer) {
           this.viaRelay.add(peer.fellow_id)
           log.warn('p2p: neighbour unreachable; using the relay for it', { job_id: this.o.jobId, peer: key, error: (e as Error).message })
           return this.pushRelay(channel, [frame], signal)

@@ -4,7 +4,7 @@
 import { parseAssignment, type StageAssignment } from './job'
 import { PipelineWorker, type WorkerDeps } from './pipeline'
 import { purgeCheckpoints } from './state'
-import type { Channel } from './p2p'
+import type { Channel, JobKey } from './p2p'
 import type { Counters } from './transport'
 import type { LeaderClient } from './client'
 import type { Frame } from '../relay/frames'
@@ -22,6 +22,7 @@ export interface WorkDeps {
 
 const SEEN_MAX = 512
 const samePeer = (a: { fellow_id: string; address: string | null } | null, b: typeof a) => a?.fellow_id === b?.fellow_id && a?.address === b?.address
+const sameKey = (a: Buffer | null | undefined, b: typeof a) => (a && b ? a.equals(b) : !a && !b)
 
 export class Work {
   worker: PipelineWorker | null = null
@@ -41,6 +42,13 @@ export class Work {
   /** A frame from the p2p listeners; frames for no current job are dropped. */
   deliver(channel: Channel, frame: Frame): void {
     this.worker?.deliver(channel, frame)
+  }
+
+  /** What the p2p listeners check a peer against: the running job's key and this stage. */
+  p2pAuth(jobId: string): JobKey | null {
+    const w = this.worker
+    if (!w || w.jobId !== jobId || w.status === 'stopped' || w.status === 'error' || !w.assignment.p2pKey) return null
+    return { key: w.assignment.p2pKey, stage: w.assignment.stage }
   }
 
   handle(s: Signal, via: 'socket' | 'heartbeat'): void {
@@ -100,7 +108,8 @@ export class Work {
     const w = this.worker
     const alive = w && w.jobId === s.job_id && w.status !== 'stopped' && w.status !== 'error'
     if (alive && w.stage.stage === a.stage && w.stage.stages === a.stages) {
-      if (!samePeer(w.assignment.prev, a.prev) || !samePeer(w.assignment.next, a.next)) w.reconfigure(a)
+      // A new key means the job's fellows changed even where this stage's neighbours did not.
+      if (!samePeer(w.assignment.prev, a.prev) || !samePeer(w.assignment.next, a.next) || !sameKey(w.assignment.p2pKey, a.p2pKey)) w.reconfigure(a)
       if (s.signal === 'START') w.resume()
       return
     }

@@ -88,6 +88,29 @@ export const Signal = t.Object({
   ts: Timestamp,
 })
 export type Signal = Static<typeof Signal>
+
+/** base64url of 32 bytes. */
+export const P2P_KEY_PATTERN = '^[A-Za-z0-9_-]{43}$'
+const StagePeer = t.Nullable(t.Object({ fellow_id: t.String(), address: t.Nullable(t.String()) }))
+/**
+ * The payload of START and RECONFIGURE: this fellow's stage of a job and its neighbours.
+ * `p2p_key` is the job's key for the p2p handshake (src/fellow/p2p-auth.ts), sent only to the
+ * job's fellows; it changes when the job's fellows change. Optional on the wire so an agent can
+ * tell an older leader apart (it then refuses p2p and uses the relay in auto mode).
+ */
+export const StartPayload = t.Object({
+  stage: Int({ minimum: 0 }),
+  stages: Int({ minimum: 1 }),
+  prev: StagePeer,
+  next: StagePeer,
+  transport: t.UnionEnum(['auto', 'tunnel', 'p2p']),
+  relay_url: t.String(),
+  config: t.Record(t.String(), t.Unknown()),
+  p2p_key: t.Optional(t.String({ pattern: P2P_KEY_PATTERN })),
+  resume: t.Optional(t.Boolean()),
+  reconfigured: t.Optional(t.Boolean()),
+})
+export type StartPayload = Static<typeof StartPayload>
 export const HeartbeatResponse = t.Object({ ok: t.Literal(true), next_heartbeat_s: Int(), pending_signals: t.Optional(t.Array(Signal)) })
 
 export const NodeView = t.Object({

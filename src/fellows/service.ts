@@ -4,6 +4,7 @@ import { fellows, joinSessions, poolNodes, pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
 import { recordAudit } from '../audit/service'
+import { RateLimiter } from '../http/rate-limit'
 import { HOUR_MS, iso } from '../time'
 import { ensureDefaultPool, requireMember, requireOwner, getVisiblePool, type Actor } from '../pools/service'
 import type { Ctx } from '../context'
@@ -50,6 +51,9 @@ export class Fellows {
   /** Node-token digest -> caller (or null for a token known to be bad), bounded, invalidated on revoke. */
   private tokenCache = new Map<string, NodeCaller | null>()
   private byTokenHash: ReturnType<typeof tokenLookup>
+  /** Token-less registrations per client IP, and of all addresses together (one key). */
+  private tokenlessPerIp: RateLimiter
+  private tokenlessAll: RateLimiter
 
   constructor(
     private ctx: Ctx,
@@ -57,6 +61,9 @@ export class Fellows {
     readonly signals: SignalHub,
   ) {
     this.byTokenHash = tokenLookup(ctx)
+    const windowMs = ctx.cfg.tokenlessJoinWindowS * 1000
+    this.tokenlessPerIp = new RateLimiter(ctx.clock, ctx.cfg.tokenlessJoinRateMax, windowMs)
+    this.tokenlessAll = new RateLimiter(ctx.clock, ctx.cfg.tokenlessJoinMax, windowMs)
   }
 
   mintJoinSession(actor: Actor, poolId: string) {
@@ -113,6 +120,24 @@ export class Fellows {
   }
 
   /**
+   * A registration without any token: anonymous, into the default pool. Each one adds a fellow row,
+   * a live entry and a log ring that nobody answers for, so they are refused when the operator
+   * switched them off, and otherwise limited per address and in total per window: 50 anonymous
+   * registrations in 3 s (issue 26) must not grow the leader's memory with them. The total bound
+   * is what holds against many addresses; the default pool's node limit caps them for good.
+   */
+  private admitTokenless(clientIp: string): void {
+    const { cfg } = this.ctx
+    if (!cfg.allowTokenlessJoin) {
+      throw new AppError('join_token_required', 'This leader admits fellows only with a join token (SVC_ALLOW_TOKENLESS_JOIN=0): mint one for a pool and start the fellow with --join-token.')
+    }
+    const own = this.tokenlessPerIp.hit(clientIp)
+    if (own > 0) throw new AppError('rate_limited', 'Too many registrations without a join token from your address; try again shortly, or use a join token.', { retryAfterS: own })
+    const all = this.tokenlessAll.hit('all')
+    if (all > 0) throw new AppError('rate_limited', 'Too many registrations without a join token right now; try again shortly, or use a join token.', { retryAfterS: all })
+  }
+
+  /**
    * Registers a fellow. `bearer` is the join token (lands in its pool), the fellow's own node token
    * (re-registration), or null (the default pool). Any other token is refused, whatever the flags.
    */
@@ -120,7 +145,8 @@ export class Fellows {
     const { ctx } = this
     let grant: JoinGrant | null = null
     let self: NodeCaller | null = null
-    if (bearer !== null) {
+    if (bearer === null) this.admitTokenless(clientIp)
+    else {
       if (bearer.startsWith(TOKEN_PREFIX.joinToken)) grant = this.resolveJoinToken(bearer)
       else if (bearer.startsWith(TOKEN_PREFIX.nodeToken)) self = this.resolveNodeToken(bearer)
       if (!grant && !self) throw new AppError('unauthorized', 'The join or node token is wrong, expired or revoked.')
@@ -135,19 +161,38 @@ export class Fellows {
       }
       let poolId: string
       let ownerUserId: string | null
+      let joinSessionId: string | null
       if (self) {
         poolId = binding?.poolId ?? ensureDefaultPool(ctx, tx).id
         ownerUserId = binding?.ownerUserId ?? null
-      } else if (grant) {
-        if (existing && binding && binding.poolId !== grant.poolId) {
+        joinSessionId = binding?.joinSessionId ?? null
+      } else if (grant && existing) {
+        // Issue 26, item 3: any member's join token used to take over a fellow of its pool: the
+        // owner's node token was revoked and the fellow (its jobs, chats and credit) became the
+        // caller's. Now only the member who added it or the pool owner may re-register it with a
+        // join token, and it stays the adder's. Refused with 403, not 409: the fellow is no secret
+        // to a pool member (404 would hide nothing) and nothing about it would change on a retry;
+        // the caller lacks the right, as for release or removal of another member's fellow.
+        if (!binding || binding.poolId !== grant.poolId) {
           throw new AppError('forbidden', 'This fellow belongs to another pool; re-register it with its node token or a join token of its pool.')
         }
+        const poolOwner = tx.select({ ownerUserId: pools.ownerUserId }).from(pools).where(eq(pools.id, binding.poolId)).get()?.ownerUserId ?? null
+        const minter = grant.createdBy
+        if (minter === null || (minter !== binding.ownerUserId && minter !== poolOwner)) {
+          throw new AppError('forbidden', 'Only the member who added this fellow or the pool owner can re-register it with a join token; the fellow itself can with its node token.')
+        }
+        poolId = binding.poolId
+        ownerUserId = binding.ownerUserId
+        joinSessionId = binding.joinSessionId
+      } else if (grant) {
         poolId = grant.poolId
         ownerUserId = grant.createdBy
+        joinSessionId = grant.sessionId
       } else {
         if (existing) throw new AppError('unauthorized', 'Re-registering a fellow needs its node token or a join token of its pool.')
         poolId = ensureDefaultPool(ctx, tx).id
         ownerUserId = null
+        joinSessionId = null
       }
       const pool = tx.select().from(pools).where(eq(pools.id, poolId)).get()!
       const alreadyIn = binding?.poolId === poolId && existing !== undefined
@@ -162,10 +207,12 @@ export class Fellows {
         tx.insert(fellows).values({ id, hostname: input.hostname, tokenHash: sha256(token), state: 'active', registeredAt: now, address: input.address ?? null, agentVersion: input.agent_version ?? null }).run()
       }
       tx.insert(poolNodes)
-        .values({ fellowId: id, poolId, ownerUserId, joinSessionId: grant?.sessionId ?? binding?.joinSessionId ?? null, attachedAt: now })
-        .onConflictDoUpdate({ target: poolNodes.fellowId, set: { poolId, ownerUserId, joinSessionId: grant?.sessionId ?? binding?.joinSessionId ?? null } })
+        .values({ fellowId: id, poolId, ownerUserId, joinSessionId, attachedAt: now })
+        .onConflictDoUpdate({ target: poolNodes.fellowId, set: { poolId, ownerUserId, joinSessionId } })
         .run()
-      recordAudit(tx, ctx.clock, { kind: existing ? 'worker.reregister' : 'worker.register', actorUserId: ownerUserId, clientIp, targetType: 'fellow', targetId: id, detail: { pool_id: poolId, hostname: input.hostname } })
+      // The actor is whose token did it (the pool owner re-registering a member's fellow), not the owner.
+      const actorUserId = grant ? grant.createdBy : ownerUserId
+      recordAudit(tx, ctx.clock, { kind: existing ? 'worker.reregister' : 'worker.register', actorUserId, clientIp, targetType: 'fellow', targetId: id, detail: { pool_id: poolId, hostname: input.hostname } })
       return { id, poolId, ownerUserId, oldHash: existing?.tokenHash ?? null, registeredAt: existing?.registeredAt ?? now }
     })
     if (result.oldHash) this.forgetToken(result.oldHash)

@@ -93,7 +93,7 @@ export function createServices(ctx: Ctx): Services {
     accounts: new Accounts(ctx),
     fellows,
     views,
-    logs: new LogRings(),
+    logs: new LogRings(ctx.cfg.logMaxTotalBytes),
     jobs,
     relay,
     rollup,

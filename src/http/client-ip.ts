@@ -1,20 +1,86 @@
 // The client address used for rate limits and the audit log. Only the entries appended by our own
 // proxies are trusted: with N hops the client is the Nth X-Forwarded-For entry from the right, so a
 // client cannot choose its address by sending a forged header (entries to the left are its own).
-import { isIP } from 'node:net'
+// And the header counts only when the connection comes from one of those proxies
+// (SVC_TRUSTED_PROXIES): with SVC_TRUSTED_PROXY_HOPS=1 and nothing in front, a client talking to
+// the leader directly could otherwise rotate the header past per-address login limits and write
+// any address it likes into the audit log.
+import { BlockList, isIP } from 'node:net'
+import type { Logger } from '../log'
 
-export function clientIp(xff: string | null, socketAddress: string, trustedHops: number): string {
-  if (trustedHops === 0 || xff === null) return socketAddress
+/**
+ * Trusted proxy addresses when SVC_TRUSTED_PROXIES is unset: loopback and private ranges, where
+ * the documented set-ups run their proxy (same host, or a container network). A client on the
+ * public internet never connects from these.
+ */
+export const DEFAULT_TRUSTED_PROXIES: readonly string[] = ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']
+
+/** An address or CIDR block in canonical `address/prefix` form, or null when it is neither. */
+export function parseCidr(raw: string): string | null {
+  const slash = raw.indexOf('/')
+  const addr = normalizeIp(slash === -1 ? raw.trim() : raw.slice(0, slash).trim())
+  if (addr === null) return null
+  const max = isIP(addr) === 4 ? 32 : 128
+  if (slash === -1) return `${addr}/${max}`
+  const p = raw.slice(slash + 1).trim()
+  if (!/^\d{1,3}$/.test(p) || Number(p) > max) return null
+  return `${addr}/${Number(p)}`
+}
+
+/** A set of proxy address blocks (canonical CIDRs, as parseCidr makes them). */
+export class TrustedProxies {
+  private list = new BlockList()
+
+  constructor(readonly cidrs: readonly string[]) {
+    for (const c of cidrs) {
+      const [addr, prefix] = c.split('/') as [string, string]
+      this.list.addSubnet(addr, Number(prefix), isIP(addr) === 4 ? 'ipv4' : 'ipv6')
+    }
+  }
+
+  has(address: string): boolean {
+    const a = normalizeIp(address)
+    if (a === null) return false
+    return this.list.check(a, isIP(a) === 4 ? 'ipv4' : 'ipv6')
+  }
+}
+
+/**
+ * The client of one request. The header is read only when the socket peer is a trusted proxy;
+ * otherwise the peer itself is the client, whatever the header says.
+ */
+export function clientIp(xff: string | null, socketAddress: string, trustedHops: number, proxies: TrustedProxies): string {
+  if (trustedHops === 0 || xff === null || !proxies.has(socketAddress)) return socketAddress
   const entries = xff.split(',').map((s) => s.trim()).filter((s) => s !== '')
   if (entries.length < trustedHops) return socketAddress
   const candidate = normalizeIp(entries[entries.length - trustedHops]!)
   return candidate ?? socketAddress
 }
 
+/**
+ * clientIp bound to the configuration, warning once when a request arrives straight from an
+ * address that is not a trusted proxy while X-Forwarded-For is trusted: either the leader is
+ * reachable around its proxy, or SVC_TRUSTED_PROXIES does not name the proxy.
+ */
+export function clientIpResolver(cfg: { trustedProxyHops: number; trustedProxies: readonly string[] }, log: Logger): (xff: string | null, socketAddress: string) => string {
+  const proxies = new TrustedProxies(cfg.trustedProxies)
+  let warned = false
+  return (xff, socketAddress) => {
+    if (cfg.trustedProxyHops > 0 && !warned && !proxies.has(socketAddress)) {
+      warned = true
+      log.warn('SECURITY: a request came straight from an address that is not a trusted proxy; its X-Forwarded-For is ignored. Set SVC_TRUSTED_PROXIES to the proxy address, or SVC_TRUSTED_PROXY_HOPS=0 when no proxy is in front', {
+        peer: socketAddress,
+        trusted_proxies: cfg.trustedProxies.join(','),
+      })
+    }
+    return clientIp(xff, socketAddress, cfg.trustedProxyHops, proxies)
+  }
+}
+
 function normalizeIp(raw: string): string | null {
   let v = raw
   if (v.startsWith('[')) v = v.slice(1, v.indexOf(']') === -1 ? undefined : v.indexOf(']'))
   else if (/^\d+\.\d+\.\d+\.\d+:\d+$/.test(v)) v = v.slice(0, v.lastIndexOf(':'))
-  if (v.startsWith('::ffff:') && isIP(v.slice(7)) === 4) v = v.slice(7)
+  if (v.toLowerCase().startsWith('::ffff:') && isIP(v.slice(7)) === 4) v = v.slice(7)
   return isIP(v) === 0 ? null : v.toLowerCase()
 }

@@ -3,12 +3,14 @@
 import { Elysia, ValidationError } from 'elysia'
 import { AppError, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
+import { numericIssueText, queryParamHolding } from './numeric-issue'
 
 const STATUS: Record<ErrorCode, [number, string]> = {
   bad_request: [400, 'Bad Request'],
   invalid_token: [400, 'Invalid or Expired Link'],
   validation_failed: [422, 'Validation Failed'],
   unauthorized: [401, 'Unauthorized'],
+  join_token_required: [401, 'Join Token Required'],
   invalid_credentials: [401, 'Invalid Credentials'],
   forbidden: [403, 'Forbidden'],
   session_required: [403, 'Session Required'],
@@ -16,6 +18,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   csrf_failed: [403, 'CSRF Check Failed'],
   quota_exceeded: [403, 'Quota Exceeded'],
   invite_email_mismatch: [403, 'Invite Email Mismatch'],
+  email_not_verified: [403, 'Email Not Verified'],
   wrong_password: [403, 'Wrong Password'],
   not_found: [404, 'Not Found'],
   model_not_found: [404, 'Model Not Found'],
@@ -27,6 +30,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   owner_cannot_leave: [409, 'Owner Cannot Leave'],
   pool_node_limit: [409, 'Pool Node Limit Reached'],
   job_queue_full: [409, 'Job Queue Full'],
+  invite_limit: [409, 'Invite Limit Reached'],
   mail_disabled: [409, 'Mail Disabled'],
   request_timeout: [408, 'Request Timeout'],
   gone: [410, 'Gone'],
@@ -68,7 +72,7 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
   try {
     return error.all.slice(0, 20).map((i) => {
       const path = 'path' in i && typeof i.path === 'string' ? i.path : ''
-      const message = 'summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value'
+      const message = numericIssueText('schema' in i ? i.schema : undefined) ?? ('summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value')
       // Summaries echo the refused value ("... but found: <value>"): cap them, so a 1 MiB body is
       // not mirrored twice into the answer.
       return { path: path === '' ? '/' : path.slice(0, 200), message: message.length > 300 ? `${message.slice(0, 300)}...` : message }
@@ -92,8 +96,14 @@ export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
     switch (code) {
       case 'VALIDATION': {
         const issues = validationIssues(error as ValidationError)
-        const where = (error as ValidationError).type
+        let where = (error as ValidationError).type
         const first = issues[0]
+        // A query number out of range is refused after decoding, where the error lost its field.
+        const param = where === 'property' && first?.path === '/' ? queryParamHolding(request.url, (error as ValidationError).value) : null
+        if (param !== null && first) {
+          where = 'query'
+          first.path = `/${param}`
+        }
         const detail = first ? `${where} ${first.path}: ${first.message}` : `The request ${where} is not valid.`
         return problem('validation_failed', detail, { errors: issues })
       }

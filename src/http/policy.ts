@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import { safeEqual, hmac } from '../crypto'
 import { randomBytes } from 'node:crypto'
-import { clientIp as pickClientIp } from './client-ip'
+import { clientIpResolver } from './client-ip'
 import type { Config } from '../config'
 import type { Logger } from '../log'
 
@@ -242,8 +242,9 @@ export type RequestGate = (request: Request, route: string, server: { requestIP(
  */
 export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
   const decided = new WeakMap<Request, Admission | AppError>()
+  const pickClientIp = clientIpResolver(cfg, log)
   const decide = (request: Request, route: string, server: Parameters<RequestGate>[2]): Admission => {
-    const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request), cfg.trustedProxyHops)
+    const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request))
     const meta = index.lookup(request.method, route)
     const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
     let authorization = request.headers.get('authorization')

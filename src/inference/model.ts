@@ -1,6 +1,7 @@
 // Wire shapes of inference: the OpenAI-compatible chat API (clients) and the transport (fellows).
 // The chat request accepts OpenAI's other fields (additionalProperties) so the official clients
-// and their newer options keep working; only what the leader acts on is declared and checked.
+// and their newer options keep working; what the leader acts on, and the features it must refuse
+// rather than ignore (an answer without them would look like one with them), are declared and checked.
 import { t, type Static } from 'elysia'
 import { Type } from '@sinclair/typebox'
 
@@ -11,7 +12,9 @@ export const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'funct
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
 const TokenLimit = t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 10_000_000 })))
 
-const ContentPart = t.Object({ type: t.String({ maxLength: 64 }), text: t.Optional(t.String()) }, { additionalProperties: true })
+// Text parts only: an image, audio or file part would be dropped on the way to a text-only engine,
+// and the answer would pretend to have seen it. Refused (400) until an engine takes them.
+const ContentPart = t.Object({ type: t.Literal('text'), text: t.String() }, { additionalProperties: true })
 export const ChatMessage = t.Object(
   {
     // default: undefined: t.UnionEnum's default (its first value, 'system') would turn a message
@@ -36,10 +39,63 @@ export const ChatCompletionBody = t.Object(
     n: t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 1 }))),
     temperature: t.Optional(t.Nullable(t.Number({ minimum: 0, maximum: 2 }))),
     top_p: t.Optional(t.Nullable(t.Number({ minimum: 0, maximum: 1 }))),
+    /** Not in OpenAI's shape: route only to this pool's fellows (the caller's own pools, or any for an admin). */
+    pool_id: t.Optional(t.String({ format: 'uuid' })),
+    // OpenAI features no engine of this leader implements yet: a fellow generates plain text. Their
+    // neutral values pass (some clients send them by default); anything else is refused with 400
+    // (CHAT_FIELD_RULES) instead of being ignored, so a client never takes plain text for a tool
+    // call, a JSON-mode answer or log-probabilities.
+    tools: t.Optional(t.Nullable(t.Array(t.Unknown(), { maxItems: 0 }))),
+    tool_choice: t.Optional(t.Nullable(t.Literal('none'))),
+    functions: t.Optional(t.Nullable(t.Array(t.Unknown(), { maxItems: 0 }))),
+    function_call: t.Optional(t.Nullable(t.Literal('none'))),
+    response_format: t.Optional(t.Nullable(t.Object({ type: t.Literal('text') }))),
+    logprobs: t.Optional(t.Nullable(t.Literal(false))),
+    top_logprobs: t.Optional(t.Nullable(Type.Integer({ minimum: 0, maximum: 0 }))),
+    modalities: t.Optional(t.Nullable(t.Array(t.Literal('text'), { maxItems: 1 }))),
+    audio: t.Optional(t.Null()),
   },
   { additionalProperties: true },
 )
 export type ChatCompletionInput = Static<typeof ChatCompletionBody>
+
+const notYet = (what: string, neutral: string) =>
+  `${what} is not supported by this leader's engines yet: they generate plain text only. Leave it out (or send ${neutral}).`
+
+/**
+ * Plain words for a refused field of the chat routes, in OpenAI's terms (its clients show `message`
+ * and `param`). TypeBox's own words for a nullable field ("should be one of: 'integer', 'null'")
+ * name neither the rule nor the reason. `unsupported` answers OpenAI's code unsupported_parameter.
+ */
+export const CHAT_FIELD_RULES: Record<string, { message: string; unsupported?: true }> = {
+  model: { message: 'model must be the name of a model, 1 to 200 characters; GET /api/v1/models lists those you may use.' },
+  messages: { message: 'messages must be a list of 1 to 10000 messages, each an object with a role and a content.' },
+  stream: { message: 'stream must be true, false or null.' },
+  stream_options: { message: 'stream_options must be an object such as {"include_usage": true}, or null.' },
+  max_tokens: { message: "max_tokens must be at least 1 (an integer up to 10000000), or null for the engine's default." },
+  max_completion_tokens: { message: "max_completion_tokens must be at least 1 (an integer up to 10000000), or null for the engine's default." },
+  n: { message: 'n must be 1: a fellow generates one choice per request.' },
+  temperature: { message: 'temperature must be a number from 0 to 2, or null.' },
+  top_p: { message: 'top_p must be a number from 0 to 1, or null.' },
+  pool_id: { message: 'pool_id must be the id (a UUID) of a pool you may use.' },
+  tools: { message: notYet('tools (function calling)', 'null or []'), unsupported: true },
+  tool_choice: { message: notYet('tool_choice', 'null or "none"'), unsupported: true },
+  functions: { message: notYet('functions (function calling)', 'null or []'), unsupported: true },
+  function_call: { message: notYet('function_call', 'null or "none"'), unsupported: true },
+  response_format: { message: notYet('response_format other than {"type": "text"} (JSON mode, structured outputs)', '{"type": "text"}'), unsupported: true },
+  logprobs: { message: notYet('logprobs', 'false'), unsupported: true },
+  top_logprobs: { message: notYet('top_logprobs', '0'), unsupported: true },
+  modalities: { message: notYet('modalities other than ["text"] (audio output)', '["text"]'), unsupported: true },
+  audio: { message: notYet('audio (audio output)', 'null'), unsupported: true },
+}
+
+/** The same for a field of one message (`messages.3.role`); `{i}` is the message's index. */
+export const CHAT_MESSAGE_RULES: Record<string, string> = {
+  '': 'messages[{i}] must be an object with a role and a content.',
+  role: `messages[{i}].role must be one of ${ROLES.join(', ')}.`,
+  content: `messages[{i}].content must be a string, null or a list of text parts ({"type": "text", "text": "..."}); image, audio and file parts are not supported by this leader's engines yet.`,
+  name: 'messages[{i}].name must be a string of at most 256 characters.',
+}
 
 export const Usage = t.Object({ prompt_tokens: Count, completion_tokens: Count, total_tokens: Count })
 export type Usage = Static<typeof Usage>

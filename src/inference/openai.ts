@@ -4,7 +4,7 @@ import { AppError } from '../errors'
 import { statusOf } from '../http/errors'
 import type { Ending, TokenUsage } from './hub'
 import type { OpenedCompletion } from './service'
-import type { ChatCompletion, Usage } from './model'
+import { CHAT_FIELD_RULES, CHAT_MESSAGE_RULES, type ChatCompletion, type Usage } from './model'
 
 /** How long an idle SSE stream waits before a comment line keeps proxies and idle timers at bay. */
 const KEEP_ALIVE_MS = 15_000
@@ -34,17 +34,38 @@ interface Problem {
   errors?: { path?: string }[]
 }
 
+/** The plain words and OpenAI code for a refused field, by its dotted param (`messages.0.role`). */
+function ruleFor(param: string): { message: string; code: string } | null {
+  const [top = '', index, field = ''] = param.split('.')
+  if (top === 'messages' && index !== undefined && /^\d+$/.test(index)) {
+    const text = CHAT_MESSAGE_RULES[field]
+    return text === undefined ? null : { message: text.replaceAll('{i}', index), code: 'validation_failed' }
+  }
+  const rule = CHAT_FIELD_RULES[top]
+  return rule === undefined ? null : { message: rule.message, code: rule.unsupported ? 'unsupported_parameter' : 'validation_failed' }
+}
+
 /**
  * Rewrites a problem+json answer (from the policy layer, the body parser, validation or a service)
  * into OpenAI's error shape, keeping status and headers such as Retry-After. Anything else passes.
+ *
+ * One status changes: a refused field is 400, not the 422 of the rest of the API. OpenAI answers a
+ * request it cannot take with 400 invalid_request_error and its clients raise BadRequestError for
+ * it; a 422 would surface as UnprocessableEntityError, which code written for OpenAI does not
+ * expect. The hook's context learns the answer actually sent (`set.status`, `responseValue`), so
+ * the access log and the HTTP counters record 400 too.
  */
-export function asOpenAiError(res: unknown): Promise<Response> | undefined {
+export function asOpenAiError(c: { responseValue: unknown; set: { status?: number | string } }): Promise<Response> | undefined {
+  const res = c.responseValue
   // Synchronous when there is nothing to rewrite: Elysia reads a promise as a replacement answer.
   if (!(res instanceof Response) || !(res.headers.get('content-type') ?? '').startsWith('application/problem+json')) return undefined
-  return rewriteProblem(res)
+  // 422 is validation_failed and nothing else (src/http/errors.ts).
+  const status = res.status === 422 ? 400 : res.status
+  c.set.status = status
+  return rewriteProblem(res, status).then((out) => (c.responseValue = out))
 }
 
-async function rewriteProblem(res: Response): Promise<Response> {
+async function rewriteProblem(res: Response, status: number): Promise<Response> {
   let p: Problem = {}
   try {
     p = (await res.json()) as Problem
@@ -55,8 +76,9 @@ async function rewriteProblem(res: Response): Promise<Response> {
   const headers = new Headers(res.headers)
   headers.set('content-type', 'application/json')
   headers.delete('content-length')
-  const body = errorBody(res.status, p.code ?? 'error', p.detail ?? res.statusText, path ? path : null)
-  return new Response(JSON.stringify(body), { status: res.status, headers })
+  const rule = p.code === 'validation_failed' && path ? ruleFor(path) : null
+  const body = errorBody(status, rule?.code ?? p.code ?? 'error', rule?.message ?? p.detail ?? res.statusText, path ? path : null)
+  return new Response(JSON.stringify(body), { status, headers })
 }
 
 const failure = (end: Extract<Ending, { ok: false }>) => new AppError(end.code, end.message)

@@ -27,7 +27,7 @@ function chatRoutes(base: AppBase, inference: Inference) {
     new Elysia({ name: 'inference-chat' })
       .use(base)
       // Local to these routes: every error they answer, whoever raised it, in OpenAI's shape.
-      .mapResponse(({ responseValue }) => asOpenAiError(responseValue))
+      .mapResponse((c) => asOpenAiError(c))
       .get('/api/v1/models', ({ caller }) => ({ object: 'list' as const, data: inference.models(caller) }), {
         policy: 'operator',
         response: { 200: M.ModelList },

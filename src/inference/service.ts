@@ -2,8 +2,15 @@
 // model, and the fellow's side of the transport. Scoping: a caller sees the catalog rows its pools
 // may see plus what online fellows of its pools advertise in heartbeats; it is routed only to
 // online fellows of its own pools. A model outside that view is "not found", like any foreign id.
-import { AppError } from '../errors'
-import { scopeOf } from '../fellows/views'
+//
+// The default pool is the exception for unscoped callers (admins, or anyone with operator auth
+// off): anyone may put a fellow there without a token, so its fellows would otherwise be handed an
+// admin's prompts by claiming a model in a heartbeat (issue 26). They serve a request only when it
+// names the default pool in `pool_id`; a member of a pool keeps being routed within their pools.
+import { eq } from 'drizzle-orm'
+import { pools } from '../db/schema'
+import { AppError, notFound } from '../errors'
+import { inScope, scopeOf } from '../fellows/views'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from './memory-hub'
 import type { InferenceHub, Ticket, TokenUsage } from './hub'
 import { ServedLedger, type ServedWindow } from './served'
@@ -34,12 +41,18 @@ function textOf(content: ChatMessage['content']): string {
   return content.map((p) => (p.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('')
 }
 
+function defaultPoolLookup(ctx: Ctx) {
+  return ctx.db.select({ id: pools.id }).from(pools).where(eq(pools.isDefault, true)).prepare()
+}
+
 export class Inference {
   readonly served: ServedLedger
   readonly hub: InferenceHub
   /** Also told of every finished request (the composition feeds the contribution meter with it). */
   onServed: ((fellowId: string, usage: TokenUsage, ts: number) => void) | null = null
   private rr = 0
+  /** Read on every request, not kept: an admin may delete the default pool and it is created anew. */
+  private defaultPool: ReturnType<typeof defaultPoolLookup>
 
   /** `makeHub` swaps the in-memory queues for another InferenceHub (a shared bus, say). */
   constructor(
@@ -48,6 +61,7 @@ export class Inference {
     private servables: Servables,
     makeHub: (opts: MemoryInferenceHubOptions) => InferenceHub = (opts) => new MemoryInferenceHub(opts),
   ) {
+    this.defaultPool = defaultPoolLookup(ctx)
     const served = (this.served = new ServedLedger(() => ctx.clock.now()))
     this.hub = makeHub({
       now: () => ctx.clock.now(),
@@ -59,12 +73,16 @@ export class Inference {
     })
   }
 
-  /** Online fellows of the scope that say (in their last heartbeat) they serve `model`. */
+  /**
+   * Online fellows of the scope that say (in their last heartbeat) they serve `model`. An unscoped
+   * scope (null) leaves out the default pool's fellows; naming that pool makes a scope of it alone.
+   */
   private servers(scope: Set<string> | null, model: string | null): LiveFellow[] {
     const now = this.ctx.clock.now()
+    const anonymous = scope === null ? (this.defaultPool.get()?.id ?? null) : null
     return this.registry
       .inPools(scope)
-      .filter((f) => f.poolId !== null && !f.released && (model === null || f.servables.includes(model)) && this.registry.stateOf(f, now) === 'online')
+      .filter((f) => f.poolId !== null && f.poolId !== anonymous && !f.released && (model === null || f.servables.includes(model)) && this.registry.stateOf(f, now) === 'online')
   }
 
   models(caller: Caller): ModelObject[] {
@@ -87,14 +105,25 @@ export class Inference {
     return new AppError('model_not_found', `The model '${name}' does not exist or you do not have access to it.`)
   }
 
-  /** Routes a chat request to the least busy online fellow of the caller's pools serving the model. */
+  /**
+   * Routes a chat request to the least busy online fellow of the caller's pools serving the model,
+   * or of the one pool it names in `pool_id` (one of the caller's; a foreign pool is not found).
+   */
   open(caller: Caller, input: ChatCompletionInput): OpenedCompletion {
-    const scope = scopeOf(this.ctx.db, caller)
+    const callerScope = scopeOf(this.ctx.db, caller)
+    if (input.pool_id !== undefined && (!inScope(callerScope, input.pool_id) || !this.ctx.db.select({ id: pools.id }).from(pools).where(eq(pools.id, input.pool_id)).get())) {
+      throw notFound('Pool')
+    }
+    const scope = input.pool_id !== undefined ? new Set([input.pool_id]) : callerScope
     const name = input.model
     const candidates = this.servers(scope, name)
     if (candidates.length === 0) {
-      if (!this.servables.visibleNames(scope).has(name)) throw this.modelNotFound(name)
-      throw new AppError('service_unavailable', `No online fellow in your pools serves the model '${name}' right now.`)
+      const anonymous = scope === null ? this.defaultPool.get()?.id : undefined
+      if (anonymous !== undefined && this.servers(new Set([anonymous]), name).length > 0) {
+        throw new AppError('service_unavailable', `Only fellows of the default pool serve the model '${name}'; they take a request only when it names that pool: "pool_id": "${anonymous}".`)
+      }
+      if (!this.servables.visibleNames(callerScope).has(name)) throw this.modelNotFound(name)
+      throw new AppError('service_unavailable', `No online fellow in ${input.pool_id !== undefined ? 'that pool' : 'your pools'} serves the model '${name}' right now.`)
     }
     let least = Infinity
     let best: LiveFellow[] = []

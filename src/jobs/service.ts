@@ -9,6 +9,7 @@ import { iso } from '../time'
 import { ensureDefaultPool, memberRole } from '../pools/service'
 import { scopeOf, inScope } from '../fellows/views'
 import { candidateOf, pendingReason, place, type Candidate } from './placement'
+import { jobP2PKey } from './p2p-key'
 import { ACTIVE, TERMINAL, type Assignment, type Job, type JobStatus, type StatusReport, type SubmitInput } from './model'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -296,6 +297,7 @@ export class JobService {
           next: addr(assignments[a.stage + 1]?.fellow_id),
           transport: r.transport ?? this.ctx.cfg.pipelineTransport,
           relay_url: `${this.ctx.cfg.baseUrl}/api/v1/relay/${r.id}`,
+          p2p_key: jobP2PKey(this.ctx.cfg.secretKey, r.id, assignments.map((x) => x.fellow_id)),
           config: JSON.parse(r.config) as unknown,
           ...extra,
         },

@@ -127,16 +127,18 @@ function draft(template: MailTemplate, vars: MailVars, baseUrl: string): Draft {
         ],
       }
     case 'pool-invite': {
+      // Pool and inviter names are chosen by whoever invites: they stay out of the subject (the
+      // line a phishing mail is judged by) and appear in the body only, quoted and escaped.
       const pool = oneLine(need(vars, template, 'pool_name'))
       const inviter = oneLine(need(vars, template, 'inviter'))
       return {
-        subject: `${inviter} invited you to the pool "${pool}" on ${site}`,
+        subject: `You have been invited to a pool on ${site}`,
         greeting: 'Hello,',
         blocks: [
-          { p: `${inviter} has invited you to join the pool "${pool}" on ${site}.` },
-          { link: link(), label: 'View the invitation' },
-          { p: 'The invitation is valid for 7 days. Log in or sign up with this email address to accept it.' },
-          { p: 'If you do not want to join, you can ignore this email.' },
+          { p: `"${inviter}" has invited you to join the pool "${pool}" on ${site}.` },
+          { link: link(), label: 'Accept the invitation' },
+          { p: `The invitation is valid for 7 days and only for an account with this email address. If you have no account at ${site} yet, sign up with this address first, then open the link again.` },
+          { p: 'If you do not want to join, or do not know the sender, you can ignore this email.' },
         ],
       }
     }

@@ -1,10 +1,9 @@
 // GET /metrics (Prometheus text; admins, or the SVC_METRICS_TOKEN bearer), the OpenAPI document
 // and a docs page that renders it with a script served by the binary itself (no CDN).
-import { Elysia } from 'elysia'
-import type { toOpenAPISchema } from '@elysiajs/openapi'
+import { Elysia, type AnyElysia } from 'elysia'
+import { FormatRegistry } from '@sinclair/typebox'
 import { count, eq } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
-import { VERSION } from '../version'
 import { renderPrometheus, type Counters, type Gauge } from './metrics'
 import { DOCS_HTML, DOCS_JS } from './docs-page'
 import type { AppBase } from '../http/base'
@@ -21,7 +20,7 @@ export interface ObservabilityDeps {
   /** Extra gauges from features composed later (inference...). */
   extra?: () => Gauge[]
   /** The composed app, for the OpenAPI document (set once composition is done). */
-  app: () => Parameters<typeof toOpenAPISchema>[0]
+  app: () => AnyElysia
 }
 
 export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: ObservabilityDeps) {
@@ -67,13 +66,7 @@ export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: Observability
       async () => {
         // The generator is loaded on the first request: a leader that nobody asks for its
         // document does not carry it in memory.
-        const { toOpenAPISchema } = await import('@elysiajs/openapi')
-        doc ??= {
-          openapi: '3.1.0',
-          info: { title: 'svc leader API', version: VERSION, description: 'See docs/api.md. Each operation carries its policy class in x-policy.' },
-          servers: [{ url: ctx.cfg.baseUrl }],
-          ...toOpenAPISchema(deps.app(), { staticFile: false }),
-        }
+        doc ??= (await importKeepingFormats(() => import('./openapi'))).openApiDocument(deps.app(), ctx.cfg)
         return doc
       },
       { policy: 'public', detail: { summary: 'This OpenAPI document' } },
@@ -86,4 +79,19 @@ export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: Observability
       policy: 'public',
       detail: { hide: true },
     })
+}
+
+/**
+ * Loads a module without letting it change the process's TypeBox formats. @elysiajs/openapi sets
+ * its own `email`, `uuid`, `date`, `url`... on import (valibot's rules): after the first request
+ * for the document, every route validated addresses and ids differently (an internationalised
+ * address that registered before was refused after). Formats it adds are kept; ours win.
+ */
+async function importKeepingFormats<T>(load: () => Promise<T>): Promise<T> {
+  const before = new Map(FormatRegistry.Entries())
+  try {
+    return await load()
+  } finally {
+    for (const [name, check] of before) FormatRegistry.Set(name, check)
+  }
 }

@@ -1,11 +1,11 @@
 // Pool membership: invites by email, join requests, approval, leaving and removal.
-import { and, asc, eq, gt } from 'drizzle-orm'
-import { joinRequests, poolInvites, poolMembers, pools, users } from '../db/schema'
+import { and, asc, count, eq, gt, min } from 'drizzle-orm'
+import { joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
-import { newId } from '../crypto'
+import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { DAY_MS, iso } from '../time'
-import { getUser } from '../accounts/service'
+import { getUser, normalizeEmail } from '../accounts/service'
 import { getVisiblePool, memberRole, requireMember, requireOwner, type Actor } from './service'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -27,9 +27,59 @@ function toInvite(r: InviteRow, poolName: string) {
   }
 }
 
-/** Owner or admin invites an email; a pending invite to the same address is refreshed, not duplicated. */
+/**
+ * The secret of an invite's link, derived from SVC_SECRET_KEY (nothing stored): proof that the
+ * caller holds the invitation mail (or the link its inviter passed on), for an account whose
+ * address is not verified. Bound to the invite, its pool and its address.
+ */
+function inviteToken(ctx: Ctx, r: Pick<InviteRow, 'id' | 'poolId' | 'email'>): string {
+  return hmac(ctx.cfg.secretKey, `svc pool invite v1\n${r.id}\n${r.poolId}\n${r.email}`)
+}
+
+function inviteLink(ctx: Ctx, r: InviteRow): string {
+  return `${ctx.cfg.baseUrl}/dashboard?invite=${encodeURIComponent(r.id)}&token=${inviteToken(ctx, r)}`
+}
+
+/**
+ * Caps on invite mail, checked before a mail is queued (issue 26, item 6: twenty invite mails to
+ * one address, with attacker-chosen pool names). A non-admin may have SVC_MAX_PENDING_INVITES_PER_USER
+ * pending invites out (409 `invite_limit`); an address gets at most SVC_MAX_INVITE_MAILS_PER_ADDRESS
+ * invite mails per 24 hours from all pools together (429), which also bounds deleting and
+ * re-creating a pool to mail again.
+ */
+function checkInviteCaps(ctx: Ctx, tx: Db, actor: Actor, email: string, now: number): void {
+  if (actor.role !== 'admin') {
+    const limit = ctx.cfg.maxPendingInvitesPerUser
+    const pending =
+      tx
+        .select({ n: count() })
+        .from(poolInvites)
+        .where(and(eq(poolInvites.invitedBy, actor.userId), eq(poolInvites.status, 'pending'), gt(poolInvites.expiresAt, now)))
+        .get()?.n ?? 0
+    if (pending >= limit) {
+      throw new AppError('invite_limit', `You already have ${limit} pending invitation(s), the most one person may have open. Wait until some are accepted or expire.`, { limit })
+    }
+  }
+  if (!ctx.mail.enabled) return
+  const limit = ctx.cfg.maxInviteMailsPerAddress
+  const recent = tx
+    .select({ n: count(), oldest: min(mailOutbox.createdAt) })
+    .from(mailOutbox)
+    .where(and(eq(mailOutbox.toEmail, email), gt(mailOutbox.createdAt, now - DAY_MS), eq(mailOutbox.template, 'pool-invite')))
+    .get()
+  if (recent && recent.n >= limit) {
+    const retryAfterS = ((recent.oldest ?? now) + DAY_MS - now) / 1000
+    throw new AppError('rate_limited', `${email} has been sent ${limit} invitation(s) in the last 24 hours, the most an address gets; try again later.`, { retryAfterS })
+  }
+}
+
+/**
+ * Owner or admin invites an email. While a pending invite to that address is open, inviting again
+ * answers it (200) with its expiry extended and queues no mail; otherwise (new, or expired) the
+ * invite mail goes out (201), within the caps above. The inviter gets the invite's link.
+ */
 export function inviteToPool(ctx: Ctx, actor: Actor, poolId: string, emailIn: string) {
-  const email = emailIn.trim().toLowerCase()
+  const email = normalizeEmail(emailIn) // the form accounts store, so an IDN invitee matches
   const result = ctx.db.transaction((tx) => {
     const pool = getVisiblePool(tx, actor, poolId)
     requireOwner(tx, actor, pool)
@@ -41,6 +91,8 @@ export function inviteToPool(ctx: Ctx, actor: Actor, poolId: string, emailIn: st
       .from(poolInvites)
       .where(and(eq(poolInvites.poolId, poolId), eq(poolInvites.email, email), eq(poolInvites.status, 'pending')))
       .get()
+    const open = existing !== undefined && existing.expiresAt > now
+    if (!open) checkInviteCaps(ctx, tx, actor, email, now)
     let row: InviteRow
     if (existing) {
       row = { ...existing, expiresAt: now + INVITE_TTL_MS, invitedBy: actor.userId }
@@ -49,22 +101,29 @@ export function inviteToPool(ctx: Ctx, actor: Actor, poolId: string, emailIn: st
       row = { id: newId(), poolId, email, invitedBy: actor.userId, status: 'pending', createdAt: now, expiresAt: now + INVITE_TTL_MS }
       tx.insert(poolInvites).values(row).run()
     }
-    const inviter = getUser(tx, actor.userId)
-    ctx.mail.enqueue(tx, 'pool-invite', email, {
-      pool_name: pool.name,
-      inviter: inviter?.displayName ?? inviter?.email ?? 'An administrator',
-      link: `${ctx.cfg.baseUrl}/dashboard`,
-    })
-    recordAudit(tx, ctx.clock, { kind: 'pool.invite', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email, refreshed: existing !== undefined } })
-    return { invite: toInvite(row, pool.name), created: existing === undefined }
+    const link = inviteLink(ctx, row)
+    if (!open) {
+      const inviter = getUser(tx, actor.userId)
+      ctx.mail.enqueue(tx, 'pool-invite', email, {
+        pool_name: pool.name,
+        inviter: inviter?.displayName ?? inviter?.email ?? 'An administrator',
+        link,
+      })
+    }
+    recordAudit(tx, ctx.clock, { kind: 'pool.invite', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email, refreshed: existing !== undefined, mailed: !open && ctx.mail.enabled } })
+    return { invite: { ...toInvite(row, pool.name), invite_link: link }, created: !open }
   })
   ctx.mail.wake()
   return result
 }
 
+/**
+ * Pending, unexpired invites to the caller's address, listed (and acceptable by id) only once that
+ * address is verified: an account that merely registered the address first must not see them.
+ */
 export function myInvites(db: Db, now: number, userId: string) {
   const me = getUser(db, userId)
-  if (!me) return []
+  if (!me || me.emailVerifiedAt === null) return []
   return db
     .select({ invite: poolInvites, poolName: pools.name })
     .from(poolInvites)
@@ -75,8 +134,12 @@ export function myInvites(db: Db, now: number, userId: string) {
     .map((r) => toInvite(r.invite, r.poolName))
 }
 
-/** Accepting needs the invitee's own email (case-insensitive); the invitee becomes a `member`. */
-export function acceptInvite(ctx: Ctx, actor: Actor, inviteId: string) {
+/**
+ * Accepting needs the invitee's own email (case-insensitive) and either a verified address or the
+ * invite link's token: with email verification off, whoever registered the address first used to
+ * take its invites (issue 26, item 9). The invitee becomes a `member`.
+ */
+export function acceptInvite(ctx: Ctx, actor: Actor, inviteId: string, token?: string) {
   return ctx.db.transaction((tx) => {
     const row = tx.select({ invite: poolInvites, poolName: pools.name }).from(poolInvites).innerJoin(pools, eq(pools.id, poolInvites.poolId)).where(eq(poolInvites.id, inviteId)).get()
     if (!row || row.invite.status !== 'pending') throw notFound('Invite')
@@ -84,12 +147,19 @@ export function acceptInvite(ctx: Ctx, actor: Actor, inviteId: string) {
     if (row.invite.expiresAt <= now) throw new AppError('gone', 'This invite has expired; ask for a new one.')
     const me = getUser(tx, actor.userId)
     if (!me || me.email !== row.invite.email) throw new AppError('invite_email_mismatch', 'This invite was sent to a different email address.')
+    if (token !== undefined) {
+      if (!safeEqual(token, inviteToken(ctx, row.invite))) {
+        throw new AppError('invalid_token', 'This invitation link is not valid; open the link from the invitation email again, or ask for a new invitation.')
+      }
+    } else if (me.emailVerifiedAt === null) {
+      throw new AppError('email_not_verified', 'Your email address is not verified: accept the invitation through the link in the invitation email.')
+    }
     if (memberRole(tx, row.invite.poolId, actor.userId) === null) {
       tx.insert(poolMembers).values({ poolId: row.invite.poolId, userId: actor.userId, role: 'member', createdAt: now }).run()
     }
     tx.update(poolInvites).set({ status: 'accepted' }).where(eq(poolInvites.id, inviteId)).run()
     tx.delete(joinRequests).where(and(eq(joinRequests.poolId, row.invite.poolId), eq(joinRequests.userId, actor.userId))).run()
-    recordAudit(tx, ctx.clock, { kind: 'pool.invite_accept', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.invite.poolId })
+    recordAudit(tx, ctx.clock, { kind: 'pool.invite_accept', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.invite.poolId, detail: { via: token !== undefined ? 'link' : 'verified_email' } })
     return toInvite({ ...row.invite, status: 'accepted' }, row.poolName)
   })
 }

@@ -85,6 +85,10 @@ export const Invite = t.Object({
   expires_at: Timestamp,
 })
 export const InviteList = t.Object({ items: t.Array(Invite) })
+/** What the inviter gets: the invite and its link, to pass on when mail is off or lost. */
+export const InviteCreated = t.Composite([Invite, t.Object({ invite_link: t.String() })])
+/** `token`: from the invite link; needed unless the caller's email address is verified. */
+export const AcceptInviteBody = t.Optional(t.Object({ token: t.Optional(t.String({ minLength: 1, maxLength: 128 })) }, { additionalProperties: false }))
 export const InviteBody = t.Object({ email: t.String({ format: 'email', maxLength: 254 }) }, { additionalProperties: false })
 
 export const JoinRequest = t.Object({

@@ -86,9 +86,10 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
         policy: 'operator',
         response: { 200: M.InviteList },
       })
-      .post('/api/v1/pools/invites/:invite_id/accept', ({ caller, clientIp, params }) => acceptInvite(ctx, actorOf(caller, clientIp), params.invite_id), {
+      .post('/api/v1/pools/invites/:invite_id/accept', ({ caller, clientIp, params, body }) => acceptInvite(ctx, actorOf(caller, clientIp), params.invite_id, body?.token), {
         policy: 'operator',
         params: M.InviteParams,
+        body: M.AcceptInviteBody,
         response: { 200: M.Invite },
       })
       .get('/api/v1/pools/:id', ({ caller, clientIp, params }) => getVisiblePool(ctx.db, actorOf(caller, clientIp), params.id), {
@@ -115,7 +116,7 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
           set.status = created ? 201 : 200
           return invite
         },
-        { policy: 'operator', params: M.PoolParams, body: M.InviteBody, response: { 200: M.Invite, 201: M.Invite } },
+        { policy: 'operator', params: M.PoolParams, body: M.InviteBody, response: { 200: M.InviteCreated, 201: M.InviteCreated } },
       )
       .post('/api/v1/pools/:id/join', ({ caller, clientIp, params, set }) => {
         const r = joinPool(ctx, actorOf(caller, clientIp), params.id)

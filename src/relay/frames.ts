@@ -24,6 +24,12 @@ export interface FrameLimits {
   maxFrames?: number
 }
 
+/**
+ * FrameReader only: asked before each meta or data buffer is allocated, with its size; throwing
+ * refuses it (the reader fails). Lets a p2p listener share one byte budget among its connections.
+ */
+export type AdmitBytes = (bytes: number) => void
+
 export const DEFAULT_MAX_META_BYTES = 64 * 1024
 export const DEFAULT_MAX_FRAMES = 10_000
 const META_LEN_BYTES = 4
@@ -137,9 +143,17 @@ export class FrameReader {
   private readonly lenBuf = new Uint8Array(DATA_LEN_BYTES)
   private readonly lenView = new DataView(this.lenBuf.buffer)
 
-  constructor(limits: FrameLimits) {
+  constructor(
+    limits: FrameLimits,
+    private readonly admit?: AdmitBytes,
+  ) {
     this.lim = resolveLimits(limits)
     this.target = this.lenBuf.subarray(0, META_LEN_BYTES)
+  }
+
+  /** Bytes allocated for the frame being read (its meta, then its data); 0 between frames. */
+  get partialBytes(): number {
+    return this.stage === 'meta' || this.stage === 'data' ? this.target.byteLength : 0
   }
 
   /** Consumes a chunk; throws AppError (and stays failed) on the first bad frame. */
@@ -194,14 +208,14 @@ export class FrameReader {
     switch (this.stage) {
       case 'metaLen':
         if (this.pending >= this.lim.maxFrames) throw bad(`more than ${this.lim.maxFrames} frames unread`)
-        this.expect('meta', new Uint8Array(checkMetaLen(view.getUint32(0), this.lim, i)))
+        this.expect('meta', this.allocate(checkMetaLen(view.getUint32(0), this.lim, i)))
         return
       case 'meta':
         this.meta = parseMeta(this.target, i)
         this.expect('dataLen', this.lenBuf)
         return
       case 'dataLen':
-        this.expect('data', new Uint8Array(checkDataLen(view.getUint32(0), view.getUint32(4), this.lim, i)))
+        this.expect('data', this.allocate(checkDataLen(view.getUint32(0), view.getUint32(4), this.lim, i)))
         return
       case 'data':
         this.ready.push({ meta: this.meta, data: this.target })
@@ -209,6 +223,11 @@ export class FrameReader {
         this.index++
         this.expect('metaLen', this.lenBuf.subarray(0, META_LEN_BYTES))
     }
+  }
+
+  private allocate(bytes: number): Uint8Array {
+    this.admit?.(bytes)
+    return new Uint8Array(bytes)
   }
 
   private expect(stage: Stage, target: Uint8Array): void {

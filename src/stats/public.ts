@@ -39,7 +39,9 @@ export class PublicStatsService {
     let nodes = 0
     let gpus = 0
     for (const f of this.registry.all()) {
-      if (this.registry.stateOf(f, now) !== 'online') continue
+      // Only machines a member's join token admitted: anyone can register token-less fellows in
+      // numbers (issue 26), which would inflate these figures and lift a tiny deployment over the floor.
+      if (f.ownerUserId === null || this.registry.stateOf(f, now) !== 'online') continue
       nodes++
       gpus += f.hardware?.gpus.length ?? 0
     }

@@ -117,7 +117,7 @@ export interface SeededUser {
 export async function seedUser(
   h: Harness,
   email: string,
-  over: Partial<{ role: 'user' | 'admin'; status: 'unverified' | 'pending_approval' | 'active' | 'disabled'; displayName: string }> = {},
+  over: Partial<{ role: 'user' | 'admin'; status: 'unverified' | 'pending_approval' | 'active' | 'disabled'; displayName: string; emailVerified: boolean }> = {},
 ): Promise<SeededUser> {
   const id = newId()
   const now = h.clock.now()
@@ -133,6 +133,7 @@ export async function seedUser(
       createdAt: now,
       updatedAt: now,
       lastLoginAt: null,
+      emailVerifiedAt: over.emailVerified ? now : null,
     })
     .run()
   return { id, email: email.toLowerCase() }

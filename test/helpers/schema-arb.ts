@@ -5,7 +5,8 @@
 import fc from 'fast-check'
 
 export interface JsonSchema {
-  type?: string
+  /** A list (OpenAPI 3.1 / JSON Schema 2020-12: ['string', 'null']) admits any of its types. */
+  type?: string | string[]
   const?: unknown
   enum?: unknown[]
   anyOf?: JsonSchema[]
@@ -45,6 +46,7 @@ export function arbitraryOf(schema: JsonSchema | undefined, opts: ArbOptions = {
     for (const k of BOUND_KEYS) if (schema[k] !== undefined) outer[k] = schema[k]
     return fc.oneof(...schema.anyOf.map((s) => arbitraryOf({ ...outer, ...s }, opts, field)))
   }
+  if (Array.isArray(schema.type)) return fc.oneof(...schema.type.map((type) => arbitraryOf({ ...schema, type }, opts, field)))
   switch (schema.type) {
     case 'string':
       return stringArb(schema, opts, field)
@@ -129,7 +131,7 @@ export function admittedTypes(schema: JsonSchema | undefined): Set<string> {
     if (Array.isArray(s.enum)) return s.enum.forEach((v) => out.add(v === null ? 'null' : typeof v))
     if (Array.isArray(s.anyOf)) return s.anyOf.forEach(walk)
     if (s.type === undefined) return void out.add('any')
-    out.add(s.type === 'integer' ? 'number' : s.type)
+    for (const type of Array.isArray(s.type) ? s.type : [s.type]) out.add(type === 'integer' ? 'number' : type)
   }
   walk(schema)
   return out
@@ -211,6 +213,7 @@ export function exampleOf(schema: JsonSchema | undefined, fill = 'example-value'
     const pick = schema.anyOf.find((s) => s.type !== 'null' && s.type !== 'string') ?? schema.anyOf.find((s) => s.type !== 'null') ?? schema.anyOf[0]!
     return exampleOf({ ...outer, ...pick }, fill)
   }
+  if (Array.isArray(schema.type)) return exampleOf({ ...schema, type: schema.type.find((t) => t !== 'null') ?? 'null' }, fill)
   switch (schema.type) {
     case 'string': {
       if (schema.format === 'uuid') return '01a20184-99e9-7296-9fc7-75b6e5358e98'

@@ -50,10 +50,12 @@ export async function buildChain(h: Harness, label: string, over: { role?: 'user
   const servable = `${label}-model-${n}`
   await ok(node.post('/api/v1/servables', { name: servable, version: '1', format: 'gguf', size_bytes: 1024, job_id: job.id }), 'record servable')
   const invite = await ok(session.post(`/api/v1/pools/${pool.id}/invites`, { email: `invitee-${label}-${n}@example.com` }), 'invite')
-  // Membership through the invite flow, as a person would join.
+  // Membership through the invite flow, as a person would join: through the invite's link (the
+  // member's address is not verified, so the id alone is refused).
   const member = await seedUser(h, `${label}-member-${n}@example.com`)
   const inv = await ok(session.post(`/api/v1/pools/${pool.id}/invites`, { email: member.email }), 'invite member')
-  await ok(sessionClient(h, member.id).post(`/api/v1/pools/invites/${inv.id}/accept`), 'accept invite')
+  const linkToken = new URL(inv.invite_link).searchParams.get('token')
+  await ok(sessionClient(h, member.id).post(`/api/v1/pools/invites/${inv.id}/accept`, { token: linkToken }), 'accept invite')
   return {
     user,
     session,

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, tokenClient, PASSWORD, type Harness } from '../helpers/harness'
 import { auditLog, mailOutbox, users } from '../../src/db/schema'
-import { issueActionToken } from '../../src/accounts/service'
+import { issueActionToken, setUserPassword } from '../../src/accounts/service'
 import { DAY_MS } from '../../src/time'
 
 const harnesses: Harness[] = []
@@ -231,6 +231,48 @@ describe('rate limit and lockout', () => {
     expect(statuses).toEqual([422, 422, 429])
   })
 
+  test('with SVC_TRUSTED_PROXIES not naming the peer, a rotating X-Forwarded-For neither escapes the limit nor reaches the audit log (issue 26)', async () => {
+    // The harness's socket peer is 127.0.0.1: here it is not the proxy, so it talks to the leader directly.
+    const h = harness({ SVC_TRUSTED_PROXY_HOPS: '1', SVC_TRUSTED_PROXIES: '192.0.2.1', SVC_AUTH_RATE_MAX: '2' })
+    const statuses: number[] = []
+    for (const xff of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+      const r = await h.client().post('/api/v1/auth/register', { email: 'a@example.com', password: 'short' }, { 'x-forwarded-for': xff })
+      statuses.push(r.status)
+    }
+    expect(statuses).toEqual([422, 422, 429])
+    const u = await seedUser(h, 'peer@example.com')
+    await sessionClient(h, u.id, { ip: '203.0.113.77' }).post('/api/v1/auth/logout')
+    expect(audits(h, 'auth.logout').map((e) => e.clientIp)).toEqual(['127.0.0.1'])
+  })
+
+  test('when the password-hashing line is full, login, register, password change and reset answer 429 with Retry-After at once and change nothing (issue 26)', async () => {
+    const h = harness({ SVC_PASSWORD_HASH_QUEUE: '1' })
+    const u = await seedUser(h, 'busy@example.com')
+    const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
+    // Take both running slots and the one waiting slot with hashes that finish when the test says.
+    const { promise: hold, resolve: release } = Promise.withResolvers<void>()
+    const pool = h.services.accounts.hashes
+    const holders = [pool.run(() => hold), pool.run(() => hold), pool.run(() => hold)]
+    expect(pool.load).toBe(3)
+    const c = h.client({ ip: freshIp() })
+    const answers = [
+      await c.post('/api/v1/auth/login', { email: 'busy@example.com', password: PASSWORD }),
+      await c.post('/api/v1/auth/register', { email: 'new@example.com', password: 'a long enough password' }),
+      await sessionClient(h, u.id).post('/api/v1/auth/password', { current_password: PASSWORD, new_password: 'a brand new password' }),
+      await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' }),
+    ]
+    for (const r of answers) {
+      expect([r.status, r.body.code, r.headers.get('content-type'), r.headers.get('retry-after')]).toEqual([429, 'rate_limited', 'application/problem+json', '1'])
+    }
+    expect(audits(h, 'auth.login_failed')).toEqual([])
+    expect(h.ctx.db.select().from(users).all()).toHaveLength(1)
+    release()
+    await Promise.all(holders)
+    expect(pool.load).toBe(0)
+    // The reset link was not used up: it works once the line has room.
+    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(204)
+  })
+
   test('the pair locks after N failures (N-th is 401, then 429 even with the right password) and unlocks after the lockout', async () => {
     const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '3', SVC_LOGIN_LOCKOUT_SECONDS: '300' })
     await seedUser(h, 'lock@example.com')
@@ -364,6 +406,42 @@ describe('password change and reset', () => {
     const late = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
     h.clock.advance(DAY_MS)
     expect((await c.post('/api/v1/auth/reset-password', { token: late, new_password: 'too late password' })).status).toBe(400)
+  })
+})
+
+describe('password change and reset end API tokens too (issue 26)', () => {
+  test("changing the password revokes all of the user's API tokens, and other sessions, keeping this session", async () => {
+    const h = harness()
+    const u = await seedUser(h, 'pw-tokens@example.com')
+    const here = sessionClient(h, u.id)
+    const t = tokenClient(h, u.id)
+    expect((await t.get('/api/v1/auth/me')).status).toBe(200)
+    expect((await here.post('/api/v1/auth/password', { current_password: PASSWORD, new_password: 'a brand new password' })).status).toBe(204)
+    expect((await t.get('/api/v1/auth/me')).status).toBe(401)
+    expect((await here.get('/api/v1/auth/me')).status).toBe(200)
+    expect(JSON.parse(audits(h, 'auth.password_change')[0]!.detail!)).toEqual({ sessions_revoked: 0, api_tokens_revoked: 1 })
+  })
+
+  test("completing a password reset revokes all of the user's API tokens as well as every session", async () => {
+    const h = harness()
+    const u = await seedUser(h, 'reset-tokens@example.com')
+    const s = sessionClient(h, u.id)
+    const t1 = tokenClient(h, u.id)
+    const t2 = tokenClient(h, u.id)
+    expect((await t1.get('/api/v1/auth/me')).status).toBe(200)
+    const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
+    expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(204)
+    expect([(await t1.get('/api/v1/auth/me')).status, (await t2.get('/api/v1/auth/me')).status, (await s.get('/api/v1/auth/me')).status]).toEqual([401, 401, 401])
+    expect(JSON.parse(audits(h, 'auth.password_reset')[0]!.detail!)).toEqual({ sessions_revoked: 1, api_tokens_revoked: 2 })
+  })
+
+  test("`svc admin set-password` revokes the user's API tokens as well as sessions", async () => {
+    const h = harness()
+    const u = await seedUser(h, 'cli-tokens@example.com')
+    const s = sessionClient(h, u.id)
+    const t = tokenClient(h, u.id)
+    expect(await setUserPassword(h.ctx, 'CLI-tokens@example.com', 'a password set by the operator')).toEqual({ revokedSessions: 1, revokedApiTokens: 1 })
+    expect([(await t.get('/api/v1/auth/me')).status, (await s.get('/api/v1/auth/me')).status]).toEqual([401, 401])
   })
 })
 

@@ -282,3 +282,36 @@ describe('deleting a user (GDPR cascade)', () => {
     expect((await A.delete(`/api/v1/admin/users/${other.id}`)).body.deleted).toBe(true)
   })
 })
+
+describe("an admin's own account (issue 26)", () => {
+  test("with an admin's API token, resetting, disabling, deleting or changing the role or email of one's own account answers 403 session_required and changes nothing", async () => {
+    const { h, admin, alice } = await setup()
+    await seedUser(h, 'second-admin@example.com', { role: 'admin' }) // so last-admin protection is not what refuses
+    const T = tokenClient(h, admin.id, { ip: '203.0.113.8' })
+    const before = userRow(h, admin.id)
+    const auditCount = h.ctx.db.select().from(auditLog).all().length
+    const refused = [
+      await T.post(`/api/v1/admin/users/${admin.id}/reset-password`),
+      await T.post(`/api/v1/admin/users/${admin.id}/status`, { status: 'disabled' }),
+      await T.delete(`/api/v1/admin/users/${admin.id}`),
+      await T.patch(`/api/v1/admin/users/${admin.id}`, { role: 'user' }),
+      await T.patch(`/api/v1/admin/users/${admin.id}`, { email: 'attacker@example.net' }),
+    ]
+    expect(refused.map((r) => [r.status, r.body.code])).toEqual(refused.map(() => [403, 'session_required']))
+    // No reset link was minted, and the row and the audit log are as they were.
+    expect(h.ctx.db.select().from(actionTokens).where(eq(actionTokens.userId, admin.id)).all()).toEqual([])
+    expect(userRow(h, admin.id)).toEqual(before)
+    expect(h.ctx.db.select().from(auditLog).all()).toHaveLength(auditCount)
+    // The token still administers other people, and may rename its own admin.
+    expect((await T.post(`/api/v1/admin/users/${alice.id}/reset-password`)).status).toBe(200)
+    expect((await T.patch(`/api/v1/admin/users/${admin.id}`, { display_name: 'Ada' })).status).toBe(200)
+  })
+
+  test('with a browser session an admin may still reset and demote their own account', async () => {
+    const { h, A, admin } = await setup()
+    await seedUser(h, 'second-admin@example.com', { role: 'admin' })
+    const r = await A.post(`/api/v1/admin/users/${admin.id}/reset-password`)
+    expect([r.status, r.body.delivery]).toEqual([200, 'link'])
+    expect((await A.patch(`/api/v1/admin/users/${admin.id}`, { role: 'user' })).body.role).toBe('user')
+  })
+})

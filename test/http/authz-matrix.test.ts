@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { makeHarness, sessionClient, tokenClient, type Client } from '../helpers/harness'
+import { makeHarness, seedUser, sessionClient, tokenClient, type Client } from '../helpers/harness'
 import { bindPath, expected, matches, type CallerKind } from '../helpers/matrix'
 import { buildChain, buildWorld, refsOf, type Chain } from '../helpers/world'
 import { stateDigest, stateDump, diffDumps } from '../helpers/state'
@@ -152,6 +152,38 @@ describe('CSRF on every cookie-authenticated state change', () => {
       expect(got).toEqual([] as string[])
       const after = stateDigest(h.ctx.sqlite)
       expect(after === before ? [] : diffDumps(dump, stateDump(h.ctx.sqlite))).toEqual([] as string[])
+    })
+  }
+})
+
+describe("admin row actions on the caller's own account (issue 26)", () => {
+  // An active admin cannot be approved or sent a verification mail: on oneself these change nothing.
+  const HARMLESS_ON_SELF = new Set(['POST /api/v1/admin/users/:id/approve', 'POST /api/v1/admin/users/:id/resend-verification'])
+  const BODIES: Record<string, unknown> = {
+    'PATCH /api/v1/admin/users/:id': { role: 'user', email: 'taken-over@example.net' },
+    'POST /api/v1/admin/users/:id/status': { status: 'disabled' },
+  }
+  const rowActions = routes.filter((r) => r.method !== 'GET' && r.path.startsWith('/api/v1/admin/users/:id'))
+
+  test('there are such routes to check', () => {
+    expect(rowActions.length).toBeGreaterThanOrEqual(6)
+  })
+
+  for (const r of rowActions) {
+    const key = `${r.method} ${r.path}`
+    if (HARMLESS_ON_SELF.has(key)) continue
+    test(`${key} with an admin's own API token on its own account answers 403 session_required and changes nothing`, async () => {
+      const me = await seedUser(h, `self-${crypto.randomUUID()}@example.com`, { role: 'admin' })
+      await seedUser(h, `other-admin-${crypto.randomUUID()}@example.com`, { role: 'admin' }) // not the last admin
+      const token = tokenClient(h, me.id)
+      const before = stateDigest(h.ctx.sqlite)
+      const dump = stateDump(h.ctx.sqlite)
+      const res = await send(token, r.method, r.path.replace(':id', me.id), r.method === 'DELETE' ? undefined : (BODIES[key] ?? {}))
+      expect([res.status, (res.body as { code?: string }).code]).toEqual([403, 'session_required'])
+      expect(stateDigest(h.ctx.sqlite) === before ? [] : diffDumps(dump, stateDump(h.ctx.sqlite))).toEqual([] as string[])
+      // A session of the same admin passes the rule (whatever the action then answers).
+      const bySession = await send(sessionClient(h, me.id), r.method, r.path.replace(':id', me.id), r.method === 'DELETE' ? undefined : (BODIES[key] ?? {}))
+      expect((bySession.body as { code?: string }).code).not.toBe('session_required')
     })
   }
 })

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
-import { auditLog, fellows as fellowsTable, poolNodes } from '../../src/db/schema'
+import { auditLog, fellows as fellowsTable, poolMembers, poolNodes } from '../../src/db/schema'
 import { ensureDefaultPool } from '../../src/pools/service'
 import { FellowRegistry } from '../../src/fellows/live'
 
@@ -118,6 +118,105 @@ describe('registration', () => {
     expect((await register(h, other.node_token, { fellow_id: mine.fellow_id })).status).toBe(403)
     expect((await register(h, await joinToken(b, bobPool.id), { fellow_id: mine.fellow_id })).status).toBe(403)
     expect((await register(h, null, { fellow_id: mine.fellow_id })).status).toBe(401)
+  })
+
+  // Issue 26, item 3: a member's own join token re-registered another member's fellow id, revoking
+  // its node token and taking the fellow (its jobs, chats and credit) over.
+  test("a pool member cannot re-register another member's fellow with their own join token; its adder and the pool owner can, and it stays the adder's", async () => {
+    const { h, a, alice, bob, b, pool } = await setup()
+    const carol = await seedUser(h, 'carol@example.com')
+    const c = sessionClient(h, carol.id)
+    for (const u of [bob, carol]) h.ctx.db.insert(poolMembers).values({ poolId: pool.id, userId: u.id, role: 'member', createdAt: h.clock.now() }).run()
+    const f = (await register(h, await joinToken(b, pool.id))).body
+    const hb = (token: string) => h.client({ bearer: token }).post('/api/v1/workers/heartbeat', { status: 'idle' }).then((r) => r.status)
+    const ownerOf = () => h.ctx.db.select().from(poolNodes).where(eq(poolNodes.fellowId, f.fellow_id)).get()!.ownerUserId
+
+    const taken = await register(h, await joinToken(c, pool.id), { fellow_id: f.fellow_id, hostname: 'carols-now' })
+    expect(taken.status).toBe(403)
+    expect(taken.headers.get('content-type')).toStartWith('application/problem+json')
+    expect(taken.body.code).toBe('forbidden')
+    expect(taken.body.node_token).toBeUndefined()
+    // Nothing moved: Bob's token still works and the fellow is still his.
+    expect(await hb(f.node_token)).toBe(200)
+    expect(ownerOf()).toBe(bob.id)
+    expect(h.services.fellows.registry.get(f.fellow_id)!.hostname).toBe('gpu-1')
+
+    // The member who added it re-registers it with a fresh join token of theirs.
+    const again = await register(h, await joinToken(b, pool.id), { fellow_id: f.fellow_id })
+    expect(again.status).toBe(201)
+    expect(again.body.fellow_id).toBe(f.fellow_id)
+    expect(await hb(f.node_token)).toBe(401)
+    // The pool owner may too, but ownership never moves to them.
+    const byOwner = await register(h, await joinToken(a, pool.id), { fellow_id: f.fellow_id })
+    expect(byOwner.status).toBe(201)
+    expect(ownerOf()).toBe(bob.id)
+    expect(h.services.fellows.registry.get(f.fellow_id)!.ownerUserId).toBe(bob.id)
+    expect((await a.get('/api/v1/workers')).body.items.map((n: { owner_user_id: string }) => n.owner_user_id)).toEqual([bob.id])
+    const audit = h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, 'worker.reregister')).all()
+    expect(audit.map((e) => e.actorUserId)).toEqual([bob.id, alice.id])
+  })
+})
+
+// Issue 26, item 2: registration without a token is anonymous and lands in the default pool.
+describe('token-less registration', () => {
+  test('with SVC_ALLOW_TOKENLESS_JOIN=0 a fellow without a join token is refused with 401 join_token_required; join tokens still work', async () => {
+    const { h, a, pool } = await setup({ SVC_ALLOW_TOKENLESS_JOIN: '0' })
+    const r = await register(h, null)
+    expect(r.status).toBe(401)
+    expect(r.headers.get('content-type')).toStartWith('application/problem+json')
+    expect(r.body).toMatchObject({ status: 401, code: 'join_token_required' })
+    expect(r.body.detail).toContain('SVC_ALLOW_TOKENLESS_JOIN')
+    expect([...h.services.fellows.registry.all()]).toHaveLength(0)
+    expect((await register(h, await joinToken(a, pool.id))).status).toBe(201)
+  })
+
+  test('token-less registrations are limited per address and in total per window: 429 with Retry-After; join tokens are not held to it (fake clock)', async () => {
+    const { h, a, pool } = await setup() // defaults: 10 per address, 30 in total, per 60 s
+    const from = (ip: string) => h.client({ ip }).post('/api/v1/workers/register', { hostname: 'anon' })
+    for (let i = 0; i < 10; i++) expect((await from('198.51.100.1')).status).toBe(201)
+    const over = await from('198.51.100.1')
+    expect(over.status).toBe(429)
+    expect(over.headers.get('content-type')).toStartWith('application/problem+json')
+    expect(over.body.code).toBe('rate_limited')
+    expect(over.headers.get('retry-after')).toBe('60')
+    // 50 anonymous registrations in 3 s from 50 addresses: the total bound admits 20 more, no more.
+    let admitted = 0
+    for (let i = 0; i < 50; i++) {
+      h.clock.advance(60)
+      const r = await from(`203.0.113.${i + 1}`)
+      if (r.status === 201) admitted++
+      else {
+        expect(r.status).toBe(429)
+        expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0)
+      }
+    }
+    expect(admitted).toBe(20)
+    expect(h.services.fellows.registry.inPools(new Set([ensureDefaultPool(h.ctx).id]))).toHaveLength(30)
+    expect((await register(h, await joinToken(a, pool.id))).status).toBe(201)
+    h.clock.advance(60_000)
+    expect((await from('198.51.100.1')).status).toBe(201)
+  })
+
+  test('shipped log lines are bounded across all fellows: past SVC_LOG_MAX_TOTAL_BYTES the least recently written fellow loses its oldest lines first', async () => {
+    const budget = 1024 * 1024
+    const { h } = await setup({ SVC_LOG_MAX_TOTAL_BYTES: String(budget) })
+    const fs = [] as { fellow_id: string; node_token: string }[]
+    for (let i = 0; i < 3; i++) fs.push((await register(h, null, { hostname: `anon-${i}` })).body)
+    // 100 lines of 4000 characters each: about 0.8 MB a fellow, 2.4 MB for the three.
+    const ship = (f: (typeof fs)[number], n: number) =>
+      h.client({ bearer: f.node_token }).post(`/api/v1/workers/${f.fellow_id}/logs`, { lines: Array.from({ length: n }, (_, i) => `${i} ${'x'.repeat(3996)}`) })
+    for (const f of fs) expect((await ship(f, 100)).status).toBe(204)
+    const held = fs.map((f) => h.services.logs.since(f.fellow_id, 0))
+    expect(held.flat().reduce((n, l) => n + 2 * l.line.length, 0)).toBeLessThanOrEqual(budget)
+    const ids = held.map((lines) => lines.map((l) => l.id))
+    expect(ids[0]).toEqual([]) // wrote first: emptied first
+    expect(ids[1]!.length).toBeGreaterThan(0)
+    expect(ids[1]!.length).toBeLessThan(100)
+    expect(ids[1]).toEqual(Array.from({ length: ids[1]!.length }, (_, i) => 101 - ids[1]!.length + i)) // its newest lines
+    expect(ids[2]).toEqual(Array.from({ length: 100 }, (_, i) => i + 1)) // wrote last: all kept
+    // Ids keep counting for an emptied ring, so a viewer resuming from Last-Event-ID misses nothing new.
+    expect((await ship(fs[0]!, 1)).status).toBe(204)
+    expect(h.services.logs.since(fs[0]!.fellow_id, 100).map((l) => l.id)).toEqual([101])
   })
 })
 

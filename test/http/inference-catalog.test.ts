@@ -97,16 +97,16 @@ describe('models are scoped to the caller\'s pools', () => {
 describe('the chat routes answer errors in OpenAI\'s shape', () => {
   const chat = { model: 'tiny-llm', messages: [{ role: 'user', content: 'hi' }] }
 
-  test('no credential 401, a fellow\'s token 403, a bad body 422 naming the field, n > 1 refused', async () => {
+  test('no credential 401, a fellow\'s token 403, a bad body 400 naming the field (OpenAI\'s status), n > 1 refused', async () => {
     const none = await h.client().post('/api/v1/chat/completions', chat)
     expect(none.status).toBe(401)
     expect(none.headers.get('content-type')).toStartWith('application/json')
     expect(none.body.error).toMatchObject({ type: 'authentication_error', code: 'unauthorized', param: null })
     expect((await fa.c.get('/api/v1/models')).body.error).toMatchObject({ type: 'permission_error', code: 'forbidden' })
     const bad = await tokenClient(h, alice.id).post('/api/v1/chat/completions', { model: 'tiny-llm' })
-    expect(bad.status).toBe(422)
+    expect(bad.status).toBe(400)
     expect(bad.body.error).toMatchObject({ type: 'invalid_request_error', code: 'validation_failed', param: 'messages' })
-    expect((await tokenClient(h, alice.id).post('/api/v1/chat/completions', { ...chat, n: 2 })).status).toBe(422)
+    expect((await tokenClient(h, alice.id).post('/api/v1/chat/completions', { ...chat, n: 2 })).status).toBe(400)
     // The rest of the API keeps problem+json.
     expect((await h.client().get('/api/v1/servables')).headers.get('content-type')).toStartWith('application/problem+json')
   })

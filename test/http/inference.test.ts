@@ -264,3 +264,39 @@ describe('the transport', () => {
     expect((await f.frames(req.request_id, [{ delta: 'too late' }])).status).toBe(410)
   })
 })
+
+// Issue 26, item 2a: an admin's (unscoped) chat request went to any online fellow claiming the
+// model, also to the anonymous fellows anyone may register into the default pool without a token.
+describe('the default pool', () => {
+  test("an admin's chat request never reaches a token-less fellow of the default pool unless it names that pool", async () => {
+    const { h, server, alice, a, poolA, fellow } = await setup()
+    const admin = tokenClient(h, (await seedUser(h, 'admin@example.com', { role: 'admin' })).id)
+    const reg = (await h.client().post('/api/v1/workers/register', { hostname: 'stranger' })).body
+    const stranger = new Fellow(server.url, reg.fellow_id, reg.node_token)
+    await stranger.heartbeat(['tiny-llm'])
+    const chat = (c: Client, extra: Record<string, unknown> = {}) => c.post('/api/v1/chat/completions', { model: 'tiny-llm', messages: ask('the admin secret'), ...extra })
+
+    // Only the stranger claims the model: it is handed nothing, and the admin is told how to reach it.
+    let settled = false
+    const refused = chat(admin).finally(() => (settled = true))
+    await until(() => settled || h.services.inference.hub.stats().queued > 0, 'an answer or a queued request')
+    expect(await stranger.poll(0)).toBeNull()
+    expect((await refused).status).toBe(503)
+    expect((await refused).body.error.message).toContain(reg.pool_id)
+    expect((await admin.get('/api/v1/models')).body.data.map((m: { id: string }) => m.id)).not.toContain('tiny-llm')
+
+    // A member's fellow serves the admin's unscoped request; the stranger still gets nothing.
+    const f = await fellow(a, poolA.id, ['tiny-llm'])
+    const [res, req] = await Promise.all([chat(admin), f.serve(['ok'])])
+    expect(res.status).toBe(200)
+    expect(req.messages).toEqual([{ role: 'user', content: 'the admin secret' }])
+    expect(await stranger.poll(0)).toBeNull()
+
+    // Naming the default pool is the admin's explicit choice: the request goes there.
+    const [named, got] = await Promise.all([chat(admin, { pool_id: reg.pool_id }), stranger.serve(['hi'])])
+    expect(named.status).toBe(200)
+    expect(got.model).toBe('tiny-llm')
+    // A member is held to their own pools: naming one that is not theirs is not found.
+    expect((await chat(tokenClient(h, alice.id), { pool_id: reg.pool_id })).status).toBe(404)
+  })
+})

@@ -1,20 +1,21 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
-import { fellows, mailOutbox, poolMembers, poolNodes, pools, roleLimits } from '../../src/db/schema'
+import { fellows, mailOutbox, poolMembers, poolNodes, pools, roleLimits, users } from '../../src/db/schema'
+import { issueActionToken } from '../../src/accounts/service'
 import { ensureDefaultPool } from '../../src/pools/service'
 import { newId } from '../../src/crypto'
 import { DAY_MS } from '../../src/time'
 
 const all: Harness[] = []
-function harness(opts: { mailEnabled?: boolean } = {}) {
-  const h = makeHarness({}, opts)
+function harness(opts: { mailEnabled?: boolean; env?: Record<string, string> } = {}) {
+  const h = makeHarness(opts.env ?? {}, opts)
   all.push(h)
   return h
 }
 afterAll(() => all.forEach((h) => h.close()))
 
-async function setup(opts: { mailEnabled?: boolean } = {}) {
+async function setup(opts: { mailEnabled?: boolean; env?: Record<string, string> } = {}) {
   const h = harness(opts)
   const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
   const alice = await seedUser(h, 'alice@example.com')
@@ -28,6 +29,20 @@ function attachNode(h: Harness, poolId: string): string {
   h.ctx.db.insert(poolNodes).values({ fellowId: id, poolId, attachedAt: h.clock.now() }).run()
   return id
 }
+
+const PENDING_CAP = 'SVC_MAX_PENDING_INVITES_PER_USER'
+const ADDRESS_CAP = 'SVC_MAX_INVITE_MAILS_PER_ADDRESS'
+
+function markVerified(h: Harness, userId: string) {
+  h.ctx.db.update(users).set({ emailVerifiedAt: h.clock.now() }).where(eq(users.id, userId)).run()
+}
+
+/** The token of an invite link (`/dashboard?invite=ID&token=T`), as the dashboard reads it. */
+function linkToken(link: string): string {
+  return new URL(link).searchParams.get('token')!
+}
+
+const inviteMails = (h: Harness) => h.ctx.db.select().from(mailOutbox).where(eq(mailOutbox.template, 'pool-invite')).all()
 
 const PLAN = 'Your plan allows 1 pool(s) with up to 2 node(s) each.'
 
@@ -167,8 +182,9 @@ describe('pool deletion', () => {
 })
 
 describe('invites', () => {
-  test('owner invites by email; the invitee sees it and accepts (email matched case-insensitively)', async () => {
+  test('owner invites by email; the invitee with a verified address sees it and accepts by id (email matched case-insensitively)', async () => {
     const { h, a, bob } = await setup({ mailEnabled: true })
+    markVerified(h, bob.id)
     const p = await a.post('/api/v1/pools', { name: 'Invite Only' })
     const inv = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'BOB@example.com' })
     expect(inv.status).toBe(201)
@@ -218,6 +234,133 @@ describe('invites', () => {
     expect((await b.post(`/api/v1/pools/${priv.body.id}/invites`, { email: 'x@example.com' })).status).toBe(404)
     expect((await A.post(`/api/v1/pools/${priv.body.id}/invites`, { email: 'x@example.com' })).status).toBe(201)
     expect((await A.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })).status).toBe(409)
+  })
+})
+
+describe('invite mail is bounded (issue 26, item 6)', () => {
+  test('inviting an address again while its invite is pending queues no second mail: 200 with the same invite and link', async () => {
+    const { h, a } = await setup({ mailEnabled: true })
+    const p = await a.post('/api/v1/pools', { name: 'Phish "Urgent: verify your bank"' })
+    const first = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    expect(first.status).toBe(201)
+    expect(first.body.invite_link).toStartWith(`${h.cfg.baseUrl}/dashboard?invite=${first.body.id}&token=`)
+    for (let i = 0; i < 20; i++) {
+      const again = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'BOB@example.com' })
+      expect([again.status, again.body.id, again.body.invite_link]).toEqual([200, first.body.id, first.body.invite_link])
+    }
+    expect(inviteMails(h).map((m) => m.toEmail)).toEqual(['bob@example.com'])
+    // Once it has expired, inviting again is a new invitation with a new mail.
+    h.clock.advance(8 * DAY_MS)
+    const renewed = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    expect([renewed.status, renewed.body.id]).toEqual([201, first.body.id])
+    expect(Date.parse(renewed.body.expires_at)).toBe(h.clock.now() + 7 * DAY_MS)
+    expect(inviteMails(h)).toHaveLength(2)
+  })
+
+  test(`a person with ${PENDING_CAP} pending invites is refused the next with 409 invite_limit; an accepted or expired one frees a place; admins are not capped`, async () => {
+    const { h, A, a, bob } = await setup({ mailEnabled: true, env: { [PENDING_CAP]: '2' } })
+    markVerified(h, bob.id)
+    const p = await a.post('/api/v1/pools', { name: 'P' })
+    const inv = (email: string) => a.post(`/api/v1/pools/${p.body.id}/invites`, { email })
+    expect((await inv('bob@example.com')).status).toBe(201)
+    expect((await inv('x1@example.com')).status).toBe(201)
+    const refused = await inv('x2@example.com')
+    expect(refused.status).toBe(409)
+    expect(refused.headers.get('content-type')).toContain('application/problem+json')
+    expect(refused.body).toMatchObject({ code: 'invite_limit', limit: 2 })
+    expect(inviteMails(h)).toHaveLength(2)
+    // Asking again for a pending one is still answered: it adds nothing.
+    expect((await inv('x1@example.com')).status).toBe(200)
+    const bobs = (await sessionClient(h, bob.id).get('/api/v1/pools/invites/mine')).body.items
+    expect((await sessionClient(h, bob.id).post(`/api/v1/pools/invites/${bobs[0].id}/accept`)).status).toBe(200)
+    expect((await inv('x2@example.com')).status).toBe(201)
+    expect((await inv('x3@example.com')).status).toBe(409)
+    h.clock.advance(7 * DAY_MS + 1)
+    expect((await inv('x3@example.com')).status).toBe(201)
+    for (let i = 0; i < 4; i++) expect((await A.post(`/api/v1/pools/${p.body.id}/invites`, { email: `y${i}@example.com` })).status).toBe(201)
+  })
+
+  test(`an address gets at most ${ADDRESS_CAP} invite mails per 24 hours from all pools, also across deleting and re-creating a pool (429 with Retry-After)`, async () => {
+    const { h, A, a } = await setup({ mailEnabled: true, env: { [ADDRESS_CAP]: '2' } })
+    const cycle = async () => {
+      const p = await a.post('/api/v1/pools', { name: 'Again' })
+      const r = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'victim@example.com' })
+      expect((await a.delete(`/api/v1/pools/${p.body.id}`)).status).toBe(200)
+      return r
+    }
+    expect((await cycle()).status).toBe(201)
+    h.clock.advance(3600_000)
+    expect((await cycle()).status).toBe(201)
+    const third = await cycle()
+    expect(third.status).toBe(429)
+    expect(third.body.code).toBe('rate_limited')
+    expect(third.headers.get('retry-after')).toBe(String(23 * 3600))
+    // Everyone is held to it, admins included: the cap protects the person receiving the mail.
+    const adminPool = await A.post('/api/v1/admin/pools', { name: 'Admin' })
+    expect((await A.post(`/api/v1/pools/${adminPool.body.id}/invites`, { email: 'victim@example.com' })).status).toBe(429)
+    expect((await A.post(`/api/v1/pools/${adminPool.body.id}/invites`, { email: 'someone-else@example.com' })).status).toBe(201)
+    expect(inviteMails(h).filter((m) => m.toEmail === 'victim@example.com')).toHaveLength(2)
+    h.clock.advance(23 * 3600_000 + 1)
+    expect((await cycle()).status).toBe(201)
+  })
+})
+
+describe('invites go to a verified address or through their link (issue 26, item 9)', () => {
+  test('an account whose address is not verified neither sees nor accepts an invite by id; the link in the invite accepts it', async () => {
+    const { h, a, bob } = await setup({ mailEnabled: true })
+    const p = await a.post('/api/v1/pools', { name: 'Private Lab' })
+    const inv = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    // Whoever registered bob@example.com first, without proving the mailbox, is this caller.
+    const squatter = sessionClient(h, bob.id)
+    expect((await squatter.get('/api/v1/pools/invites/mine')).body.items).toEqual([])
+    const byId = await squatter.post(`/api/v1/pools/invites/${inv.body.id}/accept`)
+    expect(byId.status).toBe(403)
+    expect(byId.body.code).toBe('email_not_verified')
+    const forged = await squatter.post(`/api/v1/pools/invites/${inv.body.id}/accept`, { token: 'A'.repeat(43) })
+    expect([forged.status, forged.body.code]).toEqual([400, 'invalid_token'])
+    expect((await squatter.get(`/api/v1/pools/${p.body.id}`)).status).toBe(404)
+    // The mailbox's owner holds the link (from the mail, or from the inviter): it works.
+    const ok = await squatter.post(`/api/v1/pools/invites/${inv.body.id}/accept`, { token: linkToken(inv.body.invite_link) })
+    expect(ok.status).toBe(200)
+    expect((await squatter.get(`/api/v1/pools/${p.body.id}`)).body.my_role).toBe('member')
+  })
+
+  test("an invite link works only for its own invite and the invited address", async () => {
+    const { h, a, bob } = await setup()
+    const carol = await seedUser(h, 'carol@example.com', { emailVerified: true })
+    const p = await a.post('/api/v1/pools', { name: 'P' })
+    const toBob = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    const toCarol = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'carol@example.com' })
+    const bobToken = linkToken(toBob.body.invite_link)
+    const c = sessionClient(h, carol.id)
+    const stolen = await c.post(`/api/v1/pools/invites/${toBob.body.id}/accept`, { token: bobToken })
+    expect([stolen.status, stolen.body.code]).toEqual([403, 'invite_email_mismatch'])
+    const swapped = await sessionClient(h, bob.id).post(`/api/v1/pools/invites/${toCarol.body.id}/accept`, { token: bobToken })
+    expect([swapped.status, swapped.body.code]).toEqual([403, 'invite_email_mismatch'])
+    const other = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob2@example.com' })
+    const bob2 = await seedUser(h, 'bob2@example.com')
+    const wrongInvite = await sessionClient(h, bob2.id).post(`/api/v1/pools/invites/${other.body.id}/accept`, { token: bobToken })
+    expect([wrongInvite.status, wrongInvite.body.code]).toEqual([400, 'invalid_token'])
+    expect((await c.post(`/api/v1/pools/invites/${toCarol.body.id}/accept`, { token: 'x', extra: 1 })).status).toBe(422)
+  })
+
+  test('confirming the address through the verify link lets an account accept by id; an admin changing the address takes that back', async () => {
+    const { h, A, a } = await setup({ mailEnabled: true, env: { SVC_REQUIRE_EMAIL_VERIFICATION: '1' } })
+    const c = h.client({ ip: '198.51.100.77' })
+    const reg = await c.post('/api/v1/auth/register', { email: 'dana@example.com', password: 'a long password' })
+    expect(reg.body.user.status).toBe('unverified')
+    const p = await a.post('/api/v1/pools', { name: 'P' })
+    const inv = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'dana@example.com' })
+    const token = issueActionToken(h.ctx.db, h.clock.now(), reg.body.user.id, 'verify')
+    expect((await c.post('/api/v1/auth/verify-email', { token })).body).toEqual({ status: 'active' })
+    expect((await c.post('/api/v1/auth/login', { email: 'dana@example.com', password: 'a long password' })).status).toBe(200)
+    expect((await c.get('/api/v1/pools/invites/mine')).body.items.map((i: { id: string }) => i.id)).toEqual([inv.body.id])
+
+    const p2 = await A.post('/api/v1/admin/pools', { name: 'Second' })
+    await A.post(`/api/v1/pools/${p2.body.id}/invites`, { email: 'dana2@example.com' })
+    expect((await A.patch(`/api/v1/admin/users/${reg.body.user.id}`, { email: 'dana2@example.com' })).status).toBe(200)
+    expect((await c.get('/api/v1/pools/invites/mine')).body.items).toEqual([])
+    expect((await c.post(`/api/v1/pools/invites/${inv.body.id}/accept`)).body.code).toBe('invite_email_mismatch')
   })
 })
 

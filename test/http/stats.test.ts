@@ -124,6 +124,17 @@ describe('public stats', () => {
     expect(Object.keys(at).sort()).toEqual(['generated_at', 'gpu_hours_contributed', 'gpus_online', 'nodes_online', 'pools', 'requests_served', 'tokens_served', 'users'])
   })
 
+  // Issue 26, item 2: anyone may register token-less fellows, in numbers.
+  test('token-less fellows do not count: they neither inflate the node and GPU figures nor lift a deployment over the floor', async () => {
+    const { h, join, fellow } = await setup({ SVC_PUBLIC_STATS_MIN_NODES: '2', SVC_PUBLIC_STATS_TTL_S: '0' })
+    const c = h.client({ ip: '203.0.113.54' })
+    for (let i = 0; i < 3; i++) await (await fellow(null, 8)).hb()
+    expect((await c.get('/api/v1/public/stats')).body.nodes_online).toBeNull()
+    await (await fellow(join, 1)).hb()
+    await (await fellow(join, 2)).hb()
+    expect((await c.get('/api/v1/public/stats')).body).toMatchObject({ nodes_online: 2, gpus_online: 3 })
+  })
+
   test('cached for SVC_PUBLIC_STATS_TTL_S', async () => {
     const { h, join, fellow } = await setup({ SVC_PUBLIC_STATS_MIN_NODES: '1', SVC_PUBLIC_STATS_TTL_S: '60' })
     const c = h.client({ ip: '203.0.113.51' })

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
 import { eq } from 'drizzle-orm'
-import { makeHarness, type Harness } from '../helpers/harness'
+import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
 import { closedPort } from '../helpers/e2e'
 import { openDb } from '../../src/db/client'
 import { mailOutbox } from '../../src/db/schema'
@@ -129,8 +129,19 @@ describe('mail templates', () => {
     }
     expect(renderMail('account-approved', VARS['account-approved'], BASE).text).toContain(`${BASE}/login`)
     const invite = renderMail('pool-invite', VARS['pool-invite'], BASE)
-    expect(invite.subject).toContain('Grace')
-    expect(invite.text).toContain('Lab GPUs')
+    expect(invite.subject).toBe('You have been invited to a pool on leader.example.org')
+    expect(invite.text).toContain('"Lab GPUs"')
+    expect(invite.text).toContain('"Grace"')
+  })
+
+  test('no subject carries user-chosen text: pool, inviter and display names appear in the body only (issue 26, item 6)', () => {
+    const bait = 'URGENT Your account is suspended, call +1 555 0100'
+    for (const t of MAIL_TEMPLATES) {
+      const vars = Object.fromEntries(Object.entries(VARS[t]).map(([k, v]) => [k, k === 'link' ? v : `${bait} ${k}`]))
+      const m = renderMail(t, vars, BASE)
+      expect([t, m.subject.includes('URGENT')]).toEqual([t, false])
+      for (const [k, v] of Object.entries(vars)) if (k !== 'link') expect([t, k, m.text.includes(v)]).toEqual([t, k, true])
+    }
   })
 
   test('user-chosen names are escaped in the HTML part', () => {
@@ -182,6 +193,25 @@ describe('mail sender', () => {
     for (const t of msg.texts) expect(t).toContain(`${BASE}/verify-email?token=tok-verify`)
     expect(mailStatus(h.ctx)).toEqual({ configured: true, pending: 0, failed: 0, sent: 1 })
     expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 0 })
+  })
+
+  test('inviting one address to a pool again and again delivers one mail, with a fixed subject and the invite link (issue 26, item 6)', async () => {
+    const inbox = track(await startSmtp())
+    const h = track(makeHarness(smtpEnv(inbox.port, 'none', { SVC_BASE_URL: BASE })))
+    const owner = await seedUser(h, 'owner@example.com', { displayName: 'Bank of Example Security Team' })
+    const a = sessionClient(h, owner.id)
+    const p = await a.post('/api/v1/pools', { name: 'Your account is locked: reply with your password' })
+    const invites = []
+    for (let i = 0; i < 5; i++) invites.push(await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'target@example.com' }))
+    expect(invites.map((r) => r.status)).toEqual([201, 200, 200, 200, 200])
+    expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 0, retried: 0 })
+    expect(inbox.messages).toHaveLength(1)
+    const msg = parseMime(inbox.messages[0]!.raw)
+    expect(msg.headers['subject']).toBe('You have been invited to a pool on leader.example.org')
+    for (const t of msg.texts) {
+      expect(t).toContain('Your account is locked: reply with your password')
+      expect(t).toContain(invites[0]!.body.invite_link.replace(/&/g, t.includes('<html') ? '&#38;' : '&'))
+    }
   })
 
   test('STARTTLS and implicit TLS both deliver with the certificate checked against the given CA', async () => {

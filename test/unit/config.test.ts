@@ -97,6 +97,32 @@ describe('config', () => {
     expect(e.message.startsWith(`${name}: `)).toBe(true)
   })
 
+  test('SVC_TRUSTED_PROXIES defaults to loopback and private ranges, takes addresses and CIDR blocks, and stops on anything else (issue 26)', () => {
+    expect(loadConfig({ SVC_STATE_DIR: dir() }).trustedProxies).toEqual(['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'])
+    expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_TRUSTED_PROXIES: ' 192.0.2.10 , 10.8.0.0/16,::1,' }).trustedProxies).toEqual(['192.0.2.10/32', '10.8.0.0/16', '::1/128'])
+    for (const bad of ['proxy.example.org', '10.0.0.0/40', '192.0.2.10, nope', ',']) {
+      const e = errorFor({ SVC_TRUSTED_PROXIES: bad })
+      expect([bad, e.variable]).toEqual([bad, 'SVC_TRUSTED_PROXIES'])
+      expect(e.message).toStartWith('SVC_TRUSTED_PROXIES: ')
+    }
+  })
+
+  test('SVC_PASSWORD_HASH_QUEUE defaults to twice the hashing concurrency and must be a whole number (issue 26)', () => {
+    expect(loadConfig({ SVC_STATE_DIR: dir() }).passwordHashQueue).toBe(4)
+    expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_PASSWORD_HASH_QUEUE: '0' }).passwordHashQueue).toBe(0)
+    expect(errorFor({ SVC_PASSWORD_HASH_QUEUE: '-1' }).variable).toBe('SVC_PASSWORD_HASH_QUEUE')
+    expect(errorFor({ SVC_PASSWORD_HASH_QUEUE: 'lots' }).variable).toBe('SVC_PASSWORD_HASH_QUEUE')
+  })
+
+  test('token-less join is on by default (SPEC: no token, the default pool), limited to 10 per address and 30 in all per 60 s; logs keep 16 MiB in all (issue 26)', () => {
+    const cfg = loadConfig({ SVC_STATE_DIR: dir() })
+    expect([cfg.allowTokenlessJoin, cfg.tokenlessJoinRateMax, cfg.tokenlessJoinMax, cfg.tokenlessJoinWindowS, cfg.logMaxTotalBytes]).toEqual([true, 10, 30, 60, 16 * 1024 * 1024])
+    expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_ALLOW_TOKENLESS_JOIN: 'off' }).allowTokenlessJoin).toBe(false)
+    expect(errorFor({ SVC_ALLOW_TOKENLESS_JOIN: 'maybe' }).variable).toBe('SVC_ALLOW_TOKENLESS_JOIN')
+    expect(errorFor({ SVC_TOKENLESS_JOIN_MAX: '0' }).variable).toBe('SVC_TOKENLESS_JOIN_MAX')
+    expect(errorFor({ SVC_LOG_MAX_TOTAL_BYTES: '1000' }).variable).toBe('SVC_LOG_MAX_TOTAL_BYTES')
+  })
+
   test('SMTP host without a sender is refused', () => {
     expect(errorFor({ SVC_SMTP_HOST: 'mail.example' }).variable).toBe('SVC_SMTP_FROM')
   })

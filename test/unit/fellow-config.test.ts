@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { ConfigError, loadFellowConfig } from '../../src/config'
+import { listenHostFor } from '../../src/cli/fellow'
 
 const token = 'svc_join_' + 'a'.repeat(43)
 
@@ -24,6 +25,17 @@ describe('fellow configuration', () => {
     expect(loadFellowConfig({ SVC_LEADER_URL: 'http://env:1' }).p2pPortBase).toBe(5557)
   })
 
+  test('the p2p listeners bind the advertised address only, unless --p2p-listen-host names another', () => {
+    expect(listenHostFor('10.0.0.5')).toBe('10.0.0.5')
+    expect(listenHostFor('fd00::5')).toBe('fd00::5')
+    expect(listenHostFor('127.0.0.1')).toBe('127.0.0.1')
+    expect(listenHostFor('localhost')).toBe('127.0.0.1')
+    expect(listenHostFor('203.0.113.7', '192.168.1.20')).toBe('192.168.1.20')
+    const cfg = loadFellowConfig({}, { leader: 'http://l:1', p2pListenHost: '[::]' })
+    expect(cfg.p2pListenHost).toBe('::')
+    expect(loadFellowConfig({}, { leader: 'http://l:1' }).p2pListenHost).toBeNull()
+  })
+
   test('an empty join token means none (the default pool), as fellow.sh passes when it has none', () => {
     expect(loadFellowConfig({}, { leader: 'http://l:1', joinToken: '' }).joinToken).toBeNull()
   })
@@ -37,6 +49,7 @@ describe('fellow configuration', () => {
     ['a join token variable of the wrong kind', { SVC_LEADER_URL: 'http://l', SVC_JOIN_TOKEN: 'svc_pat_x' }, {}, 'SVC_JOIN_TOKEN'],
     ['a node token given as join token', { SVC_LEADER_URL: 'http://l' }, { joinToken: 'svc_node_abc' }, '--join-token'],
     ['an advertise host with a space', { SVC_LEADER_URL: 'http://l' }, { advertiseHost: 'a b' }, '--advertise-host'],
+    ['a p2p listen host with a slash', { SVC_LEADER_URL: 'http://l' }, { p2pListenHost: '0.0.0.0/0' }, '--p2p-listen-host'],
   ])('%s is refused, naming the flag or variable', (_, env, flags, name) => {
     expect(errorFor(env as Record<string, string>, flags).variable).toBe(name)
   })

@@ -32,8 +32,17 @@ function recordingClient(pushed: { channel: string; frames: Frame[] }[]): Leader
   } as unknown as LeaderClient
 }
 
+const KEY = new Uint8Array(32).fill(7)
+
 /** A fellow's transport: its listeners feed its link, as the agent wires them. */
-async function fellow(stage: number, stages: number, mode: TransportMode, peers: { prev?: string; next?: string }, client: LeaderClient) {
+async function fellow(
+  stage: number,
+  stages: number,
+  mode: TransportMode,
+  peers: { prev?: string; next?: string },
+  client: LeaderClient,
+  { key = KEY, refusedGraceMs = 200, running = () => true }: { key?: Uint8Array; refusedGraceMs?: number; running?: () => boolean } = {},
+) {
   const base = freeBase()
   const counters = { sent: 0, received: 0 }
   const link = new Link({
@@ -47,9 +56,17 @@ async function fellow(stage: number, stages: number, mode: TransportMode, peers:
     client,
     log: silentLogger,
     counters,
+    key,
     connectTimeoutMs: 300,
+    refusedGraceMs,
   })
-  const listeners = new P2PListeners('127.0.0.1', base, (channel: Channel, frame: Frame) => link.deliver(channel, frame), silentLogger)
+  const listeners = new P2PListeners({
+    host: '127.0.0.1',
+    basePort: base,
+    onFrame: (channel: Channel, frame: Frame) => link.deliver(channel, frame),
+    authorize: (jobId) => (jobId === 'job-1' && running() ? { key, stage } : null),
+    log: silentLogger,
+  })
   await listeners.start()
   link.start()
   cleanups.push(() => link.close(), () => listeners.stop())
@@ -112,6 +129,32 @@ describe('p2p transport over loopback TCP', () => {
     expect(await sending).toBe(false)
   })
 
+  test('a neighbour that refuses our key: auto uses the relay for it, p2p delivers nothing', async () => {
+    const pushed: { channel: string; frames: Frame[] }[] = []
+    const b = await fellow(1, 2, 'auto', {}, recordingClient([]), { key: new Uint8Array(32).fill(9) })
+    const auto = await fellow(0, 2, 'auto', { next: b.address }, recordingClient(pushed))
+    expect(await auto.link.send('activations', { meta: { job_id: 'job-1', step: 1, rows: 1 }, data: new Uint8Array(8) })).toBe(true)
+    expect(pushed.map((p) => [p.channel, p.frames[0]!.meta.step])).toEqual([['activations', 1]])
+    const p2p = await fellow(0, 2, 'p2p', { next: b.address }, recordingClient(pushed))
+    const sending = p2p.link.send('activations', { meta: { job_id: 'job-1', step: 2, rows: 1 }, data: new Uint8Array(8) })
+    await Bun.sleep(300)
+    p2p.link.setNeighbours(null, null)
+    expect(await sending).toBe(false)
+    expect(b.link.inbox.size('activations')).toBe(0)
+    expect(pushed).toHaveLength(1)
+  })
+
+  test('auto waits a moment for a neighbour that has not taken its START yet, instead of giving up on p2p', async () => {
+    const pushed: { channel: string; frames: Frame[] }[] = []
+    let started = false
+    const b = await fellow(1, 2, 'auto', {}, recordingClient([]), { running: () => started })
+    const a = await fellow(0, 2, 'auto', { next: b.address }, recordingClient(pushed), { refusedGraceMs: 3000 })
+    setTimeout(() => (started = true), 150) // b's START arrives a little after a's
+    expect(await a.link.send('activations', { meta: { job_id: 'job-1', step: 1, rows: 1 }, data: new Uint8Array(8) })).toBe(true)
+    expect(pushed).toEqual([])
+    expect((await b.link.inbox.take(['activations'], new AbortController().signal, 2000))?.frame.meta.step).toBe(1)
+  })
+
   test('a tunnel link sends only through the relay', async () => {
     const pushed: { channel: string; frames: Frame[] }[] = []
     const b = await fellow(1, 2, 'tunnel', {}, recordingClient([]))
@@ -128,6 +171,17 @@ describe('inbox', () => {
     for (let step = 1; step <= 5; step++) inbox.push('gradients', { meta: { step }, data: new Uint8Array(0) })
     expect(inbox.size('gradients')).toBe(3)
     expect(inbox.dropped).toBe(2)
+  })
+
+  test('is bounded in bytes too: a flood of big frames from a peer drops the oldest, keeping the newest', async () => {
+    const inbox = new Inbox(100, 1000)
+    for (let step = 1; step <= 5; step++) inbox.push('activations', { meta: { step }, data: new Uint8Array(400) })
+    expect(inbox.size('activations')).toBe(2)
+    expect(inbox.heldBytes('activations')).toBe(800)
+    inbox.push('activations', { meta: { step: 6 }, data: new Uint8Array(5000) }) // alone over the limit: kept
+    expect(inbox.size('activations')).toBe(1)
+    expect((await inbox.take(['activations'], new AbortController().signal, 100))?.frame.meta.step).toBe(6)
+    expect(inbox.heldBytes('activations')).toBe(0)
   })
 
   test('take waits for a frame, prefers earlier channels, and gives null on timeout', async () => {

@@ -1,0 +1,35 @@
+// Plain words for a refused number. Elysia's t.Integer / t.Numeric (the query-string numbers) are
+// anyOf [numeric string, number], so a refused `?page=` read "Property 'page' should be one of:
+// 'integer', 'integer'"; and their range is checked after the string is decoded, where the error
+// no longer knows the field ("property /: Expected integer to be greater or equal to 1").
+
+type Loose = { [key: string]: unknown }
+const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
+
+/** "must be an integer from 1 to 200" for a number schema (or Elysia's numeric twin), else null. */
+export function numericIssueText(schema: unknown): string | null {
+  if (!isRecord(schema)) return null
+  let kind: unknown = schema.type
+  if (Array.isArray(schema.anyOf)) {
+    const members = schema.anyOf.filter(isRecord)
+    const twin = members.some((s) => s.type === 'string' && (s.format === 'integer' || s.format === 'numeric'))
+    kind = twin ? (members.find((s) => s.type === 'integer' || s.type === 'number')?.type ?? null) : null
+  }
+  if (kind !== 'integer' && kind !== 'number') return null
+  const lo = typeof schema.minimum === 'number' ? schema.minimum : undefined
+  const hi = typeof schema.maximum === 'number' ? schema.maximum : undefined
+  const range = lo !== undefined && hi !== undefined ? ` from ${lo} to ${hi}` : lo !== undefined ? ` of at least ${lo}` : hi !== undefined ? ` of at most ${hi}` : ''
+  return `must be ${kind === 'integer' ? 'an integer' : 'a number'}${range}`
+}
+
+/** The query parameter that carried `value`, when exactly one did (the field of a range error). */
+export function queryParamHolding(url: string, value: unknown): string | null {
+  if (typeof value !== 'number') return null
+  let hits: string[]
+  try {
+    hits = [...new URL(url).searchParams].filter(([, v]) => v.trim() !== '' && Number(v) === value).map(([k]) => k)
+  } catch {
+    return null
+  }
+  return hits.length === 1 ? hits[0]! : null
+}

@@ -1,0 +1,103 @@
+// The request side of the OpenAI-compatible chat API (issue 28): a refused field answers 400 in
+// OpenAI's error shape with plain words, so OpenAI's clients raise BadRequestError; fields no engine
+// implements yet (tools, JSON mode, logprobs) are refused instead of being silently ignored.
+import { afterAll, describe, expect, test } from 'bun:test'
+import OpenAI from 'openai'
+import { seedUser, tokenClient } from '../helpers/harness'
+import { makeLoggedHarness } from '../helpers/logged'
+import { listen } from '../helpers/listen'
+
+const h = makeLoggedHarness()
+const server = listen(h)
+afterAll(async () => {
+  await server.stop()
+  h.close()
+})
+
+const alice = await seedUser(h, 'alice@example.com')
+const api = tokenClient(h, alice.id)
+const openai = new OpenAI({ baseURL: `${server.url}/api/v1`, apiKey: tokenClient(h, alice.id).opts.bearer!, maxRetries: 0 })
+const chat = { model: 'no-such-model', messages: [{ role: 'user' as const, content: 'hi' }] }
+const NOT_YET = "is not supported by this leader's engines yet"
+
+// field, value, param, code, words the message must carry
+const REFUSED: [string, unknown, string, string, string][] = [
+  ['n', 2, 'n', 'validation_failed', 'n must be 1'],
+  ['max_tokens', 0, 'max_tokens', 'validation_failed', 'max_tokens must be at least 1'],
+  ['max_completion_tokens', 0, 'max_completion_tokens', 'validation_failed', 'max_completion_tokens must be at least 1'],
+  ['temperature', 3, 'temperature', 'validation_failed', 'temperature must be a number from 0 to 2'],
+  ['tools', [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }], 'tools', 'unsupported_parameter', `tools (function calling) ${NOT_YET}`],
+  ['tool_choice', 'auto', 'tool_choice', 'unsupported_parameter', `tool_choice ${NOT_YET}`],
+  ['functions', [{ name: 'weather', parameters: { type: 'object' } }], 'functions', 'unsupported_parameter', `functions (function calling) ${NOT_YET}`],
+  ['function_call', 'auto', 'function_call', 'unsupported_parameter', `function_call ${NOT_YET}`],
+  ['response_format', { type: 'json_object' }, 'response_format', 'unsupported_parameter', `response_format other than {"type": "text"}`],
+  ['response_format', { type: 'json_schema', json_schema: { name: 'x', schema: {} } }, 'response_format', 'unsupported_parameter', NOT_YET],
+  ['logprobs', true, 'logprobs', 'unsupported_parameter', `logprobs ${NOT_YET}`],
+  ['top_logprobs', 5, 'top_logprobs', 'unsupported_parameter', `top_logprobs ${NOT_YET}`],
+  ['modalities', ['text', 'audio'], 'modalities', 'unsupported_parameter', `modalities other than ["text"] (audio output) ${NOT_YET}`],
+  ['audio', { voice: 'alloy', format: 'mp3' }, 'audio', 'unsupported_parameter', `audio (audio output) ${NOT_YET}`],
+  ['messages', [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'https://example.org/a.png' } }] }], 'messages.0.content', 'validation_failed', "image, audio and file parts are not supported by this leader's engines yet"],
+]
+
+describe('refused chat requests, through app.handle', () => {
+  test('each refused field answers 400 {error: {message, type: invalid_request_error, param, code}} with plain words', async () => {
+    for (const [field, value, param, code, words] of REFUSED) {
+      const r = await api.post('/api/v1/chat/completions', { ...chat, [field]: value })
+      const at = `${field}=${JSON.stringify(value)}`
+      expect([at, r.status, r.headers.get('content-type')]).toEqual([at, 400, 'application/json'])
+      expect([at, Object.keys(r.body), Object.keys(r.body.error).sort()]).toEqual([at, ['error'], ['code', 'message', 'param', 'type']])
+      expect([at, r.body.error.type, r.body.error.param, r.body.error.code]).toEqual([at, 'invalid_request_error', param, code])
+      expect([at, r.body.error.message]).toEqual([at, expect.stringContaining(words)])
+      expect([at, r.body.error.message]).toEqual([at, expect.not.stringContaining("should be one of")])
+    }
+  })
+
+  test('a malformed message names the message and the rule; a missing field names the field', async () => {
+    const role = await api.post('/api/v1/chat/completions', { ...chat, messages: [{ role: 'user', content: 'a' }, { content: 'b' }] })
+    expect(role.status).toBe(400)
+    expect(role.body.error).toEqual({ message: 'messages[1].role must be one of system, developer, user, assistant, tool, function.', type: 'invalid_request_error', param: 'messages.1.role', code: 'validation_failed' })
+    const missing = await api.post('/api/v1/chat/completions', { model: 'x' })
+    expect(missing.status).toBe(400)
+    expect(missing.body.error).toMatchObject({ param: 'messages', code: 'validation_failed' })
+  })
+
+  test('the neutral values of the features not supported yet pass validation (the request goes on to routing)', async () => {
+    const neutral = { tools: [], tool_choice: 'none', functions: null, function_call: 'none', response_format: { type: 'text' }, logprobs: false, top_logprobs: 0, modalities: ['text'], audio: null, n: 1, max_tokens: null }
+    const r = await api.post('/api/v1/chat/completions', { ...chat, ...neutral })
+    // Past validation: the unknown model is what refuses it.
+    expect(r.status).toBe(404)
+    expect(r.body.error.code).toBe('model_not_found')
+  })
+
+  test('the models routes answer their refusals the same way, and the access log records the 400 that was sent', async () => {
+    const r = await api.get(`/api/v1/models/${'m'.repeat(201)}`)
+    expect(r.status).toBe(400)
+    expect(r.body.error).toMatchObject({ type: 'invalid_request_error', param: 'model', code: 'validation_failed' })
+    const chatRefused = await api.post('/api/v1/chat/completions', { ...chat, n: 2 })
+    expect(chatRefused.status).toBe(400)
+    await Bun.sleep(10) // the log line is written after the answer
+    const logged = h.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.class === 'operator')
+    expect(logged.slice(-2).map((l) => [l.route, l.status])).toEqual([
+      ['/api/v1/models/:model', 400],
+      ['/api/v1/chat/completions', 400],
+    ])
+  })
+})
+
+describe('refused chat requests, through the openai client on a real port', () => {
+  test('the client raises BadRequestError (not UnprocessableEntityError) carrying the message, param and code', async () => {
+    for (const [field, value, param, code, words] of REFUSED) {
+      const err = await openai.chat.completions.create({ ...chat, [field]: value } as never).catch((e: unknown) => e)
+      const at = `${field}=${JSON.stringify(value)}`
+      expect([at, err instanceof OpenAI.BadRequestError]).toEqual([at, true])
+      const e = err as InstanceType<typeof OpenAI.BadRequestError>
+      expect([at, e.status, e.param, e.code, e.type]).toEqual([at, 400, param, code, 'invalid_request_error'])
+      expect([at, e.message]).toEqual([at, expect.stringContaining(words)])
+    }
+  })
+
+  test('models.retrieve with an over-long id raises BadRequestError as well', async () => {
+    const err = await openai.models.retrieve('m'.repeat(201)).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError)
+  })
+})
