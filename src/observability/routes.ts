@@ -6,6 +6,10 @@ import { count, eq } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
 import { renderPrometheus, type Counters, type Gauge } from './metrics'
 import { DOCS_HTML, DOCS_JS } from './docs-page'
+import { BASE_CSP, PAGE_SECURITY_HEADERS } from '../http/security-headers'
+
+// The reference page's own styles are inline; its script is a file of ours.
+const DOCS_CSP = ["default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "connect-src 'self'", ...BASE_CSP].join('; ')
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { FellowRegistry } from '../fellows/live'
@@ -71,11 +75,11 @@ export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: Observability
       },
       { policy: 'public', detail: { summary: 'This OpenAPI document' } },
     )
-    .get('/api/v1/docs', () => new Response(DOCS_HTML, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'" } }), {
+    .get('/api/v1/docs', () => new Response(DOCS_HTML, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP, 'cache-control': 'no-cache', ...PAGE_SECURITY_HEADERS } }), {
       policy: 'public',
       detail: { summary: 'API reference page' },
     })
-    .get('/api/v1/docs/docs.js', () => new Response(DOCS_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }), {
+    .get('/api/v1/docs/docs.js', () => new Response(DOCS_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...PAGE_SECURITY_HEADERS } }), {
       policy: 'public',
       detail: { hide: true },
     })

@@ -1,5 +1,6 @@
 // What every page handler needs: who is asking, in which interface language, the CSRF cookie,
 // the security headers, and the two ways a page answers (HTML or a redirect).
+import { BASE_CSP, PAGE_SECURITY_HEADERS } from '../http/security-headers'
 import { count, eq } from 'drizzle-orm'
 import { CSRF_COOKIE, csrfValid, mintCsrfToken, type Caller } from '../http/policy'
 import { getUser, type UserRow } from '../accounts/service'
@@ -63,19 +64,13 @@ function contentSecurityPolicy(ctx: Ctx): string {
     "img-src 'self' data:",
     `media-src ${media}`,
     "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
+    ...BASE_CSP,
   ].join('; ')
 }
 
 export function securityHeaders(ctx: Ctx, set: PageRequest['set']): void {
   set.headers['content-security-policy'] = contentSecurityPolicy(ctx)
-  set.headers['x-content-type-options'] = 'nosniff'
-  // same-origin: /lang needs the Referer of our own pages; nothing leaks to other sites.
-  set.headers['referrer-policy'] = 'same-origin'
-  set.headers['x-frame-options'] = 'DENY'
+  Object.assign(set.headers, PAGE_SECURITY_HEADERS)
 }
 
 export interface View {

@@ -79,6 +79,19 @@ describe('OpenAPI', () => {
     expect(String(page.body)).not.toMatch(/(src|href)="https?:/)
     expect((await h.client().get('/api/v1/docs/docs.js')).status).toBe(200)
   })
+
+  test('the docs page and its script send the security headers every other page sends', async () => {
+    const { h } = await setup()
+    const login = await h.client().get('/login')
+    for (const path of ['/api/v1/docs', '/api/v1/docs/docs.js']) {
+      const res = await h.client().get(path)
+      for (const name of ['x-content-type-options', 'referrer-policy', 'x-frame-options']) {
+        expect([path, name, res.headers.get(name)]).toEqual([path, name, login.headers.get(name)])
+      }
+    }
+    const csp = (await h.client().get('/api/v1/docs')).headers.get('content-security-policy') ?? ''
+    for (const d of ["frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'", "script-src 'self'"]) expect(csp).toContain(d)
+  })
 })
 
 describe('structured logs', () => {
