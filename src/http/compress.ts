@@ -36,7 +36,9 @@ export function encode(body: Uint8Array, encoding: Encoding): Uint8Array {
 const encoder = new TextEncoder()
 
 export function compressionPlugin(index: PolicyIndex) {
-  return new Elysia({ name: 'compression' }).mapResponse({ as: 'global' }, async ({ request, route, set, responseValue }) => {
+  // Not async: a hook that returns nothing returns it at once (an async hook made every request
+  // await it, fellow traffic included). Only re-encoding a Response body waits.
+  return new Elysia({ name: 'compression' }).mapResponse({ as: 'global' }, ({ request, route, set, responseValue }) => {
     if (request.method === 'HEAD' || (route && index.lookup(request.method, route).policy === 'node')) return
     const status = typeof set.status === 'number' ? set.status : 200
     if (status === 204 || status === 304 || (status >= 300 && status < 400)) return
@@ -48,10 +50,7 @@ export function compressionPlugin(index: PolicyIndex) {
       if (!COMPRESSIBLE.test(type) || responseValue.headers.has('content-encoding') || responseValue.body === null) return
       addVary(responseValue.headers)
       if (encoding === null) return
-      const bytes = new Uint8Array(await responseValue.arrayBuffer())
-      const headers = new Headers(responseValue.headers)
-      if (bytes.byteLength < MIN_COMPRESS_BYTES) return new Response(bytes, { status: responseValue.status, headers })
-      return encoded(bytes, encoding, responseValue.status, headers)
+      return reencoded(responseValue, encoding)
     }
     let bytes: Uint8Array
     let type: string
@@ -69,6 +68,13 @@ export function compressionPlugin(index: PolicyIndex) {
     // set.headers (cookies, security headers, cache-control) are merged into this Response by Elysia.
     return encoded(bytes, encoding, status, new Headers({ 'content-type': type }))
   })
+}
+
+async function reencoded(res: Response, encoding: Encoding): Promise<Response> {
+  const bytes = new Uint8Array(await res.arrayBuffer())
+  const headers = new Headers(res.headers)
+  if (bytes.byteLength < MIN_COMPRESS_BYTES) return new Response(bytes, { status: res.status, headers })
+  return encoded(bytes, encoding, res.status, headers)
 }
 
 function isPlainJson(v: unknown): v is object {

@@ -62,7 +62,7 @@ export function asOpenAiError(c: { responseValue: unknown; set: { status?: numbe
   // 422 is validation_failed and nothing else (src/http/errors.ts).
   const status = res.status === 422 ? 400 : res.status
   c.set.status = status
-  return rewriteProblem(res, status).then((out) => (c.responseValue = out))
+  return rewriteProblem(res, status)
 }
 
 async function rewriteProblem(res: Response, status: number): Promise<Response> {

@@ -27,7 +27,9 @@ function chatRoutes(base: AppBase, inference: Inference) {
     new Elysia({ name: 'inference-chat' })
       .use(base)
       // Local to these routes: every error they answer, whoever raised it, in OpenAI's shape.
-      .mapResponse((c) => asOpenAiError(c))
+      // Destructured, not (c): Elysia reads a hook's parameters to decide what every request
+      // must build, and a whole-context hook made it parse cookies (and more) on every heartbeat.
+      .mapResponse(({ responseValue, set }) => asOpenAiError({ responseValue, set }))
       .get('/api/v1/models', ({ caller }) => ({ object: 'list' as const, data: inference.models(caller) }), {
         policy: 'operator',
         response: { 200: M.ModelList },

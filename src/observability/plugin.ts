@@ -19,7 +19,10 @@ export function observabilityPlugin(log: Logger, counters: Counters, index: Poli
     .onAfterResponse({ as: 'global' }, (c) => {
       const { request, set, route } = c
       const rv = (c as { responseValue?: unknown }).responseValue
-      const status = rv instanceof Response ? rv.status : typeof set.status === 'number' ? set.status : 200
+      // An error status in `set` is the answer sent: the error plugin sets it, and so does a hook that
+      // rewrote the answer (the OpenAI error shape) after the first Response was recorded here.
+      const setStatus = typeof set.status === 'number' ? set.status : 200
+      const status = rv instanceof Response ? (setStatus >= 400 ? setStatus : rv.status) : setStatus
       const cls = route ? index.lookup(request.method, route).policy : 'unknown'
       counters.httpRequest(cls, status)
       const s = started.get(request)
