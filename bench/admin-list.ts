@@ -8,15 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
-import { openDb } from '../src/db/client'
-import { systemClock } from '../src/clock'
+import { systemClock } from '../src/time'
 import { silentLogger } from '../src/log'
-import { createOutbox } from '../src/mail/outbox'
-import { createApp } from '../src/http/app'
+import { createApp } from '../src/app'
 import { hashPassword } from '../src/accounts/passwords'
 import { createSession } from '../src/accounts/sessions'
 import { newId } from '../src/crypto'
-import type { Ctx } from '../src/context'
+import { closeContext, createContext, type Ctx } from '../src/context'
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000)
 const RUNS = Number(process.env.BENCH_RUNS ?? 100)
@@ -25,8 +23,7 @@ const POOLS = Math.max(10, Math.floor(USERS / 50))
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-admin-'))
 const cfg = loadConfig({ SVC_STATE_DIR: dir, SVC_COOKIE_SECURE: '0' })
-const store = openDb(cfg.dbPath)
-const ctx: Ctx = { cfg, clock: systemClock, db: store.db, sqlite: store.sqlite, log: silentLogger, mail: createOutbox(false, cfg.secretKey, systemClock) }
+const ctx: Ctx = createContext(cfg, silentLogger, systemClock, { mailEnabled: false })
 
 // Deterministic data (mulberry32): the same table on every run.
 let seed = 7
@@ -136,7 +133,7 @@ async function time(fn: () => Promise<unknown> | unknown): Promise<{ p50: number
 
 async function main() {
   const t = Bun.nanoseconds()
-  const adminId = seedData(store.sqlite, await hashPassword('bench password 1234'))
+  const adminId = seedData(ctx.sqlite, await hashPassword('bench password 1234'))
   const seeded = (Bun.nanoseconds() - t) / 1e9
   const app = createApp(ctx)
   const session = createSession(ctx, adminId, '127.0.0.1')
@@ -145,7 +142,7 @@ async function main() {
     if (res.status !== 200) throw new Error(`${q}: ${res.status} ${await res.text()}`)
     return res.text()
   }
-  const counts = store.sqlite.query('SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM pools) AS pools, (SELECT count(*) FROM pool_members) AS members, (SELECT count(*) FROM pool_nodes) AS nodes').get() as Record<string, number>
+  const counts = ctx.sqlite.query('SELECT (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM pools) AS pools, (SELECT count(*) FROM pool_members) AS members, (SELECT count(*) FROM pool_nodes) AS nodes').get() as Record<string, number>
   console.log(`seeded ${counts.users} users, ${counts.pools} pools, ${counts.members} memberships, ${counts.nodes} nodes in ${seeded.toFixed(1)} s; ${RUNS} runs per case after ${WARMUP} warm-up`)
   console.log(`bun ${Bun.version}, ${process.platform}/${process.arch}\n`)
   const rows: string[][] = [['case', 'app p50 ms', 'app p99 ms', 'floor p50 ms', 'floor p99 ms', 'p50 ratio']]
@@ -153,9 +150,9 @@ async function main() {
     // Same answer first: the comparison means nothing if the floor lists other users.
     const ids = (s: string) => (JSON.parse(s).items as { id: string }[]).map((i) => i.id).join()
     const viaApp = await get(c.query)
-    if (ids(viaApp) !== ids(floor(store.sqlite, c.floor, c.page, c.size)) || JSON.parse(viaApp).items.length === 0) throw new Error(`${c.name}: app and floor disagree`)
+    if (ids(viaApp) !== ids(floor(ctx.sqlite, c.floor, c.page, c.size)) || JSON.parse(viaApp).items.length === 0) throw new Error(`${c.name}: app and floor disagree`)
     const a = await time(() => get(c.query))
-    const f = await time(() => floor(store.sqlite, c.floor, c.page, c.size))
+    const f = await time(() => floor(ctx.sqlite, c.floor, c.page, c.size))
     rows.push([c.name, a.p50.toFixed(2), a.p99.toFixed(2), f.p50.toFixed(2), f.p99.toFixed(2), `${(a.p50 / f.p50).toFixed(2)}x`])
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
@@ -168,7 +165,7 @@ async function main() {
 try {
   await main()
 } finally {
-  store.close()
+  closeContext(ctx)
   if (process.env.BENCH_KEEP_DB) console.log(`kept ${cfg.dbPath}`)
   else rmSync(dir, { recursive: true, force: true })
 }

@@ -200,22 +200,20 @@ function floorServer(): { url: string; stop(): void } {
 
 async function startLeader() {
   const { loadConfig } = await import('../src/config')
-  const { openDb } = await import('../src/db/client')
-  const { systemClock } = await import('../src/clock')
+  const { systemClock } = await import('../src/time')
   const { silentLogger } = await import('../src/log')
-  const { createOutbox } = await import('../src/mail/outbox')
-  const { createApp, createServices } = await import('../src/http/app')
+  const { createContext } = await import('../src/context')
+  const { createApp, createServices } = await import('../src/app')
   const { mintApiToken } = await import('../src/accounts/api-tokens')
   const { users } = await import('../src/db/schema')
   const { newId } = await import('../src/crypto')
   const cfg = loadConfig({ SVC_STATE_DIR: mkdtempSync(join(tmpdir(), 'svc-bench-infer-')), SVC_COOKIE_SECURE: '0', SVC_INFER_DISPATCH_TIMEOUT_S: '120' })
-  const store = openDb(cfg.dbPath)
-  const ctx = { cfg, clock: systemClock, db: store.db, sqlite: store.sqlite, log: silentLogger, mail: createOutbox(false, cfg.secretKey, systemClock) }
+  const ctx = createContext(cfg, silentLogger, systemClock, { mailEnabled: false })
   const services = createServices(ctx)
   const app = createApp(ctx, services)
   const userId = newId()
   const t = Date.now()
-  store.db.insert(users).values({ id: userId, email: 'bench@example.com', passwordHash: 'x', displayName: null, role: 'admin', status: 'active', createdAt: t, updatedAt: t, lastLoginAt: null }).run()
+  ctx.db.insert(users).values({ id: userId, email: 'bench@example.com', passwordHash: 'x', displayName: null, role: 'admin', status: 'active', createdAt: t, updatedAt: t, lastLoginAt: null }).run()
   const apiKey = mintApiToken(ctx, userId, 'bench').token
   // Four fellows in the default pool; the admin's requests name that pool (an unscoped request
   // leaves the default pool out), so routing spreads over all four.

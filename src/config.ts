@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'n
 import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { DEFAULT_TRUSTED_PROXIES, parseCidr } from './http/client-ip'
+import { LOG_LEVELS, type LogLevel } from './log'
 
 export class ConfigError extends Error {
   constructor(
@@ -21,8 +22,8 @@ export const PIPELINE_TRANSPORTS = ['auto', 'tunnel', 'p2p'] as const
 export type PipelineTransport = (typeof PIPELINE_TRANSPORTS)[number]
 export const SMTP_TLS_MODES = ['starttls', 'ssl', 'none'] as const
 export type SmtpTls = (typeof SMTP_TLS_MODES)[number]
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
-export type LogLevel = (typeof LOG_LEVELS)[number]
+// The agent's log levels too: they live with the logger, which the agent loads without this file.
+export { LOG_LEVELS, type LogLevel }
 
 export interface SmtpConfig {
   host: string

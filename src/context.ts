@@ -1,10 +1,11 @@
-// What every service needs, built once by `serve` (or the CLI) and passed down explicitly.
+// What every service needs, built once by `serve`, the CLI and the tests (createContext) and
+// passed down explicitly.
 import type { Database } from 'bun:sqlite'
 import type { Config } from './config'
-import type { Clock } from './clock'
-import type { Db } from './db/client'
+import type { Clock } from './time'
+import { openDb, type Db } from './db/client'
 import type { Logger } from './log'
-import type { Outbox } from './mail/outbox'
+import { createOutbox, type Outbox } from './mail/outbox'
 
 export interface Ctx {
   cfg: Config
@@ -13,4 +14,28 @@ export interface Ctx {
   sqlite: Database
   log: Logger
   mail: Outbox
+}
+
+export interface ContextOptions {
+  /** Queue mail (default: when SMTP is configured). The CLI never sends; tests choose. */
+  mailEnabled?: boolean
+  /** Told when mail is queued, so the sender loop need not wait for its next tick. */
+  onMailWake?: () => void
+}
+
+/** Opens (and migrates) the state file named by the config and assembles the context on it. */
+export function createContext(cfg: Config, log: Logger, clock: Clock, opts: ContextOptions = {}): Ctx {
+  const store = openDb(cfg.dbPath)
+  const mail = createOutbox(opts.mailEnabled ?? cfg.smtp !== null, cfg.secretKey, clock, opts.onMailWake)
+  return { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail }
+}
+
+/** Closes the state file the context opened; PRAGMA optimize first, best effort, like openDb's close. */
+export function closeContext(ctx: Ctx): void {
+  try {
+    ctx.sqlite.exec('PRAGMA optimize')
+  } catch {
+    // best effort on the way out
+  }
+  ctx.sqlite.close()
 }

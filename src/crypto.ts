@@ -29,8 +29,3 @@ export function hmac(key: Buffer, value: string): string {
 export function newId(): string {
   return Bun.randomUUIDv7()
 }
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export function isId(v: string): boolean {
-  return UUID_RE.test(v)
-}

@@ -1,5 +1,7 @@
 // One JSON object per line on stdout (human-readable on a TTY). Callers pass fields, never secrets.
-import type { LogLevel } from './config'
+// A leaf: the agent loads it too, so it imports nothing of the leader.
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
 

@@ -1,8 +1,7 @@
 // Background loops start from one place and stop before the database closes. Each loop body is a
 // plain function of the context (and so of its clock): tests call it directly with a fake clock.
+// The features say which loops they run (`loops()` on their services); this only runs them.
 import type { Ctx } from './context'
-import { purgeSessions } from './accounts/sessions'
-import { purgeLoginFailures } from './accounts/lockout'
 
 export interface LoopSpec {
   name: string
@@ -36,18 +35,6 @@ export function startLoops(ctx: Ctx, specs: LoopSpec[]): Loops {
       stopping = true
       for (const t of timers) clearInterval(t)
       await Promise.allSettled([...running])
-    },
-  }
-}
-
-export function purgeLoop(ctx: Ctx): LoopSpec {
-  return {
-    name: 'token-purge',
-    intervalMs: 10 * 60_000,
-    run() {
-      const sessions = purgeSessions(ctx)
-      const failures = purgeLoginFailures(ctx)
-      if (sessions + failures > 0) ctx.log.debug('purged', { sessions, failures })
     },
   }
 }

@@ -1,13 +1,11 @@
 // `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT stop it cleanly.
 import { securityWarnings, type Config } from './config'
-import { openDb } from './db/client'
 import { createLogger, type Logger } from './log'
-import { systemClock, type Clock } from './clock'
-import { createOutbox } from './mail/outbox'
-import { createApp, createServices } from './http/app'
-import { startLoops, purgeLoop, type LoopSpec } from './loops'
+import { systemClock } from './time'
+import { createApp, createServices } from './app'
+import { startLoops, type LoopSpec } from './loops'
 import { createTransport, mailLoop } from './mail/sender'
-import type { Ctx } from './context'
+import { closeContext, createContext, type Ctx } from './context'
 
 export interface RunningServer {
   url: string
@@ -16,19 +14,13 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-export function buildContext(cfg: Config, log: Logger, clock: Clock = systemClock, onMailWake: () => void = () => {}): Ctx {
-  const store = openDb(cfg.dbPath)
-  const mail = createOutbox(cfg.smtp !== null, cfg.secretKey, clock, onMailWake)
-  return { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail }
-}
-
 export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, process.stdout.isTTY === true)): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
   let wakeMail = () => {}
-  const ctx = buildContext(cfg, log, systemClock, () => wakeMail())
+  const ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail() })
   const services = createServices(ctx)
   const app = createApp(ctx, services)
-  const specs: LoopSpec[] = [purgeLoop(ctx), ...services.loops]
+  const specs: LoopSpec[] = [...services.loops]
   const mailer = cfg.smtp ? mailLoop(ctx, await createTransport(cfg.smtp, { ca: cfg.smtp.ca ?? undefined })) : null
   if (mailer) {
     wakeMail = mailer.wake
@@ -59,8 +51,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
         await loops.stop()
         await mailer?.close()
         await services.close()
-        ctx.sqlite.exec('PRAGMA optimize')
-        ctx.sqlite.close()
+        closeContext(ctx)
         log.info('leader stopped')
       })()
       return stopped

@@ -1,5 +1,5 @@
 // Relay client: pushers and poppers running at the same time on one channel, 4 MiB frames.
-// Leader: stage 0 pushes activations (binary frame format of src/relay/frames.ts), stage 1 pops
+// Leader: stage 0 pushes activations (binary frame format of src/wire/frames.ts), stage 1 pops
 // them. Floor: the same bytes to /push and from /pop. Throughput is payload bytes popped per
 // second over the measured window, after a warm-up. Prints one JSON line.
 export {}

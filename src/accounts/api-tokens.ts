@@ -6,7 +6,7 @@ import { notFound } from '../errors'
 import { DAY_MS, iso, isoOrNull } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
-import type { UserCaller } from '../http/policy'
+import type { UserCaller } from '../caller'
 import type { ApiTokenRecord } from './model'
 
 type Row = typeof apiTokens.$inferSelect

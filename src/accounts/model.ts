@@ -3,6 +3,7 @@
 import { t, type Static } from 'elysia'
 // Registers the `email` format (SMTPUTF8 local parts, IDN domains) before any schema compiles.
 import './email'
+import { Timestamp } from '../model'
 
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
 export const Password = t.String({ minLength: 1, maxLength: 4096 })
@@ -14,7 +15,6 @@ export const UserStatus = t.Union([
   t.Literal('active'),
   t.Literal('disabled'),
 ])
-export const Timestamp = t.String({ format: 'date-time' })
 
 export const Me = t.Object({
   id: t.String(),

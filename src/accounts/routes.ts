@@ -1,18 +1,14 @@
 // HTTP surface of accounts: /api/v1/auth/* and /api/v1/api-tokens.
 import { Elysia } from 'elysia'
-import { AppError } from '../errors'
-import { CSRF_COOKIE, SESSION_COOKIE, mintCsrfToken, type Caller, type UserCaller } from '../http/policy'
+import { SESSION_COOKIE } from '../http/policy'
+import { CSRF_COOKIE, mintCsrfToken } from '../http/csrf'
+import { asUser } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { Accounts } from './service'
 import type { NewSession } from './sessions'
 import { listApiTokens, mintApiToken, revokeApiToken } from './api-tokens'
 import * as M from './model'
-
-export function asUser(caller: Caller): UserCaller {
-  if (caller.kind !== 'user') throw new AppError('unauthorized', 'Log in first.')
-  return caller
-}
 
 type CookieJar = Record<string, { set(v: Record<string, unknown>): unknown; remove(): unknown }>
 

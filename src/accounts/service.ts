@@ -5,16 +5,17 @@ import { actionTokens, users } from '../db/schema'
 import { AppError, invalid } from '../errors'
 import { newId, randomToken, sha256 } from '../crypto'
 import { recordAudit } from '../audit/service'
-import { RateLimiter } from '../http/rate-limit'
+import { RateLimiter } from '../rate-limit'
 import { DAY_MS, iso, isoOrNull } from '../time'
 import { hashPassword, verifyPassword, dummyHash, passwordProblem, HashPool, HASH_CONCURRENCY } from './passwords'
-import { createSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
+import { createSession, purgeSessions, revokeSession, revokeUserSessions, type NewSession } from './sessions'
 import { revokeUserApiTokens } from './api-tokens'
 import { normalizeEmail } from './email'
-import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures } from './lockout'
+import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures, purgeLoginFailures } from './lockout'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Me } from './model'
+import type { LoopSpec } from '../loops'
 
 export type UserRow = typeof users.$inferSelect
 export type UserStatus = UserRow['status']
@@ -76,6 +77,19 @@ export interface RegisterInput {
   display_name?: string
 }
 
+/** Expired sessions and stale login-failure counters, dropped every ten minutes. */
+export function purgeLoop(ctx: Ctx): LoopSpec {
+  return {
+    name: 'token-purge',
+    intervalMs: 10 * 60_000,
+    run() {
+      const sessions = purgeSessions(ctx)
+      const failures = purgeLoginFailures(ctx)
+      if (sessions + failures > 0) ctx.log.debug('purged', { sessions, failures })
+    },
+  }
+}
+
 export class Accounts {
   private authLimiter: RateLimiter
   /** Every scrypt run of the leader: bounded, with a bounded line (a full one answers 429). */
@@ -84,6 +98,10 @@ export class Accounts {
   constructor(private ctx: Ctx) {
     this.authLimiter = new RateLimiter(ctx.clock, ctx.cfg.authRateMax, ctx.cfg.authRateWindowS * 1000)
     this.hashes = new HashPool(HASH_CONCURRENCY, ctx.cfg.passwordHashQueue)
+  }
+
+  loops(): LoopSpec[] {
+    return [purgeLoop(this.ctx)]
   }
 
   /** The per-IP limit shared by login and register. */

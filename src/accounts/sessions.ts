@@ -5,7 +5,7 @@ import { randomToken, sha256, newId } from '../crypto'
 import { HOUR_MS } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
-import type { UserCaller } from '../http/policy'
+import type { UserCaller } from '../caller'
 
 export interface NewSession {
   id: string

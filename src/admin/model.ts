@@ -1,14 +1,12 @@
-// Wire shapes of the admin routes: user management, the audit log and the mail status.
+// Wire shapes of the admin routes: user management and the mail status (the audit log's are in
+// src/audit/model.ts).
 import { t, type Static } from 'elysia'
-import { DisplayName, Email, Me, Role, Timestamp, UserStatus } from '../accounts/model'
+import { DisplayName, Email, Me, Role, UserStatus } from '../accounts/model'
+import { Page, PageSize, Timestamp } from '../model'
 
 export const USER_SORT_KEYS = ['email', 'display_name', 'created_at', 'last_login_at', 'pool_count', 'node_count'] as const
 export type UserSortKey = (typeof USER_SORT_KEYS)[number]
-export const MAX_PAGE_SIZE = 200
-export const DEFAULT_PAGE_SIZE = 50
-
-const Page = t.Integer({ minimum: 1, maximum: 1_000_000_000 })
-const PageSize = t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE })
+export { MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE } from '../model'
 const Order = t.Union([t.Literal('asc'), t.Literal('desc')])
 
 export const UserListQuery = t.Object(
@@ -74,32 +72,8 @@ export const DeleteResult = t.Object({
 })
 export type DeleteResult = Static<typeof DeleteResult>
 
-export const AuditQuery = t.Object(
-  {
-    kind: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
-    actor: t.Optional(t.String({ format: 'uuid' })),
-    since: t.Optional(t.String({ format: 'date-time' })),
-    until: t.Optional(t.String({ format: 'date-time' })),
-    page: t.Optional(Page),
-    page_size: t.Optional(PageSize),
-  },
-  { additionalProperties: false },
-)
-export type AuditQuery = Static<typeof AuditQuery>
-
-export const AuditEntry = t.Object({
-  id: t.String(),
-  ts: Timestamp,
-  kind: t.String(),
-  actor_user_id: t.Nullable(t.String()),
-  client_ip: t.Nullable(t.String()),
-  target_type: t.Nullable(t.String()),
-  target_id: t.Nullable(t.String()),
-  detail: t.Nullable(t.Record(t.String(), t.Unknown())),
-})
-export type AuditEntry = Static<typeof AuditEntry>
-export const AuditList = t.Object({ items: t.Array(AuditEntry), total: t.Integer(), page: t.Integer(), page_size: t.Integer() })
-export type AuditList = Static<typeof AuditList>
+// The audit log's shapes are the audit feature's (src/audit/model.ts).
+export { AuditQuery, AuditEntry, AuditList } from '../audit/model'
 
 export const MailState = t.Object({
   configured: t.Boolean(),

@@ -1,29 +1,22 @@
 // HTTP surface of the admin features: /api/v1/admin/users, /api/v1/admin/audit, /api/v1/admin/mail.
 import { Elysia } from 'elysia'
-import { asUser } from '../accounts/routes'
 import type { AppBase } from '../http/base'
-import type { Caller } from '../http/policy'
+import { adminActorOf } from '../http/callers'
 import type { Ctx } from '../context'
 import {
   adminMailState,
   approveUser,
   deleteUser,
   issuePasswordReset,
-  listAudit,
   listUsers,
   pendingCount,
   resendVerification,
   sendAdminTestMail,
   setUserStatus,
   updateUser,
-  type AdminActor,
 } from './service'
+import { listAudit } from '../audit/service'
 import * as M from './model'
-
-const actorOf = (caller: Caller, clientIp: string): AdminActor => {
-  const me = asUser(caller)
-  return { userId: me.userId, clientIp, via: me.via }
-}
 
 export interface AdminRouteDeps {
   /** Told which fellows a user deletion detached (with the user's pools), so it can stop them. */
@@ -42,13 +35,13 @@ export function adminRoutes(base: AppBase, ctx: Ctx, deps: AdminRouteDeps = {}) 
       policy: 'admin',
       response: { 200: M.PendingCount },
     })
-    .patch('/api/v1/admin/users/:id', ({ caller, clientIp, params, body }) => updateUser(ctx, actorOf(caller, clientIp), params.id, body), {
+    .patch('/api/v1/admin/users/:id', ({ caller, clientIp, params, body }) => updateUser(ctx, adminActorOf(caller, clientIp), params.id, body), {
       policy: 'admin',
       params: M.UserParams,
       body: M.UpdateUserBody,
       response: { 200: M.AdminUser },
     })
-    .post('/api/v1/admin/users/:id/status', ({ caller, clientIp, params, body }) => setUserStatus(ctx, actorOf(caller, clientIp), params.id, body.status), {
+    .post('/api/v1/admin/users/:id/status', ({ caller, clientIp, params, body }) => setUserStatus(ctx, adminActorOf(caller, clientIp), params.id, body.status), {
       policy: 'admin',
       params: M.UserParams,
       body: M.StatusBody,
@@ -59,24 +52,24 @@ export function adminRoutes(base: AppBase, ctx: Ctx, deps: AdminRouteDeps = {}) 
       ({ caller, clientIp, params, set }) => {
         // The answer may carry a one-time link: no cache may keep it.
         set.headers['cache-control'] = 'no-store'
-        return issuePasswordReset(ctx, actorOf(caller, clientIp), params.id)
+        return issuePasswordReset(ctx, adminActorOf(caller, clientIp), params.id)
       },
       { policy: 'admin', params: M.UserParams, response: { 200: M.ResetResult } },
     )
-    .post('/api/v1/admin/users/:id/approve', ({ caller, clientIp, params }) => approveUser(ctx, actorOf(caller, clientIp), params.id), {
+    .post('/api/v1/admin/users/:id/approve', ({ caller, clientIp, params }) => approveUser(ctx, adminActorOf(caller, clientIp), params.id), {
       policy: 'admin',
       params: M.UserParams,
       response: { 200: M.AdminUser },
     })
     .post(
       '/api/v1/admin/users/:id/resend-verification',
-      ({ caller, clientIp, params }) => resendVerification(ctx, actorOf(caller, clientIp), params.id),
+      ({ caller, clientIp, params }) => resendVerification(ctx, adminActorOf(caller, clientIp), params.id),
       { policy: 'admin', params: M.UserParams, response: { 200: M.ResendResult } },
     )
     .delete(
       '/api/v1/admin/users/:id',
       ({ caller, clientIp, params }) => {
-        const { fellowIds, ...result } = deleteUser(ctx, actorOf(caller, clientIp), params.id)
+        const { fellowIds, ...result } = deleteUser(ctx, adminActorOf(caller, clientIp), params.id)
         if (fellowIds.length > 0) deps.onDetached?.(fellowIds)
         return result
       },
@@ -88,7 +81,7 @@ export function adminRoutes(base: AppBase, ctx: Ctx, deps: AdminRouteDeps = {}) 
       response: { 200: M.AuditList },
     })
     .get('/api/v1/admin/mail', () => adminMailState(ctx), { policy: 'admin', response: { 200: M.MailState } })
-    .post('/api/v1/admin/mail/test', ({ caller, clientIp }) => sendAdminTestMail(ctx, actorOf(caller, clientIp)), {
+    .post('/api/v1/admin/mail/test', ({ caller, clientIp }) => sendAdminTestMail(ctx, adminActorOf(caller, clientIp)), {
       policy: 'admin',
       response: { 200: M.MailTestResult },
     })

@@ -6,11 +6,10 @@ import { AppError } from '../errors'
 import { mailStatus, sendTestMail, smtpErrorText } from '../mail/sender'
 import type { Ctx } from '../context'
 import type { MailState } from './model'
-import type { AdminActor } from './users'
+import type { AdminActor } from '../caller'
 
 export { listUsers, pendingCount } from './list'
-export { approveUser, deleteUser, issuePasswordReset, resendVerification, setUserStatus, updateUser, type AdminActor } from './users'
-export { listAudit } from './audit'
+export { approveUser, deleteUser, issuePasswordReset, resendVerification, setUserStatus, updateUser } from './users'
 
 /** `configured` follows the outbox, the switch every mail-sending feature obeys. */
 export function adminMailState(ctx: Ctx): MailState {

@@ -12,15 +12,9 @@ import { deletePoolRow } from '../pools/service'
 import { DAY_MS, iso } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
+import type { AdminActor } from '../caller'
 import { adminUsersByIds } from './list'
 import type { AdminUser, DeleteResult, ResendResult, ResetResult, TargetStatus, UpdateUserInput } from './model'
-
-export interface AdminActor {
-  userId: string
-  clientIp: string
-  /** How the acting admin authenticated: own-account changes need a browser session. */
-  via: 'session' | 'api_token'
-}
 
 /**
  * The caller's rights were checked when the request arrived; a concurrent demotion may have

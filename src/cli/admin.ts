@@ -1,23 +1,20 @@
 // `svc admin ...`: operates directly on the state database, through the same services as the API.
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config'
-import { openDb } from '../db/client'
 import { backupDatabase } from '../db/backup'
-import { systemClock } from '../clock'
+import { systemClock } from '../time'
 import { createLogger } from '../log'
-import { createOutbox } from '../mail/outbox'
 import { createAdminUser, setUserPassword } from '../accounts/service'
 import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
 import { AppError } from '../errors'
 import { UsageError } from './usage'
-import type { Ctx } from '../context'
+import { createContext, type Ctx } from '../context'
 
 function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
   const cfg = loadConfig(dbFlag ? { ...process.env, SVC_JOIN_STATE_DB: dbFlag } : process.env, { withoutSecret: !withSecret })
-  const store = openDb(cfg.dbPath)
   const log = createLogger('warn', (l) => process.stderr.write(l + '\n'))
-  return { cfg, clock: systemClock, db: store.db, sqlite: store.sqlite, log, mail: createOutbox(false, cfg.secretKey, systemClock) }
+  return createContext(cfg, log, systemClock, { mailEnabled: false })
 }
 
 function oneArg(positionals: string[], what: string): string {

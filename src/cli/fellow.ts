@@ -2,8 +2,8 @@
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { loadFellowConfig } from '../config'
-import { Agent } from '../fellow/agent'
-import { LogBuffer, agentLogger } from '../fellow/logship'
+import { Agent } from '../agent/agent'
+import { LogBuffer, agentLogger } from '../agent/logship'
 import { UsageError } from './usage'
 
 /** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */

@@ -287,9 +287,10 @@ export const jobs = sqliteTable(
     reason: text('reason'),
     stages: integer('stages').notNull(),
     minFreeVramMb: integer('min_free_vram_mb').notNull(),
-    config: text('config').notNull(), // JSON object handed to fellows
+    // JSON text in the column; drizzle parses and serializes it (mode 'json' maps, the SQL type stays TEXT).
+    config: text('config', { mode: 'json' }).$type<Record<string, unknown>>().notNull(), // handed to fellows
     transport: text('transport'),
-    assignments: text('assignments').notNull(), // JSON [{stage, fellow_id}]
+    assignments: text('assignments', { mode: 'json' }).$type<{ stage: number; fellow_id: string }[]>().notNull(), // [{stage, fellow_id}]
     step: integer('step').notNull(),
     loss: real('loss'),
     createdAt: integer('created_at').notNull(),

@@ -77,9 +77,13 @@ export class FellowRegistry {
   private events = new Map<string, PoolEvent[]>()
 
   /** Told the online time observed between two heartbeats (contribution accounting). */
-  onUptime: ((f: LiveFellow, now: number, onlineMs: number, gpuCount: number) => void) | null = null
+  private onUptime: ((f: LiveFellow, now: number, onlineMs: number, gpuCount: number) => void) | null
 
-  constructor(private ctx: Ctx) {
+  constructor(
+    private ctx: Ctx,
+    hooks: { onUptime?: (f: LiveFellow, now: number, onlineMs: number, gpuCount: number) => void } = {},
+  ) {
+    this.onUptime = hooks.onUptime ?? null
     const rows = ctx.db
       .select({ f: fellows, poolId: poolNodes.poolId, ownerUserId: poolNodes.ownerUserId })
       .from(fellows)

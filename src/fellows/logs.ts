@@ -6,6 +6,9 @@
 // number of fellows: 1000 lines of 4096 characters is 8 MiB a fellow, and anyone may register
 // fellows without a token (issue 26). Past the budget, the fellow that wrote least recently loses
 // its oldest lines first, ring after ring, until the total fits again.
+import { EventRings } from '../events'
+import { sseStream } from '../http/sse'
+
 export interface LogLine {
   id: number
   ts: number
@@ -18,19 +21,12 @@ export const DEFAULT_LOG_MAX_TOTAL_BYTES = 16 * 1024 * 1024
 const LINE_OVERHEAD_BYTES = 64
 export const lineBytes = (line: string): number => line.length * 2 + LINE_OVERHEAD_BYTES
 
-interface Ring {
-  next: number
-  lines: LogLine[]
-  bytes: number
-}
-
+/** One event ring per fellow (src/events.ts); this class adds the byte budget over all of them. */
 export class LogRings {
-  /** Every ring that ever held lines: an emptied ring keeps its next id, so ids never repeat. */
-  private rings = new Map<string, Ring>()
-  /** The rings holding lines, least recently appended to first: the eviction order. */
-  private order = new Map<string, Ring>()
+  private rings = new EventRings<Omit<LogLine, 'id'>>(LINES_PER_FELLOW)
+  /** Bytes held per fellow with lines, least recently appended to first: the eviction order. */
+  private order = new Map<string, number>()
   private total = 0
-  private waiters = new Map<string, Set<() => void>>()
 
   constructor(private maxTotalBytes = DEFAULT_LOG_MAX_TOTAL_BYTES) {}
 
@@ -40,68 +36,53 @@ export class LogRings {
   }
 
   append(fellowId: string, lines: string[], now: number): void {
-    let ring = this.rings.get(fellowId)
-    if (!ring) this.rings.set(fellowId, (ring = { next: 1, lines: [], bytes: 0 }))
+    let bytes = this.order.get(fellowId) ?? 0
     this.order.delete(fellowId)
-    this.order.set(fellowId, ring)
     let added = 0
-    for (const line of lines) {
-      ring.lines.push({ id: ring.next++, ts: now, line })
-      added += lineBytes(line)
-    }
-    ring.bytes += added
+    for (const line of lines) added += lineBytes(line)
+    // The ring drops what passes its line cap itself; those lines leave the count here.
+    for (const l of this.rings.append(fellowId, lines.map((line) => ({ ts: now, line })))) added -= lineBytes(l.line)
+    bytes += added
     this.total += added
-    if (ring.lines.length > LINES_PER_FELLOW) this.trim(fellowId, ring, ring.lines.length - LINES_PER_FELLOW)
+    if (this.rings.held(fellowId).length > 0) this.order.set(fellowId, bytes)
     this.evict()
-    const w = this.waiters.get(fellowId)
-    if (w) for (const wake of w) wake()
   }
 
-  /** Drops a ring's oldest n lines. */
-  private trim(fellowId: string, ring: Ring, n: number): void {
-    let bytes = 0
-    for (const l of ring.lines.splice(0, n)) bytes += lineBytes(l.line)
-    ring.bytes -= bytes
-    this.total -= bytes
-    if (ring.lines.length === 0) this.order.delete(fellowId)
-  }
-
+  /** Past the budget, the fellow that wrote least recently loses its oldest lines first. */
   private evict(): void {
-    for (const [fellowId, ring] of this.order) {
+    for (const [fellowId, bytes] of this.order) {
       if (this.total <= this.maxTotalBytes) return
+      const held = this.rings.held(fellowId)
       let n = 0
-      let bytes = 0
-      while (n < ring.lines.length && this.total - bytes > this.maxTotalBytes) bytes += lineBytes(ring.lines[n++]!.line)
-      this.trim(fellowId, ring, n)
+      let freed = 0
+      while (n < held.length && this.total - freed > this.maxTotalBytes) freed += lineBytes(held[n++]!.line)
+      this.rings.trim(fellowId, n)
+      this.total -= freed
+      if (this.rings.held(fellowId).length === 0) this.order.delete(fellowId)
+      else this.order.set(fellowId, bytes - freed)
     }
   }
 
   since(fellowId: string, afterId: number): LogLine[] {
-    return (this.rings.get(fellowId)?.lines ?? []).filter((l) => l.id > afterId)
+    return this.rings.since(fellowId, afterId)
   }
 
   /** Resolves when new lines arrive or the signal aborts. */
   wait(fellowId: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const set = this.waiters.get(fellowId) ?? new Set()
-      this.waiters.set(fellowId, set)
-      const done = () => {
-        clearTimeout(timer)
-        set.delete(done)
-        if (set.size === 0) this.waiters.delete(fellowId)
-        signal.removeEventListener('abort', done)
-        resolve()
-      }
-      const timer = setTimeout(done, timeoutMs)
-      signal.addEventListener('abort', done)
-      set.add(done)
-    })
+    return this.rings.wait(fellowId, signal, timeoutMs)
   }
 
   drop(fellowId: string): void {
-    const ring = this.rings.get(fellowId)
-    if (ring) this.total -= ring.bytes
-    this.rings.delete(fellowId)
+    this.total -= this.order.get(fellowId) ?? 0
     this.order.delete(fellowId)
+    this.rings.drop(fellowId, { wake: false })
   }
+}
+
+/** The SSE stream of a fellow's log lines, from the line after `after`. */
+export function logStream(logs: LogRings, fellowId: string, after: number, signal: AbortSignal): Response {
+  return sseStream(
+    { since: (id) => logs.since(fellowId, id), wait: (sig, ms) => logs.wait(fellowId, sig, ms) },
+    { event: 'log', data: (l) => ({ ts: new Date(l.ts).toISOString(), line: l.line }), after, signal, headers: { connection: 'keep-alive' } },
+  )
 }

@@ -2,15 +2,16 @@
 // and the operator views /api/v1/workers and /api/v1/cluster/*.
 import { Elysia, t } from 'elysia'
 import { AppError, notFound } from '../errors'
-import { actorOf } from '../pools/routes'
-import { problem } from '../http/errors'
-import { bearerOf, type Caller } from '../http/policy'
+import { actorOf, fellowOf } from '../http/callers'
+import { problem } from '../http/problem'
+import { bearerOf } from '../http/policy'
 import { binaryDigest, fellowScript, manifest } from './bootstrap'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { Fellows } from './service'
 import type { FellowViews } from './views'
-import type { LogRings } from './logs'
+import { logStream, type LogRings } from './logs'
+import { lastEventId } from '../http/sse'
 import type { Counters } from '../observability/metrics'
 import * as M from './model'
 
@@ -21,23 +22,12 @@ export interface FellowRouteDeps {
   logs: LogRings
 }
 
-/** The fellow a node call acts for: its token's fellow, or (node auth off, no token) the body's. */
-function fellowOf(caller: Caller, claimed: string | undefined): string {
-  if (caller.kind === 'node') {
-    if (claimed !== undefined && claimed !== caller.fellowId) throw new AppError('forbidden', 'This node token belongs to another fellow.')
-    return caller.fellowId
-  }
-  if (caller.kind === 'anonymous' && claimed !== undefined) return claimed
-  throw new AppError('unauthorized', 'A node token is required.')
-}
-
 export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters }: FellowRouteDeps) {
   const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
     if (!ctx.cfg.bootstrapRequireToken) return
     const token = headers['x-bootstrap-token']
     if (!token || fellows.resolveJoinToken(token) === null) throw new AppError('unauthorized', 'A valid X-Bootstrap-Token header (a join token) is required.')
   }
-  const registry = fellows.registry
   return (
     new Elysia({ name: 'fellows' })
       .use(base)
@@ -99,13 +89,9 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
       .post(
         '/api/v1/workers/heartbeat',
         ({ caller, body }) => {
-          const id = fellowOf(caller, body.fellow_id)
-          const f = registry.get(id)
-          if (!f || f.released) throw notFound('Fellow')
-          registry.heartbeat(f, body, ctx.clock.now())
+          const answer = fellows.heartbeat(fellowOf(caller, body.fellow_id), body)
           counters.heartbeats++
-          const pending = fellows.signals.takePending(id)
-          return { ok: true as const, next_heartbeat_s: ctx.cfg.heartbeatIntervalS, ...(pending.length > 0 ? { pending_signals: pending } : {}) }
+          return answer
         },
         { policy: 'node', body: M.HeartbeatBody, response: { 200: M.HeartbeatResponse } },
       )
@@ -113,7 +99,7 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         '/api/v1/workers/:fellow_id/logs',
         ({ caller, params, body, set }) => {
           fellowOf(caller, params.fellow_id)
-          if (!registry.get(params.fellow_id)) throw notFound('Fellow')
+          if (!fellows.isKnown(params.fellow_id)) throw notFound('Fellow')
           logs.append(params.fellow_id, body.lines, ctx.clock.now())
           set.status = 204
         },
@@ -124,9 +110,8 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         params: M.FellowParams,
         beforeHandle({ caller, params }) {
           // The handshake is refused before the socket exists: a token only opens its own fellow's channel.
-          const f = registry.get(params.fellow_id)
           if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) return problem('forbidden', 'This node token belongs to another fellow.')
-          if (!f || f.released) return problem('forbidden', 'Unknown or released fellow.')
+          if (!fellows.isActive(params.fellow_id)) return problem('forbidden', 'Unknown or released fellow.')
         },
         // The hub holds Bun's own socket: Elysia hands every callback a fresh wrapper, so the wrapper
         // seen on close is never the one seen on open, and the raw socket is all a send needs.
@@ -188,31 +173,7 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         '/api/v1/workers/:fellow_id/logs/stream',
         ({ caller, params, headers, request }) => {
           views.fellow(caller, params.fellow_id)
-          const fellowId = params.fellow_id
-          let after = Number(headers['last-event-id'] ?? 0)
-          if (!Number.isSafeInteger(after) || after < 0) after = 0
-          const signal = request.signal
-          const encoder = new TextEncoder()
-          const stream = new ReadableStream<Uint8Array>({
-            async pull(controller) {
-              for (;;) {
-                if (signal.aborted) return controller.close()
-                const lines = logs.since(fellowId, after)
-                if (lines.length > 0) {
-                  let out = ''
-                  for (const l of lines) {
-                    out += `id: ${l.id}\nevent: log\ndata: ${JSON.stringify({ ts: new Date(l.ts).toISOString(), line: l.line })}\n\n`
-                    after = l.id
-                  }
-                  controller.enqueue(encoder.encode(out))
-                  return
-                }
-                controller.enqueue(encoder.encode(': keep-alive\n\n'))
-                await logs.wait(fellowId, signal, 15_000)
-              }
-            },
-          })
-          return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' } })
+          return logStream(logs, params.fellow_id, lastEventId(headers['last-event-id']), request.signal)
         },
         { policy: 'operator', params: M.FellowParams },
       )

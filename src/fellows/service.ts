@@ -4,14 +4,15 @@ import { fellows, joinSessions, poolNodes, pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
 import { recordAudit } from '../audit/service'
-import { RateLimiter } from '../http/rate-limit'
+import { RateLimiter } from '../rate-limit'
 import { HOUR_MS, iso } from '../time'
-import { ensureDefaultPool, requireMember, requireOwner, getVisiblePool, type Actor } from '../pools/service'
+import { ensureDefaultPool, requireMember, requireOwner, getVisiblePool } from '../pools/service'
 import type { Ctx } from '../context'
-import type { NodeCaller } from '../http/policy'
+import type { Actor, NodeCaller } from '../caller'
 import type { FellowRegistry, LiveFellow } from './live'
 import type { SignalHub } from './signals'
-import type { RegisterInput } from './model'
+import type { HeartbeatInput, HeartbeatResult, RegisterInput } from './model'
+import type { LoopSpec } from '../loops'
 import { shQuote } from './bootstrap'
 
 const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
@@ -55,11 +56,16 @@ export class Fellows {
   private tokenlessPerIp: RateLimiter
   private tokenlessAll: RateLimiter
 
+  /** Told of every fellow the liveness loop finds gone offline (the jobs reschedule its work). */
+  private onOffline: (fellowId: string) => void
+
   constructor(
     private ctx: Ctx,
     readonly registry: FellowRegistry,
     readonly signals: SignalHub,
+    opts: { onOffline?: (fellowId: string) => void } = {},
   ) {
+    this.onOffline = opts.onOffline ?? (() => {})
     this.byTokenHash = tokenLookup(ctx)
     const windowMs = ctx.cfg.tokenlessJoinWindowS * 1000
     this.tokenlessPerIp = new RateLimiter(ctx.clock, ctx.cfg.tokenlessJoinRateMax, windowMs)
@@ -297,5 +303,46 @@ export class Fellows {
     for (const id of ids) this.signals.send(id, 'UPDATE', { payload })
     recordAudit(this.ctx.db, this.ctx.clock, { kind: 'worker.update', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: target.fellow_id ? 'fellow' : 'pool', targetId: target.fellow_id ?? target.pool_id, detail: { count: ids.length, ...payload } })
     return { signalled: ids.length }
+  }
+
+  /** The hot path of a fellow's heartbeat: memory only, answered with its pending signals. */
+  heartbeat(fellowId: string, body: HeartbeatInput): HeartbeatResult {
+    const f = this.registry.get(fellowId)
+    if (!f || f.released) throw notFound('Fellow')
+    this.registry.heartbeat(f, body, this.ctx.clock.now())
+    const pending = this.signals.takePending(fellowId)
+    return { ok: true as const, next_heartbeat_s: this.ctx.cfg.heartbeatIntervalS, ...(pending.length > 0 ? { pending_signals: pending } : {}) }
+  }
+
+  /** A fellow the leader knows, released or not. */
+  isKnown(fellowId: string): boolean {
+    return this.registry.get(fellowId) !== undefined
+  }
+
+  /** A fellow that may still talk to the leader (known and not released). */
+  isActive(fellowId: string): boolean {
+    const f = this.registry.get(fellowId)
+    return f !== undefined && !f.released
+  }
+
+  /** Fellows whose pool went away (forced delete, account deletion) are unbound and told to stop. */
+  detach(fellowIds: string[]): void {
+    this.registry.detach(fellowIds)
+    for (const id of fellowIds) this.signals.send(id, 'STOP', { payload: { reason: 'pool deleted' } })
+  }
+
+  /** Heartbeats land in memory; the flush writes the due rows in batches (live.ts says when). */
+  loops(): LoopSpec[] {
+    const { ctx, registry } = this
+    return [
+      { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
+      {
+        name: 'liveness',
+        intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2),
+        run: () => {
+          for (const f of registry.tick(ctx.clock.now())) this.onOffline(f.id)
+        },
+      },
+    ]
   }
 }

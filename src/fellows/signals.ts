@@ -2,8 +2,7 @@
 // not connected (delivered when they reconnect, or in their next heartbeat response). Behind an
 // interface so a multi-leader deployment can put a shared bus behind the same calls.
 import { newId } from '../crypto'
-import { iso } from '../time'
-import type { Clock } from '../clock'
+import { iso, type Clock } from '../time'
 import type { Signal, SignalName } from './model'
 
 export interface SignalSocket {

@@ -1,27 +1,14 @@
 // Operator views of fellows, held to the caller's pools: a fellow outside them is "not found".
-import { eq } from 'drizzle-orm'
-import { poolMembers } from '../db/schema'
 import { notFound } from '../errors'
 import { iso, isoOrNull } from '../time'
-import { requireMember, type Actor } from '../pools/service'
+import { requireMember } from '../pools/service'
+import { inScope, scopeOf } from '../pools/scope'
 import type { Db } from '../db/client'
-import type { Caller } from '../http/policy'
+import type { Actor, Caller } from '../caller'
 import type { PoolTelemetry } from '../pools/telemetry'
 import type { FellowRegistry, LiveFellow } from './live'
 import type { SignalHub } from './signals'
 import type { NodeView } from './model'
-
-/** The pools whose fellows a caller may see: its memberships; null means every pool (admins). */
-export function scopeOf(db: Db, caller: Caller): Set<string> | null {
-  if (caller.kind === 'anonymous') return caller.open ? null : new Set()
-  if (caller.kind === 'node') return new Set(caller.poolId ? [caller.poolId] : [])
-  if (caller.role === 'admin') return null
-  return new Set(db.select({ poolId: poolMembers.poolId }).from(poolMembers).where(eq(poolMembers.userId, caller.userId)).all().map((r) => r.poolId))
-}
-
-export function inScope(scope: Set<string> | null, poolId: string | null): boolean {
-  return scope === null || (poolId !== null && scope.has(poolId))
-}
 
 export class FellowViews implements PoolTelemetry {
   constructor(

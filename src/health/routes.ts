@@ -1,7 +1,7 @@
 // Liveness and readiness. Ready means the state database answers and carries every migration.
 import { Elysia, t } from 'elysia'
 import { isMigrated } from '../db/migrate'
-import { problem } from '../http/errors'
+import { problem } from '../http/problem'
 import { VERSION } from '../version'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'

@@ -4,44 +4,18 @@
 // matches, is treated as `admin` (default-deny), so forgetting the macro can only lock a route.
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
-import { safeEqual, hmac } from '../crypto'
-import { randomBytes } from 'node:crypto'
+import { safeEqual } from '../crypto'
 import { clientIpResolver } from './client-ip'
+import { cookieFrom } from './cookies'
+import { CSRF_COOKIE, CSRF_HEADER, csrfValid } from './csrf'
 import type { Config } from '../config'
+import type { AnonymousCaller, Caller, CredentialResolver, NodeCaller, UserCaller } from '../caller'
 import type { Logger } from '../log'
 
 export const POLICY_CLASSES = ['public', 'page', 'node', 'chat', 'session', 'operator', 'admin'] as const
 export type PolicyClass = (typeof POLICY_CLASSES)[number]
 
-export interface UserCaller {
-  kind: 'user'
-  userId: string
-  role: 'user' | 'admin'
-  via: 'session' | 'api_token'
-  /** The session row or API token row that authenticated this call. */
-  credentialId: string
-  fromCookie: boolean
-}
-export interface NodeCaller {
-  kind: 'node'
-  fellowId: string
-  /** Null for a fellow detached from its pool (the pool was force-deleted). */
-  poolId: string | null
-  credentialId: string
-}
-/** No credential. `open` marks an operator route let through by SVC_REQUIRE_OPERATOR_AUTH=0. */
-export interface AnonymousCaller {
-  kind: 'anonymous'
-  open: boolean
-}
-export type Caller = UserCaller | NodeCaller | AnonymousCaller
-
-/** Turns a presented token into the caller it stands for, or null when it is not valid now. */
-export type CredentialResolver = (token: string, source: 'cookie' | 'bearer') => UserCaller | NodeCaller | null
-
 export const SESSION_COOKIE = 'svc_session'
-export const CSRF_COOKIE = 'svc_csrf'
-export const CSRF_HEADER = 'x-csrf-token'
 
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
@@ -179,21 +153,6 @@ export function authorize(
   }
 }
 
-/** A CSRF token signed with the deployment key, so a cookie planted by a sibling host cannot pass. */
-export function mintCsrfToken(key: Buffer): string {
-  const nonce = randomBytes(18).toString('base64url')
-  return `${nonce}.${hmac(key, nonce)}`
-}
-
-export function csrfValid(key: Buffer, cookie: unknown, header: string | null): boolean {
-  // Any type may arrive (see presentedCredential): only a string can be a CSRF token.
-  if (typeof cookie !== 'string' || header === null || cookie.length > 200) return false
-  const dot = cookie.indexOf('.')
-  if (dot <= 0) return false
-  if (!safeEqual(hmac(key, cookie.slice(0, dot)), cookie.slice(dot + 1))) return false
-  return safeEqual(cookie, header)
-}
-
 export interface PolicyDeps {
   cfg: Config
   log: Logger
@@ -203,27 +162,6 @@ export interface PolicyDeps {
 
 export function socketAddressOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
   return server?.requestIP(request)?.address ?? '127.0.0.1'
-}
-
-/**
- * One cookie's value from a Cookie header, or undefined. The policy derive reads cookies this way,
- * not through Elysia's `cookie`: naming `cookie` in a global derive made Elysia build a cookie jar
- * (an async parse) for every request, heartbeats included, a few percent of the leader's CPU per
- * heartbeat (docs/benchmarks.md). Values are strings or undefined, never parsed JSON.
- */
-export function cookieFrom(header: string | null, name: string): string | undefined {
-  if (header === null) return undefined
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq === -1 || part.slice(0, eq).trim() !== name) continue
-    const raw = part.slice(eq + 1).trim()
-    try {
-      return decodeURIComponent(raw)
-    } catch {
-      return raw // a malformed escape is still a presented credential: it fails as a wrong one
-    }
-  }
-  return undefined
 }
 
 // A type, not an interface: Elysia's derive wants an object type it can index.
@@ -262,7 +200,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
       caller = authorize(meta.policy, presented, cfg, log)
     } catch (e) {
       // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not
-      // reachable before accept). A plain GET on a socket path is refused alike (src/http/app.ts).
+      // reachable before accept). A plain GET on a socket path is refused alike (src/app.ts).
       if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message)
       throw e
     }

@@ -129,33 +129,9 @@ export type ModelObject = Static<typeof ModelObject>
 export const ModelList = t.Object({ object: t.Literal('list'), data: t.Array(ModelObject) })
 export const ModelParams = t.Object({ model: t.String({ maxLength: 200 }) })
 
-// The transport. A fellow gets plain-text messages: content parts are flattened on the leader.
-export const InferMessage = t.Object({ role: t.String(), content: t.String() })
-export type InferMessage = Static<typeof InferMessage>
-export const InferRequest = t.Object({
-  request_id: t.String(),
-  model: t.String(),
-  messages: t.Array(InferMessage),
-  /** Null: the fellow's own default. */
-  max_tokens: t.Nullable(Type.Integer()),
-  stream: t.Boolean(),
-  temperature: t.Optional(t.Number()),
-  top_p: t.Optional(t.Number()),
-})
-export type InferRequest = Static<typeof InferRequest>
+// The transport: its wire shapes live in src/wire/inference.ts (the agent loads them without Elysia).
+export { InferMessage, InferRequest, InferFrame as Frame, InferFramesBody as FramesBody } from '../wire/inference'
 
 export const PollQuery = t.Object({ wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: 3_600_000 })) }, { additionalProperties: false })
 
-export const Frame = t.Object(
-  {
-    delta: t.Optional(t.String({ maxLength: 65_536 })),
-    done: t.Optional(t.Boolean()),
-    usage: t.Optional(t.Object({ prompt_tokens: Count, completion_tokens: Count }, { additionalProperties: false })),
-    /** The fellow could not finish: the client gets this message as a 502 fellow_failed error. */
-    error: t.Optional(t.String({ maxLength: 2000 })),
-  },
-  { additionalProperties: false },
-)
-export type Frame = Static<typeof Frame>
-export const FramesBody = t.Object({ frames: t.Array(Frame, { maxItems: 4096 }) }, { additionalProperties: false })
 export const RequestParams = t.Object({ request_id: t.String({ maxLength: 100 }) })

@@ -1,7 +1,7 @@
 // OpenAI's wire format for the chat routes: completion bodies, SSE chunks and the error shape
 // {error: {message, type, param, code}}, so the official clients work against {base_url}/api/v1.
 import { AppError } from '../errors'
-import { statusOf } from '../http/errors'
+import { statusOf } from '../http/problem'
 import type { Ending, TokenUsage } from './hub'
 import type { OpenedCompletion } from './service'
 import { CHAT_FIELD_RULES, CHAT_MESSAGE_RULES, type ChatCompletion, type Usage } from './model'
@@ -38,10 +38,11 @@ interface Problem {
 function ruleFor(param: string): { message: string; code: string } | null {
   const [top = '', index, field = ''] = param.split('.')
   if (top === 'messages' && index !== undefined && /^\d+$/.test(index)) {
-    const text = CHAT_MESSAGE_RULES[field]
+    // Own keys only: a refused "__proto__" member names Object.prototype's, not a rule.
+    const text = Object.hasOwn(CHAT_MESSAGE_RULES, field) ? CHAT_MESSAGE_RULES[field] : undefined
     return text === undefined ? null : { message: text.replaceAll('{i}', index), code: 'validation_failed' }
   }
-  const rule = CHAT_FIELD_RULES[top]
+  const rule = Object.hasOwn(CHAT_FIELD_RULES, top) ? CHAT_FIELD_RULES[top] : undefined
   return rule === undefined ? null : { message: rule.message, code: rule.unsupported ? 'unsupported_parameter' : 'validation_failed' }
 }
 
@@ -52,14 +53,14 @@ function ruleFor(param: string): { message: string; code: string } | null {
  * One status changes: a refused field is 400, not the 422 of the rest of the API. OpenAI answers a
  * request it cannot take with 400 invalid_request_error and its clients raise BadRequestError for
  * it; a 422 would surface as UnprocessableEntityError, which code written for OpenAI does not
- * expect. The hook's context learns the answer actually sent (`set.status`, `responseValue`), so
- * the access log and the HTTP counters record 400 too.
+ * expect. The hook sets `set.status` to the answer actually sent, so the access log and the HTTP
+ * counters record 400 too.
  */
 export function asOpenAiError(c: { responseValue: unknown; set: { status?: number | string } }): Promise<Response> | undefined {
   const res = c.responseValue
   // Synchronous when there is nothing to rewrite: Elysia reads a promise as a replacement answer.
   if (!(res instanceof Response) || !(res.headers.get('content-type') ?? '').startsWith('application/problem+json')) return undefined
-  // 422 is validation_failed and nothing else (src/http/errors.ts).
+  // 422 is validation_failed and nothing else (src/http/problem.ts).
   const status = res.status === 422 ? 400 : res.status
   c.set.status = status
   return rewriteProblem(res, status)

@@ -1,5 +1,5 @@
 // HTTP surface of inference: the OpenAI-compatible chat API for people and the transport fellows
-// long-poll and post frames to, plus the model catalog (src/servables) it builds on.
+// long-poll and post frames to. The model catalog it builds on (src/servables) has its own routes.
 //
 // Policy of the chat routes: `operator` (a session or an API token), not `chat` (API token only).
 // SPEC gives chat clients an API token, and the issue also lets the /ops/inference page call these
@@ -7,19 +7,14 @@
 // pass the CSRF check on POST like everywhere else, and fellows are refused (403).
 import { Elysia, t } from 'elysia'
 import { FellowParams } from '../fellows/model'
-import { servableRoutes } from '../servables/routes'
 import { asOpenAiError, awaitPickUp, collectCompletion, completionStream } from './openai'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
-import type { Counters } from '../observability/metrics'
 import type { Inference } from './service'
-import type { Servables } from '../servables/service'
 import * as M from './model'
 
 export interface InferenceRouteDeps {
   inference: Inference
-  servables: Servables
-  counters: Counters
 }
 
 function chatRoutes(base: AppBase, inference: Inference) {
@@ -59,7 +54,7 @@ function chatRoutes(base: AppBase, inference: Inference) {
   )
 }
 
-function transportRoutes(base: AppBase, inference: Inference, counters: Counters) {
+function transportRoutes(base: AppBase, inference: Inference) {
   return new Elysia({ name: 'inference-transport' })
     .use(base)
     .get(
@@ -74,16 +69,14 @@ function transportRoutes(base: AppBase, inference: Inference, counters: Counters
       '/api/v1/infer/responses/:request_id',
       ({ caller, params, body, set }) => {
         inference.post(caller, params.request_id, body.frames)
-        counters.inferFrames += body.frames.length
         set.status = 204
       },
       { policy: 'node', params: M.RequestParams, body: M.FramesBody },
     )
 }
 
-export function inferenceRoutes(base: AppBase, _ctx: Ctx, { inference, servables, counters }: InferenceRouteDeps) {
+export function inferenceRoutes(base: AppBase, _ctx: Ctx, { inference }: InferenceRouteDeps) {
   return new Elysia({ name: 'inference' })
-    .use(servableRoutes(base, servables))
     .use(chatRoutes(base, inference))
-    .use(transportRoutes(base, inference, counters))
+    .use(transportRoutes(base, inference))
 }

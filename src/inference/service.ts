@@ -10,15 +10,15 @@
 import { eq } from 'drizzle-orm'
 import { pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
-import { inScope, scopeOf } from '../fellows/views'
+import { inScope, scopeOf } from '../pools/scope'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from './memory-hub'
 import type { InferenceHub, Ticket, TokenUsage } from './hub'
-import { ServedLedger, type ServedWindow } from './served'
 import type { Ctx } from '../context'
-import type { Caller } from '../http/policy'
+import type { Caller } from '../caller'
 import type { FellowRegistry, LiveFellow } from '../fellows/live'
 import type { Servables } from '../servables/service'
 import type { LoopSpec } from '../loops'
+import type { Gauge } from '../observability/metrics'
 import type { ChatCompletionInput, ChatMessage, Frame, InferMessage, InferRequest, ModelObject } from './model'
 
 /** Contract: a long-poll holds at most 30 s. */
@@ -46,10 +46,11 @@ function defaultPoolLookup(ctx: Ctx) {
 }
 
 export class Inference {
-  readonly served: ServedLedger
   readonly hub: InferenceHub
-  /** Also told of every finished request (the composition feeds the contribution meter with it). */
-  onServed: ((fellowId: string, usage: TokenUsage, ts: number) => void) | null = null
+  /** Requests and tokens served and frames posted since start (the svc_inference_* counters). */
+  readonly counts = { requestsServed: 0, tokensServed: 0, frames: 0 }
+  /** Also told of every finished request (the contribution meter). */
+  private onServed: (fellowId: string, usage: TokenUsage, ts: number) => void
   private rr = 0
   /** Read on every request, not kept: an admin may delete the default pool and it is created anew. */
   private defaultPool: ReturnType<typeof defaultPoolLookup>
@@ -59,16 +60,21 @@ export class Inference {
     private ctx: Ctx,
     private registry: FellowRegistry,
     private servables: Servables,
-    makeHub: (opts: MemoryInferenceHubOptions) => InferenceHub = (opts) => new MemoryInferenceHub(opts),
+    opts: {
+      onServed?: (fellowId: string, usage: TokenUsage, ts: number) => void
+      makeHub?: (opts: MemoryInferenceHubOptions) => InferenceHub
+    } = {},
   ) {
     this.defaultPool = defaultPoolLookup(ctx)
-    const served = (this.served = new ServedLedger(() => ctx.clock.now()))
+    this.onServed = opts.onServed ?? (() => {})
+    const makeHub = opts.makeHub ?? ((o: MemoryInferenceHubOptions) => new MemoryInferenceHub(o))
     this.hub = makeHub({
       now: () => ctx.clock.now(),
       timeoutMs: ctx.cfg.inferDispatchTimeoutS * 1000,
       onServed: (fellowId, usage) => {
-        served.record(fellowId, usage)
-        this.onServed?.(fellowId, usage, ctx.clock.now())
+        this.counts.requestsServed++
+        this.counts.tokensServed += usage.prompt_tokens + usage.completion_tokens
+        this.onServed(fellowId, usage, ctx.clock.now())
       },
     })
   }
@@ -171,6 +177,7 @@ export class Inference {
     if (r === 'gone') throw new AppError('gone', 'The request is unknown or finished, or its client went away: stop generating.')
     if (r === 'not_yours') throw new AppError('forbidden', 'This request was not dispatched to this fellow.')
     if (r === 'full') throw new AppError('rate_limited', 'The client has not read the earlier frames yet; resend this batch shortly.', { retryAfterS: 1 })
+    this.counts.frames += frames.length
   }
 
   /** Ends requests that timed out (by the context clock, so tests drive it with a fake one). */
@@ -178,13 +185,20 @@ export class Inference {
     return this.hub.expire(this.ctx.clock.now())
   }
 
-  /** Requests and tokens served per fellow since the previous call: one roll-up window. */
-  takeServed(): ServedWindow {
-    return this.served.take()
+  loops(): LoopSpec[] {
+    return [{ name: 'inference-timeouts', intervalMs: 250, run: () => void this.expire() }]
   }
 
-  loop(): LoopSpec {
-    return { name: 'inference-timeouts', intervalMs: 250, run: () => void this.expire() }
+  /** The svc_inference_* series of /metrics. */
+  metrics(): Gauge[] {
+    const s = this.hub.stats()
+    const c = this.counts
+    return [
+      { name: 'svc_inference_requests', help: 'Inference requests open, queued for a fellow, and fellows long-polling.', type: 'gauge', samples: [{ labels: { state: 'open' }, value: s.open }, { labels: { state: 'queued' }, value: s.queued }, { labels: { state: 'waiting_fellows' }, value: s.waiters }] },
+      { name: 'svc_inference_served_total', help: 'Inference requests completed by fellows.', type: 'counter', samples: [{ value: c.requestsServed }] },
+      { name: 'svc_inference_tokens_total', help: 'Tokens served (prompt and completion).', type: 'counter', samples: [{ value: c.tokensServed }] },
+      { name: 'svc_inference_frames_total', help: 'Response frames posted by fellows.', type: 'counter', samples: [{ value: c.frames }] },
+    ]
   }
 
   close(): void {

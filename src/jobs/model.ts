@@ -1,6 +1,7 @@
 // Wire shapes of jobs: submission, records, status reports from fellows, metrics.
 import { t, type Static } from 'elysia'
-import { Timestamp } from '../accounts/model'
+import { Timestamp } from '../model'
+import * as W from '../wire/jobs'
 
 export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
 export type JobStatus = (typeof JOB_STATUSES)[number]
@@ -49,16 +50,13 @@ export const JobListQuery = t.Object(
 )
 export const JobParams = t.Object({ job_id: t.String({ format: 'uuid' }) })
 
-/** What a fellow reports about its part of a job. */
+/**
+ * What a fellow reports about its part of a job: the wire shape of src/wire/jobs.ts, except that
+ * the leader takes `step` as Elysia's t.Integer, which also accepts a numeric string ("5"), as it
+ * always has. The agent sends numbers.
+ */
 export const StatusReport = t.Object(
-  {
-    // default: undefined: a report without a status is refused (422), not taken as "running".
-    status: t.UnionEnum(['running', 'paused', 'checkpointed', 'completed', 'failed'] as const, { default: undefined }),
-    step: t.Optional(t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
-    loss: t.Optional(t.Nullable(t.Number({ minimum: -1e15, maximum: 1e15 }))),
-    throughput: t.Optional(t.Number({ minimum: 0, maximum: 1e15 })),
-    reason: t.Optional(t.String({ maxLength: 1000 })),
-  },
+  { ...W.StatusReport.properties, step: t.Optional(t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })) },
   { additionalProperties: false },
 )
 export type StatusReport = Static<typeof StatusReport>

@@ -1,20 +1,13 @@
 // HTTP surface of jobs: submit, list, get, cancel, pause/resume, checkpoint, purge, status reports
 // from fellows, and the metrics stream.
 import { Elysia, t } from 'elysia'
-import { AppError } from '../errors'
-import { asUser } from '../accounts/routes'
+import { asUser, nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
-import type { Caller, NodeCaller } from '../http/policy'
 import type { Ctx } from '../context'
 import type { JobService } from './service'
 import { metricsStream } from './metrics'
+import { lastEventId } from '../http/sse'
 import * as M from './model'
-
-export function nodeOrOpen(caller: Caller): NodeCaller | null {
-  if (caller.kind === 'node') return caller
-  if (caller.kind === 'anonymous') return null // SVC_REQUIRE_NODE_AUTH=0 and no token
-  throw new AppError('forbidden', 'This route is for fellows.')
-}
 
 export function jobRoutes(base: AppBase, _ctx: Ctx, jobs: JobService) {
   return new Elysia({ name: 'jobs' })
@@ -76,8 +69,7 @@ export function jobRoutes(base: AppBase, _ctx: Ctx, jobs: JobService) {
       '/api/v1/jobs/:job_id/metrics/stream',
       ({ caller, params, headers, request }) => {
         jobs.visible(caller, params.job_id)
-        const after = Number(headers['last-event-id'] ?? 0)
-        return metricsStream(jobs.metrics, params.job_id, Number.isSafeInteger(after) && after > 0 ? after : 0, request.signal)
+        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), request.signal)
       },
       { policy: 'operator', params: M.JobParams },
     )

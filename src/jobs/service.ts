@@ -7,17 +7,18 @@ import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import { ensureDefaultPool, memberRole } from '../pools/service'
-import { scopeOf, inScope } from '../fellows/views'
+import { scopeOf, inScope } from '../pools/scope'
 import { candidateOf, pendingReason, place, type Candidate } from './placement'
 import { jobP2PKey } from './p2p-key'
 import { ACTIVE, TERMINAL, type Assignment, type Job, type JobStatus, type StatusReport, type SubmitInput } from './model'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
-import type { Caller, NodeCaller } from '../http/policy'
+import type { Caller, NodeCaller } from '../caller'
 import type { FellowRegistry } from '../fellows/live'
 import type { SignalHub } from '../fellows/signals'
 import type { RelayHub } from '../relay/hub'
 import type { JobMetrics } from './metrics'
+import type { LoopSpec } from '../loops'
 
 type JobRow = typeof jobs.$inferSelect
 
@@ -35,8 +36,8 @@ function toJob(r: JobRow): Job {
     stages: r.stages,
     min_free_vram_mb: r.minFreeVramMb,
     transport: r.transport,
-    config: JSON.parse(r.config) as Record<string, unknown>,
-    assignments: JSON.parse(r.assignments) as Assignment[],
+    config: r.config,
+    assignments: r.assignments,
     step: r.step,
     loss: r.loss,
     created_by: r.createdBy,
@@ -56,6 +57,11 @@ export class JobService {
     private relay: RelayHub,
     readonly metrics: JobMetrics,
   ) {}
+
+  /** The scheduler: places queued jobs on free fellows once a second. */
+  loops(): LoopSpec[] {
+    return [{ name: 'scheduler', intervalMs: 1000, run: () => void this.schedulePass() }]
+  }
 
   private row(id: string): JobRow | undefined {
     return this.ctx.db.select().from(jobs).where(eq(jobs.id, id)).get()
@@ -99,9 +105,9 @@ export class JobService {
         reason: poolNamed ? null : UNNAMED_POOL_REASON,
         stages: input.stages ?? 1,
         minFreeVramMb: input.min_free_vram_mb ?? 0,
-        config: JSON.stringify(input.config ?? {}),
+        config: input.config ?? {},
         transport: null,
-        assignments: '[]',
+        assignments: [],
         step: 0,
         loss: null,
         createdAt: now,
@@ -159,7 +165,7 @@ export class JobService {
       .set({ status, updatedAt: now, ...(TERMINAL.has(status) ? { finishedAt: now } : {}), ...extra })
       .where(eq(jobs.id, id))
       .run()
-    if (TERMINAL.has(status)) this.endJob(id, JSON.parse(this.row(id)?.assignments ?? '[]') as Assignment[])
+    if (TERMINAL.has(status)) this.endJob(id, this.row(id)?.assignments ?? [])
   }
 
   private endJob(id: string, assignments: Assignment[]): void {
@@ -170,7 +176,7 @@ export class JobService {
   }
 
   private signalAll(r: JobRow, signal: 'STOP' | 'PAUSE' | 'CHECKPOINT', payload: Record<string, unknown> = {}): void {
-    for (const a of JSON.parse(r.assignments) as Assignment[]) this.signals.send(a.fellow_id, signal, { jobId: r.id, payload })
+    for (const a of r.assignments) this.signals.send(a.fellow_id, signal, { jobId: r.id, payload })
   }
 
   cancel(caller: Caller, id: string, clientIp: string): Job {
@@ -190,7 +196,7 @@ export class JobService {
       this.signalAll(r, 'PAUSE')
       this.setStatus(id, 'paused')
     } else {
-      this.startAll(r, JSON.parse(r.assignments) as Assignment[], 'START', { resume: true })
+      this.startAll(r, r.assignments, 'START', { resume: true })
       this.setStatus(id, 'running')
     }
     return toJob(this.row(id)!)
@@ -200,7 +206,7 @@ export class JobService {
     const r = this.steerable(caller, id)
     if (!ACTIVE.has(r.status)) throw new AppError('conflict', `A ${r.status} job cannot be checkpointed.`)
     this.signalAll(r, 'CHECKPOINT')
-    return { job_id: id, signalled: (JSON.parse(r.assignments) as Assignment[]).length }
+    return { job_id: id, signalled: r.assignments.length }
   }
 
   /** Admin only: every job goes, every fellow is told to PURGE. Pool boundaries do not apply. */
@@ -211,7 +217,7 @@ export class JobService {
       recordAudit(tx, this.ctx.clock, { kind: 'jobs.purge', actorUserId, clientIp, targetType: 'jobs', detail: { count: rows.length } })
     })
     for (const r of rows) {
-      this.endJob(r.id, JSON.parse(r.assignments) as Assignment[])
+      this.endJob(r.id, r.assignments)
       this.metrics.drop(r.id)
     }
     let signalled = 0
@@ -228,7 +234,7 @@ export class JobService {
     const r = this.row(jobId)
     const fellowId = caller?.fellowId ?? claimedFellow
     if (!r || (caller && r.poolId !== caller.poolId)) throw notFound('Job')
-    const assignments = JSON.parse(r.assignments) as Assignment[]
+    const assignments = r.assignments
     const mine = assignments.find((a) => a.fellow_id === fellowId)
     if (!mine || !ACTIVE.has(r.status)) throw new AppError('forbidden', 'This fellow is not assigned to the job.')
     return { row: r, stage: mine.stage, assignments }
@@ -265,7 +271,7 @@ export class JobService {
   private busyFellows(): Set<string> {
     const busy = new Set<string>()
     for (const r of this.ctx.db.select({ a: jobs.assignments }).from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()) {
-      for (const a of JSON.parse(r.a) as Assignment[]) busy.add(a.fellow_id)
+      for (const a of r.a) busy.add(a.fellow_id)
     }
     return busy
   }
@@ -298,7 +304,7 @@ export class JobService {
           transport: r.transport ?? this.ctx.cfg.pipelineTransport,
           relay_url: `${this.ctx.cfg.baseUrl}/api/v1/relay/${r.id}`,
           p2p_key: jobP2PKey(this.ctx.cfg.secretKey, r.id, assignments.map((x) => x.fellow_id)),
-          config: JSON.parse(r.config) as unknown,
+          config: r.config,
           ...extra,
         },
       })
@@ -351,7 +357,7 @@ export class JobService {
       if (!full || full.status !== 'queued') continue
       const assignments = p.fellows.map((f, stage) => ({ stage, fellow_id: f.id }))
       const transport = this.transportFor(p.fellows)
-      this.ctx.db.update(jobs).set({ status: 'scheduled', reason: null, assignments: JSON.stringify(assignments), transport, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+      this.ctx.db.update(jobs).set({ status: 'scheduled', reason: null, assignments, transport, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
       for (const f of p.fellows) busy.add(f.id)
       this.startAll({ ...full, transport }, assignments)
       placed++
@@ -363,21 +369,21 @@ export class JobService {
   onFellowOffline(fellowId: string): void {
     const active = this.ctx.db.select().from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()
     for (const r of active) {
-      const assignments = JSON.parse(r.assignments) as Assignment[]
+      const assignments = r.assignments
       const lost = assignments.find((a) => a.fellow_id === fellowId)
       if (!lost) continue
       const busy = this.busyFellows()
       const p = place(this.candidates(r.poolId, busy), 1, r.minFreeVramMb)
       if (!p.ok) {
         const reason = `fellow ${fellowId} went offline and no other fellow with >= ${r.minFreeVramMb} MiB free is online to take stage ${lost.stage}`
-        this.signalAll({ ...r, assignments: JSON.stringify(assignments.filter((a) => a.fellow_id !== fellowId)) }, 'STOP', { reason })
+        this.signalAll({ ...r, assignments: assignments.filter((a) => a.fellow_id !== fellowId) }, 'STOP', { reason })
         this.setStatus(r.id, 'failed', { reason })
         continue
       }
       const replacement = p.fellows[0]!.id
       const next = assignments.map((a) => (a.fellow_id === fellowId ? { stage: a.stage, fellow_id: replacement } : a))
-      this.ctx.db.update(jobs).set({ assignments: JSON.stringify(next), reason: `stage ${lost.stage} moved from ${fellowId} to ${replacement}`, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
-      const updated = { ...r, assignments: JSON.stringify(next) }
+      this.ctx.db.update(jobs).set({ assignments: next, reason: `stage ${lost.stage} moved from ${fellowId} to ${replacement}`, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+      const updated = { ...r, assignments: next }
       // The newcomer gets START for its stage; the rest get RECONFIGURE with their new neighbours.
       this.startAll(updated, next, 'START', {}, next.filter((a) => a.fellow_id === replacement))
       this.startAll(updated, next, 'RECONFIGURE', { reconfigured: true }, next.filter((a) => a.fellow_id !== replacement))

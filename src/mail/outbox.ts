@@ -4,7 +4,7 @@ import { createCipheriv, createDecipheriv, randomBytes, createHmac } from 'node:
 import { mailOutbox } from '../db/schema'
 import { newId } from '../crypto'
 import type { Db } from '../db/client'
-import type { Clock } from '../clock'
+import type { Clock } from '../time'
 
 export const MAIL_TEMPLATES = [
   'verify-email',

@@ -6,9 +6,6 @@ export class Counters {
   relayBytesIn = 0
   relayBytesOut = 0
   relayFramesIn = 0
-  inferFrames = 0
-  inferRequestsServed = 0
-  inferTokensServed = 0
 
   httpRequest(cls: string, status: number): void {
     const key = `${cls} ${status}`

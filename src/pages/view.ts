@@ -1,10 +1,10 @@
 // What every page handler needs: who is asking, in which interface language, the CSRF cookie,
 // the security headers, and the two ways a page answers (HTML or a redirect).
 import { BASE_CSP, PAGE_SECURITY_HEADERS } from '../http/security-headers'
-import { count, eq } from 'drizzle-orm'
-import { CSRF_COOKIE, csrfValid, mintCsrfToken, type Caller } from '../http/policy'
+import { CSRF_COOKIE, csrfValid, mintCsrfToken } from '../http/csrf'
+import type { Caller } from '../caller'
 import { getUser, type UserRow } from '../accounts/service'
-import { users } from '../db/schema'
+import { pendingCount as pendingApprovals } from '../admin/service'
 import { pickLang, LANG_COOKIE, type Lang } from '../../pages/i18n'
 import { ASSET_VERSION } from '../../pages/assets'
 import type { PageCtx } from '../../pages/layout'
@@ -90,8 +90,7 @@ export function view(ctx: Ctx, r: PageRequest): View {
   const url = new URL(r.request.url)
   const row = r.caller.kind === 'user' ? (getUser(ctx.db, r.caller.userId) ?? null) : null
   const user = row && row.status === 'active' ? row : null
-  const pendingCount =
-    user?.role === 'admin' ? (ctx.db.select({ n: count() }).from(users).where(eq(users.status, 'pending_approval')).get()?.n ?? 0) : 0
+  const pendingCount = user?.role === 'admin' ? pendingApprovals(ctx.db) : 0
   const lang = pickLang(r.cookie[LANG_COOKIE]?.value as string | undefined, r.request.headers.get('accept-language'))
   const page: PageCtx = {
     lang,

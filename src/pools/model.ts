@@ -1,6 +1,8 @@
 // Wire shapes of the pool routes.
 import { t, type Static } from 'elysia'
-import { Timestamp } from '../accounts/model'
+import { Timestamp } from '../model'
+// Registers the `email` format InviteBody uses (SMTPUTF8 local parts, IDN domains).
+import '../accounts/email'
 
 export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
 export const MemberRole = t.Union([t.Literal('owner'), t.Literal('member')])

@@ -1,19 +1,14 @@
 // HTTP surface of pools: the admin surface /api/v1/admin/pools and the user surface /api/v1/pools.
 import { Elysia } from 'elysia'
-import { asUser } from '../accounts/routes'
 import type { AppBase } from '../http/base'
-import type { Caller } from '../http/policy'
+import { actorOf } from '../http/callers'
+import type { Actor } from '../caller'
 import type { Ctx } from '../context'
-import { createPool, deletePool, getVisiblePool, listPools, listRoleLimits, updatePool, updateRoleLimits, userLimits, type Actor } from './service'
+import { createPool, deletePool, getVisiblePool, listPools, listRoleLimits, updatePool, updateRoleLimits, userLimits } from './service'
 import { acceptInvite, approveJoinRequest, inviteToPool, joinPool, listJoinRequests, listMembers, myInvites, removeMember } from './membership'
 import type { PoolTelemetry } from './telemetry'
 import * as M from './model'
 import { t } from 'elysia'
-
-export function actorOf(caller: Caller, clientIp: string): Actor {
-  const u = asUser(caller)
-  return { userId: u.userId, role: u.role, clientIp }
-}
 
 export interface PoolRouteDeps {
   /** Fills in the per-node telemetry routes (the Fellows feature); empty until fellows exist. */

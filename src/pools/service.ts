@@ -8,13 +8,8 @@ import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
+import type { Actor } from '../caller'
 import type { CreatePoolInput, Pool, UpdatePoolInput } from './model'
-
-export interface Actor {
-  userId: string
-  role: 'user' | 'admin'
-  clientIp?: string
-}
 
 export type Visibility = 'public' | 'private'
 export type PoolRow = typeof pools.$inferSelect

@@ -2,7 +2,7 @@
 // is more than one leader. Bounded per channel, per pool and in total: full means the pusher backs
 // off, never growth (per-channel caps alone let 8 channels x 60 MiB unpopped take RSS 270 -> 751 MiB).
 import { AppError } from '../errors'
-import { frameWireBytes, type Frame } from './frames'
+import { frameWireBytes, type Frame } from '../wire/frames'
 
 export type RelayChannel = 'activations' | 'gradients'
 

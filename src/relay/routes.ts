@@ -3,10 +3,10 @@
 // the next stage, gradients to the previous one; each fellow pops only its own stage's queues.
 import { Elysia, t } from 'elysia'
 import { AppError } from '../errors'
-import { problem } from '../http/errors'
-import { decodeFrames, wireParts } from './frames'
+import { problem } from '../http/problem'
+import { decodeFrames, wireParts } from '../wire/frames'
 import { MAX_POP_WAIT_MS, type FullScope, type RelayChannel, type RelayHub } from './hub'
-import { nodeOrOpen } from '../jobs/routes'
+import { nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { JobService } from '../jobs/service'

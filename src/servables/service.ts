@@ -6,10 +6,10 @@ import { jobs, poolNodes, servables } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId } from '../crypto'
 import { iso } from '../time'
-import { inScope, scopeOf } from '../fellows/views'
+import { inScope, scopeOf } from '../pools/scope'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
-import type { Caller } from '../http/policy'
+import type { Caller } from '../caller'
 import type { Servable, ServableInput } from './model'
 
 type Row = typeof servables.$inferSelect

@@ -5,6 +5,7 @@
 import { eq, sql } from 'drizzle-orm'
 import { contributions, rollupState, users } from '../db/schema'
 import type { Ctx } from '../context'
+import type { LoopSpec } from '../loops'
 
 interface Entry {
   ts: number
@@ -52,6 +53,10 @@ export class ContributionRollup {
     readonly meter: ContributionMeter,
   ) {
     this.windowEnd() // the first window starts when the leader first starts, not at its first tick
+  }
+
+  loops(): LoopSpec[] {
+    return [{ name: 'contribution-rollup', intervalMs: this.ctx.cfg.metricsRollupS * 1000, run: () => void this.tick() }]
   }
 
   /** The end of the last rolled-up window; created at first use. */

@@ -1,8 +1,8 @@
 // GET /api/v1/public/stats (anonymous, rate-limited per client IP) and GET /api/v1/me/contribution.
 import { Elysia, t } from 'elysia'
 import { AppError } from '../errors'
-import { RateLimiter } from '../http/rate-limit'
-import { asUser } from '../accounts/routes'
+import { RateLimiter } from '../rate-limit'
+import { asUser } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { ContributionRollup } from './contribution'

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import OpenAI from 'openai'
 import { SVC_BIN, requireBinary, startLeader, type Leader } from '../helpers/leader'
+import { until } from '../helpers/until'
 
 const children: Subprocess[] = []
 const leaders: Leader[] = []
@@ -18,21 +19,8 @@ afterAll(async () => {
   await Promise.all([...children.map((c) => c.exited), ...leaders.map((l) => l.proc.exited)])
 })
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | null | undefined | false>): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown = null
-  while (Date.now() < deadline) {
-    try {
-      const v = await probe()
-      if (v) return v
-      last = v
-    } catch (e) {
-      last = e
-    }
-    await Bun.sleep(100)
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`)
-}
+/** The leader's API is polled every 100 ms. */
+const poll = (timeoutMs: number) => ({ timeoutMs, everyMs: 100 })
 
 /** A free port for the leader, and free pairs (base, base+1) for fellows, spread out at random. */
 function listenable(port: number): number | null {
@@ -133,20 +121,20 @@ async function stopCluster(c: Cluster): Promise<void> {
 const nodes = async (c: Cluster) => (await c.api<{ items: Node[] }>('GET', `/api/v1/cluster/nodes?pool_id=${c.poolId}`)).body.items
 
 async function waitOnline(c: Cluster, n: number): Promise<Node[]> {
-  return waitFor(`${n} fellows online with telemetry and a signal socket`, 20_000, async () => {
+  return until(async () => {
     const items = (await nodes(c)).filter((x) => x.state === 'online' && x.connected && x.cpu_pct !== null && x.mem_free_mb !== null)
     return items.length >= n ? items : null
-  })
+  }, `${n} fellows online with telemetry and a signal socket`, poll(20_000))
 }
 
 const job = async (c: Cluster, id: string) => (await c.api<Job>('GET', `/api/v1/jobs/${id}`)).body
 /** Polls the job until `ok`; a job that failed unexpectedly ends the wait with its reason. */
 const jobWhen = (c: Cluster, id: string, what: string, ms: number, ok: (j: Job) => boolean) =>
-  waitFor(what, ms, async () => {
+  until(async () => {
     const r = await job(c, id)
     if (r.status === 'failed' && !ok(r)) throw new Error(`job failed: ${r.reason}`)
     return ok(r) ? r : null
-  })
+  }, what, poll(ms))
 
 async function submit(c: Cluster, name: string, config: Record<string, unknown>): Promise<Job> {
   const r = await c.api<Job>('POST', '/api/v1/jobs', { name, pool_id: c.poolId, stages: 3, config })
@@ -233,10 +221,10 @@ describe('a leader and three fellows on loopback', () => {
     const mint = await tunnel.api<{ token: string }>('POST', '/api/v1/api-tokens', { name: 'chat' })
     expect(mint.status).toBe(201)
     const client = new OpenAI({ baseURL: `${tunnel.leader.url}/api/v1`, apiKey: mint.body.token, maxRetries: 0, timeout: 20_000 })
-    await waitFor('a fellow serving tiny-llm', 10_000, async () => {
+    await until(async () => {
       const m = await fetch(`${tunnel.leader.url}/api/v1/models`, { headers: { authorization: `Bearer ${mint.body.token}` } })
       return m.ok && ((await m.json()) as { data: { id: string; fellows: number }[] }).data.some((x) => x.id === 'tiny-llm' && x.fellows > 0)
-    })
+    }, 'a fellow serving tiny-llm', poll(10_000))
     const reply = await client.chat.completions.create({ model: 'tiny-llm', messages: [{ role: 'user', content: 'It was the best of' }], max_tokens: 12 })
     const text = reply.choices[0]!.message.content ?? ''
     expect(text.split(/\s+/).filter(Boolean).length).toBe(12)
@@ -282,10 +270,10 @@ describe('a leader and three fellows on loopback', () => {
     expect(failed.reason).toContain('stage 2')
     // The survivors were told to STOP and go back to idle.
     const survivors = running.assignments.filter((a) => a.fellow_id !== victimId).map((a) => a.fellow_id)
-    await waitFor('the surviving fellows to report idle', 10_000, async () => {
+    await until(async () => {
       const items = await nodes(p2p)
       return survivors.every((id) => items.find((n) => n.fellow_id === id)?.status === 'idle')
-    })
+    }, 'the surviving fellows to report idle', poll(10_000))
     await stopCluster(p2p)
   }, 60_000)
 })

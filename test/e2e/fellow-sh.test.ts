@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Server, Subprocess } from 'bun'
 import { runSvc, startLeader, type Leader } from '../helpers/leader'
+import { until } from '../helpers/until'
 
 let leader: Leader
 let joinToken = ''
@@ -126,15 +127,17 @@ describe('fellow.sh from the bootstrap route', () => {
     const home = mkdtempSync(join(tmpdir(), 'svc-home-'))
     const dir = join(home, 'fellow')
     const proc = runScript(['--leader', leader.url, '--join-token', joinToken, '--dir', dir], home, { wait: false })
-    const deadline = Date.now() + 20_000
-    let online = false
-    while (!online && Date.now() < deadline && proc.exitCode === null) {
-      const res = await fetch(`${leader.url}/api/v1/cluster/nodes?pool_id=${poolId}`, { headers: auth })
-      const items = ((await res.json()) as { items: { state: string; connected: boolean }[] }).items
-      online = items.some((n) => n.state === 'online' && n.connected)
-      if (!online) await Bun.sleep(100)
-    }
-    if (!online) throw new Error(`the installed agent did not come online within 20 s: ${await new Response(proc.stderr).text()}`)
+    const outcome = await until(
+      async () => {
+        if (proc.exitCode !== null) return `exited with ${proc.exitCode}`
+        const res = await fetch(`${leader.url}/api/v1/cluster/nodes?pool_id=${poolId}`, { headers: auth })
+        const items = ((await res.json()) as { items: { state: string; connected: boolean }[] }).items
+        return items.some((n) => n.state === 'online' && n.connected) && 'online'
+      },
+      'the installed agent to come online',
+      { timeoutMs: 20_000, everyMs: 100 },
+    ).catch((e: Error) => e.message)
+    if (outcome !== 'online') throw new Error(`the installed agent did not come online (${outcome}): ${await new Response(proc.stderr).text()}`)
     const state = join(dir, 'state', 'fellow.json')
     expect(statSync(state).mode & 0o777).toBe(0o600)
     expect(JSON.parse(readFileSync(state, 'utf8')).pool_id).toBe(poolId)

@@ -3,18 +3,16 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, type Config } from '../../src/config'
-import { openDb } from '../../src/db/client'
-import { FakeClock } from '../../src/clock'
+import { FakeClock } from './clock'
 import { silentLogger } from '../../src/log'
-import { createOutbox } from '../../src/mail/outbox'
-import { createApp, createServices, type Services } from '../../src/http/app'
+import { createApp, createServices, type Services } from '../../src/app'
 import { users } from '../../src/db/schema'
 import { newId } from '../../src/crypto'
 import { hashPassword } from '../../src/accounts/passwords'
 import { createSession } from '../../src/accounts/sessions'
 import { mintApiToken } from '../../src/accounts/api-tokens'
-import { mintCsrfToken } from '../../src/http/policy'
-import type { Ctx } from '../../src/context'
+import { mintCsrfToken } from '../../src/http/csrf'
+import { closeContext, createContext, type Ctx } from '../../src/context'
 
 export const PASSWORD = 'correct-horse-battery'
 let sharedHash: Promise<string> | null = null
@@ -35,10 +33,8 @@ export interface Harness {
 export function makeHarness(env: Record<string, string> = {}, opts: { mailEnabled?: boolean } = {}): Harness {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-'))
   const cfg = loadConfig({ SVC_STATE_DIR: dir, SVC_COOKIE_SECURE: '0', ...env })
-  const store = openDb(cfg.dbPath)
   const clock = new FakeClock(Date.UTC(2026, 10, 1, 12))
-  const mail = createOutbox(opts.mailEnabled ?? cfg.smtp !== null, cfg.secretKey, clock)
-  const ctx: Ctx = { cfg, clock, db: store.db, sqlite: store.sqlite, log: silentLogger, mail }
+  const ctx: Ctx = createContext(cfg, silentLogger, clock, { mailEnabled: opts.mailEnabled })
   const services = createServices(ctx)
   const app = createApp(ctx, services)
   return {
@@ -49,7 +45,7 @@ export function makeHarness(env: Record<string, string> = {}, opts: { mailEnable
     app,
     dir,
     client: (o) => new Client(app, o),
-    close: () => store.close(),
+    close: () => closeContext(ctx),
   }
 }
 

@@ -48,11 +48,3 @@ export function openSocket(url: string, headers: Record<string, string> = {}): P
     ws.addEventListener('error', () => reject(new Error('websocket failed to open')))
   })
 }
-
-export async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(5)
-  }
-}

@@ -314,7 +314,7 @@ describe('rate limit and lockout', () => {
     const fresh = await h.client({ ip: freshIp() }).post('/api/v1/auth/login', { email: 'acct@example.com', password: PASSWORD })
     expect(fresh.status).toBe(429)
     // A new app on the same state file (a restart) still refuses.
-    const { createApp } = await import('../../src/http/app')
+    const { createApp } = await import('../../src/app')
     const restarted = createApp(h.ctx)
     const res = await restarted.handle(
       new Request('http://leader.test/api/v1/auth/login', {

@@ -4,7 +4,8 @@ import { bindPath, expected, matches, type CallerKind } from '../helpers/matrix'
 import { buildChain, buildWorld, refsOf, type Chain } from '../helpers/world'
 import { stateDigest, stateDump, diffDumps } from '../helpers/state'
 import { exampleOf, type JsonSchema } from '../helpers/schema-arb'
-import { mintCsrfToken, type PolicyClass } from '../../src/http/policy'
+import { mintCsrfToken } from '../../src/http/csrf'
+import type { PolicyClass } from '../../src/http/policy'
 
 const h = makeHarness()
 afterAll(() => h.close())

@@ -3,7 +3,7 @@
 // from 60 to 540 MiB with 8 connections).
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
-import { encodeFrames } from '../../src/relay/frames'
+import { encodeFrames } from '../../src/wire/frames'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))

@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import { makeHarness, seedUser, sessionClient } from '../helpers/harness'
 import { PolicyIndex, POLICY_CLASSES } from '../../src/http/policy'
 import { createBase } from '../../src/http/base'
-import { errorPlugin } from '../../src/http/errors'
+import { errorPlugin } from '../../src/http/problem'
 import { silentLogger } from '../../src/log'
 
 const h = makeHarness()

@@ -21,8 +21,8 @@ import { arbitraryOf, objectPaths, pathsOf, setAt, getAt, wrongTypeFor, type Jso
 import { digestOf, stateDump, diffDumps, totalChanges } from '../helpers/state'
 import { createSession, resolveSession } from '../../src/accounts/sessions'
 import { mintApiToken, resolveApiToken } from '../../src/accounts/api-tokens'
-import { mintCsrfToken } from '../../src/http/policy'
-import { encodeFrames } from '../../src/relay/frames'
+import { mintCsrfToken } from '../../src/http/csrf'
+import { encodeFrames } from '../../src/wire/frames'
 import { jobs, pools, roleLimits, users } from '../../src/db/schema'
 
 const SEED = Number(process.env.SVC_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
@@ -653,7 +653,9 @@ describe('generated bad input against every JSON route', () => {
     expect(stats.cases).toBeGreaterThanOrEqual(MIXED_CASES)
     // Not all refused at the door: many cases must reach body parsing and validation, and many succeed.
     const count = (pred: (s: number) => boolean) => [...stats.byStatus].filter(([s]) => pred(s)).reduce((n, [, c]) => n + c, 0)
-    expect(count((s) => [400, 413, 415, 422].includes(s))).toBeGreaterThan(stats.cases / 10)
+    // One in twelve: since issue 26 some cases stop at new rate limits (token-less join, invites:
+    // about 1.6 % are 429s), and seed 1686498488 reached 9.87 %, under the old one in ten.
+    expect(count((s) => [400, 413, 415, 422].includes(s))).toBeGreaterThan(stats.cases / 12)
     expect(count((s) => s >= 200 && s < 300)).toBeGreaterThan(stats.cases / 10)
   }, 240_000)
 

@@ -2,9 +2,8 @@
 // hand-over to waiting long-polls, timeouts and the roll-up windows. (The HTTP behaviour is in
 // inference.test.ts and inference-catalog.test.ts.)
 import { describe, expect, test } from 'bun:test'
-import { FakeClock } from '../../src/clock'
+import { FakeClock } from '../helpers/clock'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from '../../src/inference/memory-hub'
-import { ServedLedger } from '../../src/inference/served'
 import type { InferJob } from '../../src/inference/hub'
 
 const job = (content = 'hello', max_tokens: number | null = null): InferJob => ({ model: 'm', messages: [{ role: 'user', content }], max_tokens, stream: true })
@@ -94,26 +93,5 @@ describe('inference hub', () => {
     expect(h.stats().bufferedChars).toBe(0)
     expect(h.post(t.id, 'f1', [{ done: true }])).toBe('gone')
     expect(served).toEqual([])
-  })
-})
-
-describe('served ledger', () => {
-  test('windows abut: each take closes the window at now and the next one starts there', () => {
-    const clock = new FakeClock()
-    const ledger = new ServedLedger(() => clock.now())
-    const start = clock.now()
-    ledger.record('f1', { prompt_tokens: 3, completion_tokens: 5 })
-    ledger.record('f1', { prompt_tokens: 1, completion_tokens: 1 })
-    clock.advance(60_000)
-    const w1 = ledger.take()
-    expect(w1.from).toBe(start)
-    expect(w1.to).toBe(start + 60_000)
-    expect(w1.byFellow.get('f1')).toEqual({ requests: 2, prompt_tokens: 4, completion_tokens: 6, tokens: 10 })
-    ledger.record('f2', { prompt_tokens: 0, completion_tokens: 2 })
-    clock.advance(1000)
-    const w2 = ledger.take()
-    expect(w2.from).toBe(w1.to)
-    expect([...w2.byFellow.keys()]).toEqual(['f2'])
-    expect(ledger.peek().size).toBe(0)
   })
 })

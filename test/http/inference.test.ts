@@ -4,7 +4,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Client, type Harness } from '../helpers/harness'
-import { listen, until } from '../helpers/listen'
+import { listen } from '../helpers/listen'
+import { until } from '../helpers/until'
 
 const stops: (() => Promise<void>)[] = []
 afterAll(async () => {
@@ -97,7 +98,7 @@ describe('chat completions through the openai client', () => {
     expect(res.choices[0]!.message).toMatchObject({ role: 'assistant', content: 'Hello, world' })
     expect(res.choices[0]!.finish_reason).toBe('stop')
     expect(res.usage).toEqual({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 })
-    expect(h.services.inference.served.peek().get(f.id)).toEqual({ requests: 1, prompt_tokens: 7, completion_tokens: 3, tokens: 10 })
+    expect(h.services.inference.counts).toMatchObject({ requestsServed: 1, tokensServed: 10 })
     // The fellow joined with Alice's join token: the roll-up credits her with what it served.
     h.clock.advance(1)
     h.services.rollup.tick()
@@ -144,7 +145,7 @@ describe('chat completions through the openai client', () => {
     expect(last!.status).toBe(410)
     expect(await last!.json()).toMatchObject({ code: 'gone' })
     expect(h.services.inference.hub.stats()).toMatchObject({ open: 0, bufferedChars: 0 })
-    expect(h.services.inference.served.peek().size).toBe(0) // abandoned requests are not counted as served
+    expect(h.services.inference.counts.requestsServed).toBe(0) // abandoned requests are not counted as served
   })
 
   test('no online fellow serving a model the caller can see answers 503 with the reason', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
-import { encodeFrames, decodeFrames } from '../../src/relay/frames'
+import { encodeFrames, decodeFrames } from '../../src/wire/frames'
 import { UNNAMED_POOL_REASON } from '../../src/jobs/service'
 
 const all: Harness[] = []

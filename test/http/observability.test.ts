@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
-import { createApp, createServices } from '../../src/http/app'
+import { createApp, createServices } from '../../src/app'
 import { createLogger } from '../../src/log'
 
 const all: Harness[] = []

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient } from '../helpers/harness'
-import { csrfValid } from '../../src/http/policy'
+import { csrfValid } from '../../src/http/csrf'
 
 const h = makeHarness({ SVC_BASE_URL: 'https://leader.example.org' })
 afterAll(() => h.close())

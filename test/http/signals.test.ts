@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
-import { listen, openSocket, rawUpgrade, until } from '../helpers/listen'
+import { listen, openSocket, rawUpgrade } from '../helpers/listen'
+import { until } from '../helpers/until'
 import { CLOSE_REPLACED, CLOSE_REVOKED } from '../../src/fellows/signals'
 
 const h: Harness = makeHarness()

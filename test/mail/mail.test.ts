@@ -9,7 +9,8 @@ import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/h
 import { closedPort } from '../helpers/e2e'
 import { openDb } from '../../src/db/client'
 import { mailOutbox } from '../../src/db/schema'
-import { FakeClock } from '../../src/clock'
+import { FakeClock } from '../helpers/clock'
+import { until } from '../helpers/until'
 import { silentLogger } from '../../src/log'
 import { AppError } from '../../src/errors'
 import { createOutbox, MAIL_TEMPLATES, type MailTemplate } from '../../src/mail/outbox'
@@ -320,8 +321,7 @@ describe('mail sender', () => {
     expect(inbox.messages).toHaveLength(3)
     h.ctx.mail.enqueue(h.ctx.db, 'test', 'late@example.com', {})
     loop.wake()
-    const deadline = Date.now() + 5_000
-    while (inbox.messages.length < 4 && Date.now() < deadline) await Bun.sleep(5)
+    await until(() => inbox.messages.length >= 4, 'the woken loop to send the late mail')
     await loop.close()
     expect(inbox.messages).toHaveLength(4)
     // Closed: no more runs, so the database can close under it.

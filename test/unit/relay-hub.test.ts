@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { frameWireBytes, type Frame } from '../../src/relay/frames'
+import { frameWireBytes, type Frame } from '../../src/wire/frames'
 import { MemoryRelayHub } from '../../src/relay/hub'
 
 const frame = (i: number, bytes = 100): Frame => ({ meta: { i }, data: new Uint8Array(bytes) })

@@ -1,0 +1,254 @@
+// The fellow agent: registers with the leader (re-using its saved identity), keeps the signal
+// socket open, heartbeats with live telemetry, runs what the signals say, serves inference and
+// ships its logs. Every loop here survives a leader restart: failures are retried with
+// backoff, and only a refusal that retrying cannot fix (a wrong join token, a full pool,
+// eviction by a newer agent) ends the process.
+import { readTelemetry } from './telemetry'
+import { Backoff } from './backoff'
+import { LeaderClient, LeaderError, isAuthRefusal, isRetryable, type RegisterResult } from './client'
+import { SignalChannel } from './signals'
+import { P2PListeners } from './p2p'
+import { Work } from './work'
+import { waitForLeader } from './health'
+import { announceServable, inferenceLoop, MODEL_NAME } from './inference'
+import { ensureStateDir, loadState, saveState, type FellowState } from './state'
+import { VERSION } from '../version'
+import { sleep, systemClock, type TimerClock } from '../time'
+import type { LogBuffer } from './logship'
+import type { Logger } from '../log'
+
+export interface AgentOptions {
+  leaderUrl: string
+  joinToken: string | null
+  stateDir: string
+  hostname: string
+  /** host:port base neighbours use; listeners bind listenHost on port and port+1. */
+  advertiseHost: string
+  listenHost: string
+  p2pPortBase: number
+  once: boolean
+  log: Logger
+  logs: LogBuffer
+  /** Every timer of the agent runs on it (tests pass a fake one); the system clock by default. */
+  clock?: TimerClock
+}
+
+const LOG_SHIP_MS = 2000
+// A refused socket re-registers at most this often, so a handshake refused for another reason
+// cannot turn into a registration storm.
+const REREGISTER_MIN_MS = 10_000
+
+export class Agent {
+  private readonly client: LeaderClient
+  private state: FellowState | null = null
+  private signals: SignalChannel | null = null
+  private readonly listeners: P2PListeners
+  private readonly work: Work
+  private readonly counters = { sent: 0, received: 0 }
+  private readonly stopper = new AbortController()
+  private exitCode = 0
+  private heartbeatMs = 10_000
+  private signalsUrl = ''
+  private reregistering: Promise<boolean> | null = null
+  private lastRegisterAt = 0
+  private heartbeatFailures = 0
+  private readonly clock: TimerClock
+
+  constructor(private readonly o: AgentOptions) {
+    const clock = (this.clock = o.clock ?? systemClock)
+    this.client = new LeaderClient(o.leaderUrl, () => this.state?.node_token ?? null)
+    this.listeners = new P2PListeners({
+      host: o.listenHost,
+      basePort: o.p2pPortBase,
+      onFrame: (channel, frame) => this.work.deliver(channel, frame),
+      authorize: (jobId) => this.work.p2pAuth(jobId),
+      log: o.log,
+      clock,
+    })
+    this.work = new Work({ client: this.client, log: o.log, stateDir: o.stateDir, counters: this.counters, clock, onReleased: (r) => this.onReleased(r) })
+  }
+
+  get address(): string {
+    const h = this.o.advertiseHost
+    return `${h.includes(':') ? `[${h}]` : h}:${this.o.p2pPortBase}`
+  }
+
+  /** Ends run() with `code` (0: a clean stop). Safe to call more than once. */
+  stop(reason: string, code = 0): void {
+    if (this.stopper.signal.aborted) return
+    this.o.log.info('agent stopping', { reason })
+    this.exitCode = code
+    this.stopper.abort()
+  }
+
+  async run(): Promise<number> {
+    const { log } = this.o
+    const signal = this.stopper.signal
+    ensureStateDir(this.o.stateDir)
+    this.state = loadState(this.o.stateDir)
+    try {
+      await this.listeners.start()
+    } catch (e) {
+      const hint = 'the listeners bind the advertised address, so it must be one of this machine\'s; behind NAT or port forwarding set --p2p-listen-host to the local address'
+      log.error('cannot listen for p2p frames', { host: this.o.listenHost, ports: [this.o.p2pPortBase, this.o.p2pPortBase + 1], error: (e as Error).message, hint })
+      return 1
+    }
+    log.info('agent starting', { version: VERSION, leader: this.o.leaderUrl, state_dir: this.o.stateDir, p2p: this.address, p2p_listen: this.o.listenHost, saved_identity: this.state?.fellow_id ?? null })
+    const up = await waitForLeader(this.o.leaderUrl, signal, (r, ms) => {
+      log.warn('leader not reachable yet', { reason: r.reason, retry_ms: ms })
+      // --once is a connectivity check: an unreachable leader is its answer, not a reason to wait.
+      if (this.o.once) this.stop('--once: leader unreachable', 1)
+    }, this.clock)
+    if (up && (await this.register())) {
+      if (this.o.once) {
+        await this.heartbeat()
+        this.stop('--once: registered and sent one heartbeat')
+      } else {
+        this.signals = new SignalChannel({
+          url: () => this.client.rebase(this.signalsUrl, true),
+          token: () => this.state?.node_token ?? null,
+          onSignal: (s) => this.work.handle(s, 'socket'),
+          onRefused: (status) => void this.onRefused(status),
+          onEvicted: (reason) => {
+            log.warn('evicted: another agent with this fellow_id connected; not reconnecting', { reason })
+            this.stop('evicted')
+          },
+          log,
+          clock: this.clock,
+        })
+        this.signals.start()
+        void this.heartbeatLoop()
+        void this.shipLoop()
+        void announceServable(this.client, log)
+        void inferenceLoop({ client: this.client, log, fellowId: () => this.state!.fellow_id, signal, clock: this.clock })
+        if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+      }
+    }
+    this.stopper.abort()
+    this.signals?.close()
+    this.work.stopAll('agent stopping')
+    await this.listeners.stop()
+    if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines)), sleep(this.clock, 2000)])
+    return this.exitCode
+  }
+
+  /** Registers until it works or is refused for good; false when the agent must stop. */
+  private async register(): Promise<boolean> {
+    const backoff = new Backoff({ baseMs: 1000, maxMs: 60_000 })
+    while (!this.stopper.signal.aborted) {
+      try {
+        await this.registerOnce()
+        return true
+      } catch (e) {
+        if (!isRetryable(e) || this.o.once) {
+          const full = e instanceof LeaderError && e.code === 'pool_node_limit'
+          const hint = full ? 'the pool is full: ask its owner to raise the node limit' : isRetryable(e) ? 'the leader did not answer' : 'check the join token (it may be expired or revoked)'
+          this.o.log.error('registration refused', { error: (e as Error).message, hint })
+          this.stop('registration refused', 1)
+          return false
+        }
+        const ms = backoff.next()
+        this.o.log.warn('registration failed; retrying', { error: (e as Error).message, retry_ms: ms })
+        await sleep(this.clock, ms, this.stopper.signal)
+      }
+    }
+    return false
+  }
+
+  /**
+   * The saved node token first (re-uses fellow_id and token), then the join token keeping the
+   * fellow_id (the token was revoked), then the join token as a new fellow (the old identity is
+   * gone or belongs to another pool). A saved token is only ever shown to the leader that issued it.
+   */
+  private async registerOnce(): Promise<void> {
+    const { log, joinToken } = this.o
+    const hw = await readTelemetry()
+    const body = { hostname: this.o.hostname, gpus: hw.gpus, address: this.address, agent_version: VERSION }
+    const saved = this.state?.leader_url === this.o.leaderUrl ? this.state : null
+    const attempts: { bearer: string | null; fellowId?: string; how: string }[] = []
+    if (saved) attempts.push({ bearer: saved.node_token, fellowId: saved.fellow_id, how: 'node token' })
+    if (saved && joinToken) attempts.push({ bearer: joinToken, fellowId: saved.fellow_id, how: 'join token, same fellow_id' })
+    if (!saved || joinToken) attempts.push({ bearer: joinToken, how: joinToken ? 'join token' : 'no token (default pool)' })
+    let last: unknown = null
+    for (const a of attempts) {
+      try {
+        const r = await this.client.register(a.bearer, { ...body, ...(a.fellowId ? { fellow_id: a.fellowId } : {}) })
+        return this.registered(r, a.how, saved?.fellow_id ?? null)
+      } catch (e) {
+        // 401/403: this credential cannot do it; the next one may. Anything else decides now.
+        if (!(e instanceof LeaderError) || (e.status !== 401 && e.status !== 403)) throw e
+        log.warn('registration refused with this credential', { how: a.how, error: e.message })
+        last = e
+      }
+    }
+    throw last ?? new Error('no credential to register with')
+  }
+
+  private registered(r: RegisterResult, how: string, previous: string | null): void {
+    this.state = { fellow_id: r.fellow_id, node_token: r.node_token, leader_url: this.o.leaderUrl, pool_id: r.pool_id }
+    saveState(this.o.stateDir, this.state)
+    this.heartbeatMs = Math.max(1, r.heartbeat_interval_s) * 1000
+    this.signalsUrl = r.signals_url
+    this.lastRegisterAt = this.clock.now()
+    this.o.log.info('registered', { fellow_id: r.fellow_id, pool_id: r.pool_id, how, reused_identity: previous === r.fellow_id, heartbeat_interval_s: r.heartbeat_interval_s })
+  }
+
+  /** Re-registration after the token was refused; concurrent triggers share one attempt. */
+  private reregister(why: string): Promise<boolean> {
+    this.reregistering ??= (async () => {
+      this.o.log.warn('node token refused; re-registering', { why })
+      const ok = await this.register()
+      if (ok) this.signals?.reconnectNow()
+      return ok
+    })().finally(() => (this.reregistering = null))
+    return this.reregistering
+  }
+
+  private async onRefused(status: number | null): Promise<void> {
+    if (this.clock.now() - this.lastRegisterAt < REREGISTER_MIN_MS) return
+    await this.reregister(`signal socket handshake refused${status ? ` (${status})` : ''}`)
+  }
+
+  private onReleased(reason: string): void {
+    this.o.log.warn('the leader released or removed this fellow; stopping (starting the agent again re-registers it)', { reason })
+    this.stop(`released: ${reason}`)
+  }
+
+  private async heartbeat(): Promise<void> {
+    const { log } = this.o
+    try {
+      const hardware = await readTelemetry()
+      const res = await this.client.heartbeat({
+        ...this.work.snapshot(),
+        bytes_sent: this.counters.sent,
+        bytes_received: this.counters.received,
+        hardware,
+        servables: [MODEL_NAME],
+      })
+      if (this.heartbeatFailures > 0) log.info('heartbeat recovered', { after_failures: this.heartbeatFailures })
+      this.heartbeatFailures = 0
+      this.heartbeatMs = Math.max(1, res.next_heartbeat_s) * 1000
+      for (const s of res.pending_signals ?? []) this.work.handle(s, 'heartbeat')
+    } catch (e) {
+      if (isAuthRefusal(e)) return void (await this.reregister('heartbeat answered 401'))
+      this.heartbeatFailures++
+      if (this.heartbeatFailures === 1 || this.heartbeatFailures % 10 === 0) log.warn('heartbeat failed', { error: (e as Error).message, failures: this.heartbeatFailures })
+    }
+  }
+
+  private async heartbeatLoop(): Promise<void> {
+    const signal = this.stopper.signal
+    while (!signal.aborted) {
+      const started = this.clock.now()
+      await this.heartbeat()
+      await sleep(this.clock, Math.max(0, this.heartbeatMs - (this.clock.now() - started)), signal)
+    }
+  }
+
+  private async shipLoop(): Promise<void> {
+    while (await sleep(this.clock, LOG_SHIP_MS, this.stopper.signal)) {
+      const id = this.state?.fellow_id
+      if (id) await this.o.logs.flush((lines) => this.client.shipLogs(id, lines))
+    }
+  }
+}

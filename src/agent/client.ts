@@ -1,0 +1,155 @@
+// HTTP calls from a fellow to its leader. Every call has a timeout (a leader that accepts a
+// connection and never answers must not wedge the heartbeat), and every failure is typed:
+// LeaderError carries the HTTP status and problem code, NetworkError means no answer at all.
+import type { HeartbeatInput, HeartbeatResult, RegisterInput, RegisterResult } from '../wire/fellow'
+import type { StatusReport } from '../wire/jobs'
+import type { InferFrame, InferRequest } from '../wire/inference'
+import { decodeFrames, type Frame } from '../wire/frames'
+
+export type { HeartbeatResult, InferFrame, RegisterResult }
+
+export class LeaderError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly retryAfterS: number | null,
+  ) {
+    super(`leader answered ${status}${code ? ` ${code}` : ''}${detail ? `: ${detail}` : ''}`)
+  }
+}
+
+export class NetworkError extends Error {}
+
+export const DEFAULT_TIMEOUT_MS = 10_000
+// Relay frames may be large; the frame cap is the leader's (64 MiB by default).
+const MAX_FRAME_BYTES = 1024 * 1024 * 1024
+
+interface RequestOptions {
+  json?: unknown
+  body?: Uint8Array
+  /** Overrides the node token (registration uses the join token). null: no credential. */
+  bearer?: string | null
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+export class LeaderClient {
+  readonly leaderUrl: string
+
+  constructor(
+    leaderUrl: string,
+    private readonly token: () => string | null,
+  ) {
+    this.leaderUrl = leaderUrl.replace(/\/+$/, '')
+  }
+
+  /**
+   * The agent reaches the leader only at --leader. URLs the leader hands out (signals_url,
+   * relay_url) are built from its SVC_BASE_URL, which may be a public name this machine cannot
+   * use, so their path is kept and put onto the --leader origin.
+   */
+  rebase(url: string, ws = false): string {
+    let path = url
+    try {
+      const u = new URL(url)
+      path = u.pathname + u.search
+    } catch {
+      // already a path
+    }
+    const at = path.search(/\/(api\/v1|ws)\//)
+    const base = ws ? this.leaderUrl.replace(/^http/, 'ws') : this.leaderUrl
+    return base + (at >= 0 ? path.slice(at) : path)
+  }
+
+  async request(method: string, pathOrUrl: string, opts: RequestOptions = {}): Promise<Response> {
+    const url = /^https?:\/\//.test(pathOrUrl) ? this.rebase(pathOrUrl) : this.leaderUrl + pathOrUrl
+    const headers: Record<string, string> = {}
+    const bearer = opts.bearer === undefined ? this.token() : opts.bearer
+    if (bearer) headers.authorization = `Bearer ${bearer}`
+    let body: RequestInit['body']
+    if (opts.json !== undefined) {
+      headers['content-type'] = 'application/json'
+      body = JSON.stringify(opts.json)
+    } else if (opts.body) {
+      headers['content-type'] = 'application/octet-stream'
+      body = opts.body as Uint8Array<ArrayBuffer>
+    }
+    const timeout = AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout
+    let res: Response
+    try {
+      res = await fetch(url, { method, headers, body, signal })
+    } catch (e) {
+      const why = timeout.aborted ? `timed out after ${opts.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms` : (e as Error).message
+      throw new NetworkError(`${method} ${new URL(url).pathname}: ${why}`)
+    }
+    if (res.status >= 400) throw await leaderError(res)
+    return res
+  }
+
+  async register(bearer: string | null, input: RegisterInput): Promise<RegisterResult> {
+    const res = await this.request('POST', '/api/v1/workers/register', { json: input, bearer })
+    return (await res.json()) as RegisterResult
+  }
+
+  async heartbeat(input: HeartbeatInput): Promise<HeartbeatResult> {
+    return (await (await this.request('POST', '/api/v1/workers/heartbeat', { json: input })).json()) as HeartbeatResult
+  }
+
+  async jobStatus(jobId: string, report: StatusReport): Promise<void> {
+    await drain(await this.request('POST', `/api/v1/jobs/${jobId}/status`, { json: report }))
+  }
+
+  async shipLogs(fellowId: string, lines: string[]): Promise<void> {
+    await drain(await this.request('POST', `/api/v1/workers/${fellowId}/logs`, { json: { lines } }))
+  }
+
+  async announceServable(body: { name: string; version: string; format: string; size_bytes: number }): Promise<void> {
+    await drain(await this.request('POST', '/api/v1/servables', { json: body }))
+  }
+
+  async relayPush(relayUrl: string, channel: string, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {
+    await drain(await this.request('POST', `${relayUrl}/${channel}/push`, { body: bytes, timeoutMs: 30_000, signal }))
+  }
+
+  /** Frames for this fellow's stage, or [] when the long poll ended empty (204). */
+  async relayPop(relayUrl: string, channel: string, waitMs: number, signal?: AbortSignal): Promise<Frame[]> {
+    const res = await this.request('GET', `${relayUrl}/${channel}/pop?wait_ms=${waitMs}&max=64`, { timeoutMs: waitMs + 10_000, signal })
+    if (res.status === 204) return []
+    return decodeFrames(new Uint8Array(await res.arrayBuffer()), { maxFrameBytes: MAX_FRAME_BYTES })
+  }
+
+  async inferPoll(fellowId: string, waitMs: number, signal?: AbortSignal): Promise<InferRequest | null> {
+    const res = await this.request('GET', `/api/v1/infer/requests/${fellowId}?wait_ms=${waitMs}`, { timeoutMs: waitMs + 10_000, signal })
+    if (res.status === 204) return null
+    return (await res.json()) as InferRequest
+  }
+
+  async inferRespond(requestId: string, frames: InferFrame[], signal?: AbortSignal): Promise<void> {
+    await drain(await this.request('POST', `/api/v1/infer/responses/${encodeURIComponent(requestId)}`, { json: { frames }, signal }))
+  }
+}
+
+async function drain(res: Response): Promise<void> {
+  await res.arrayBuffer().catch(() => undefined)
+}
+
+async function leaderError(res: Response): Promise<LeaderError> {
+  let code = ''
+  let detail = ''
+  try {
+    const p = (await res.json()) as { code?: unknown; detail?: unknown; title?: unknown }
+    if (typeof p.code === 'string') code = p.code
+    if (typeof p.detail === 'string') detail = p.detail
+    else if (typeof p.title === 'string') detail = p.title
+  } catch {
+    // not problem+json: the status says enough
+  }
+  const ra = Number(res.headers.get('retry-after'))
+  return new LeaderError(res.status, code, detail, Number.isFinite(ra) && ra > 0 ? ra : null)
+}
+
+/** The token was refused: re-register (heartbeat 401, or 403 from a handshake). */
+export const isAuthRefusal = (e: unknown): boolean => e instanceof LeaderError && e.status === 401
+export const isRetryable = (e: unknown): boolean => e instanceof NetworkError || (e instanceof LeaderError && (e.status >= 500 || e.status === 429 || e.status === 408))

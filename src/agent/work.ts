@@ -1,0 +1,133 @@
+// What each control signal does to this fellow's work. One job at a time (the leader never
+// places two on one fellow); a START for another job replaces the current one, because the
+// leader's view of what this fellow runs is the one that counts.
+import { parseAssignment, type StageAssignment } from './job'
+import { PipelineWorker, type WorkerDeps } from './pipeline'
+import { purgeCheckpoints } from './state'
+import type { Channel, JobKey } from './p2p'
+import type { Counters } from './transport'
+import type { LeaderClient } from './client'
+import type { Frame } from '../wire/frames'
+import type { HeartbeatStatus, Signal } from '../wire/fellow'
+import type { TimerClock } from '../time'
+import type { Logger } from '../log'
+
+export interface WorkDeps {
+  client: LeaderClient
+  log: Logger
+  stateDir: string
+  counters: Counters
+  clock: TimerClock
+  /** STOP without a job: this fellow was released or removed. */
+  onReleased: (reason: string) => void
+}
+
+const SEEN_MAX = 512
+const samePeer = (a: { fellow_id: string; address: string | null } | null, b: typeof a) => a?.fellow_id === b?.fellow_id && a?.address === b?.address
+const sameKey = (a: Buffer | null | undefined, b: typeof a) => (a && b ? a.equals(b) : !a && !b)
+
+export class Work {
+  worker: PipelineWorker | null = null
+  // A signal can reach us twice (socket and heartbeat); ids make handling idempotent.
+  private readonly seen = new Set<string>()
+
+  constructor(private readonly d: WorkDeps) {}
+
+  /** Heartbeat fields describing the current work. */
+  snapshot(): { status: HeartbeatStatus; job_id: string | null; step?: number; loss?: number | null } {
+    const w = this.worker
+    if (!w || w.status === 'stopped') return { status: 'idle', job_id: null }
+    const loss = w.loss !== null && Number.isFinite(w.loss) ? w.loss : null
+    return { status: w.status === 'error' ? 'error' : w.status, job_id: w.jobId, step: w.step, loss }
+  }
+
+  /** A frame from the p2p listeners; frames for no current job are dropped. */
+  deliver(channel: Channel, frame: Frame): void {
+    this.worker?.deliver(channel, frame)
+  }
+
+  /** What the p2p listeners check a peer against: the running job's key and this stage. */
+  p2pAuth(jobId: string): JobKey | null {
+    const w = this.worker
+    if (!w || w.jobId !== jobId || w.status === 'stopped' || w.status === 'error' || !w.assignment.p2pKey) return null
+    return { key: w.assignment.p2pKey, stage: w.assignment.stage }
+  }
+
+  handle(s: Signal, via: 'socket' | 'heartbeat'): void {
+    if (this.seen.has(s.id)) return
+    this.seen.add(s.id)
+    if (this.seen.size > SEEN_MAX) this.seen.delete(this.seen.values().next().value!)
+    const { log } = this.d
+    const w = this.worker && this.worker.jobId === s.job_id ? this.worker : null
+    log.info('signal received', { signal: s.signal, job_id: s.job_id ?? null, via })
+    switch (s.signal) {
+      case 'START':
+      case 'RECONFIGURE':
+        return this.place(s)
+      case 'PAUSE':
+        return w ? w.pause() : log.warn('PAUSE for a job this fellow does not run', { job_id: s.job_id ?? null })
+      case 'CHECKPOINT':
+        return w ? w.checkpoint() : log.warn('CHECKPOINT for a job this fellow does not run', { job_id: s.job_id ?? null })
+      case 'STOP': {
+        const reason = typeof s.payload?.reason === 'string' ? s.payload.reason : 'stopped'
+        if (!s.job_id) return this.d.onReleased(reason)
+        if (w) this.end(w, reason)
+        return
+      }
+      case 'UPDATE': {
+        const version = typeof s.payload?.version === 'string' ? s.payload.version : null
+        // There is no self-update: replacing a running binary safely is the installer's job.
+        log.warn('UPDATE requested, but this agent cannot update itself: re-run the join command (fellow.sh) and restart it', { version })
+        return
+      }
+      case 'PURGE':
+        if (this.worker) this.end(this.worker, 'purged')
+        purgeCheckpoints(this.d.stateDir)
+        log.info('purged all job state and checkpoints')
+        return
+    }
+  }
+
+  stopAll(reason: string): void {
+    if (this.worker) this.end(this.worker, reason)
+  }
+
+  private end(w: PipelineWorker, reason: string): void {
+    w.stop(reason)
+    if (this.worker === w) this.worker = null
+  }
+
+  /** START (new stage, or resume) and RECONFIGURE (new neighbours) both land here. */
+  private place(s: Signal): void {
+    const { log, client } = this.d
+    if (!s.job_id) return log.warn(`${s.signal} without a job_id ignored`)
+    let a: StageAssignment
+    try {
+      a = parseAssignment(s.payload)
+    } catch (e) {
+      return this.refuse(s.job_id, `bad ${s.signal} payload: ${(e as Error).message}`)
+    }
+    const w = this.worker
+    const alive = w && w.jobId === s.job_id && w.status !== 'stopped' && w.status !== 'error'
+    if (alive && w.stage.stage === a.stage && w.stage.stages === a.stages) {
+      // A new key means the job's fellows changed even where this stage's neighbours did not.
+      if (!samePeer(w.assignment.prev, a.prev) || !samePeer(w.assignment.next, a.next) || !sameKey(w.assignment.p2pKey, a.p2pKey)) w.reconfigure(a)
+      if (s.signal === 'START') w.resume()
+      return
+    }
+    if (w) this.end(w, `replaced by ${s.signal} for job ${s.job_id}`)
+    try {
+      const deps: WorkerDeps = { jobId: s.job_id, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock }
+      this.worker = new PipelineWorker(deps, a)
+      this.worker.start()
+    } catch (e) {
+      this.worker = null
+      this.refuse(s.job_id, (e as Error).message)
+    }
+  }
+
+  private refuse(jobId: string, reason: string): void {
+    this.d.log.error('cannot run the assigned stage', { job_id: jobId, reason })
+    this.d.client.jobStatus(jobId, { status: 'failed', reason: reason.slice(0, 1000) }).catch((e: Error) => this.d.log.warn('job status report failed', { job_id: jobId, error: e.message }))
+  }
+}

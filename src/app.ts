@@ -1,0 +1,156 @@
+// Composition: the feature plugins on one Elysia app, then the policy index built from its routes.
+import { Elysia, type AnyElysia } from 'elysia'
+import { createBase } from './http/base'
+import { compressionPlugin } from './http/compress'
+import { errorPlugin, problemFrom } from './http/problem'
+import { PolicyIndex, authorize, presentedCredential, SESSION_COOKIE } from './http/policy'
+import { cookieFrom } from './http/cookies'
+import type { CredentialResolver } from './caller'
+import { AppError } from './errors'
+import { TOKEN_PREFIX } from './crypto'
+import { healthRoutes } from './health/routes'
+import { accountRoutes } from './accounts/routes'
+import { poolRoutes } from './pools/routes'
+import { adminRoutes } from './admin/routes'
+import { pageRoutes } from './pages/routes'
+import type { PoolTelemetry } from './pools/telemetry'
+import { fellowRoutes } from './fellows/routes'
+import { Fellows } from './fellows/service'
+import { FellowRegistry } from './fellows/live'
+import { MemorySignalHub } from './fellows/signals'
+import { FellowViews } from './fellows/views'
+import { LogRings } from './fellows/logs'
+import { JobService } from './jobs/service'
+import { JobMetrics } from './jobs/metrics'
+import { jobRoutes } from './jobs/routes'
+import { MemoryRelayHub, type RelayHub } from './relay/hub'
+import { relayRoutes } from './relay/routes'
+import { ContributionMeter, ContributionRollup } from './stats/contribution'
+import { PublicStatsService } from './stats/public'
+import { statsRoutes } from './stats/routes'
+import { Counters } from './observability/metrics'
+import { observabilityPlugin } from './observability/plugin'
+import { observabilityRoutes } from './observability/routes'
+import { Servables } from './servables/service'
+import { Inference } from './inference/service'
+import { inferenceRoutes } from './inference/routes'
+import { servableRoutes } from './servables/routes'
+import { Accounts } from './accounts/service'
+import { resolveSession } from './accounts/sessions'
+import { resolveApiToken } from './accounts/api-tokens'
+import type { Ctx } from './context'
+import type { LoopSpec } from './loops'
+
+export interface Services {
+  accounts: Accounts
+  fellows: Fellows
+  views: FellowViews
+  logs: LogRings
+  jobs: JobService
+  relay: RelayHub
+  rollup: ContributionRollup
+  publicStats: PublicStatsService
+  counters: Counters
+  poolTelemetry: PoolTelemetry
+  servables: Servables
+  inference: Inference
+  /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
+  loops: LoopSpec[]
+  /** Flushes buffered state and closes hubs before the database closes. */
+  close(): Promise<void>
+}
+
+export function createServices(ctx: Ctx): Services {
+  const meter = new ContributionMeter()
+  const registry = new FellowRegistry(ctx, { onUptime: (f, now, onlineMs, gpus) => meter.uptime(f.ownerUserId, now, onlineMs, gpus) })
+  const signals = new MemorySignalHub(ctx.clock)
+  const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes, maxTotalBytes: ctx.cfg.relayMaxTotalBytes, maxPoolBytes: ctx.cfg.relayMaxPoolBytes })
+  const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics())
+  const fellows = new Fellows(ctx, registry, signals, { onOffline: (id) => jobs.onFellowOffline(id) })
+  const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
+  const rollup = new ContributionRollup(ctx, meter)
+  const servables = new Servables(ctx)
+  const inference = new Inference(ctx, registry, servables, { onServed: (id, usage, now) => meter.served(registry.get(id)?.ownerUserId ?? null, now, usage.prompt_tokens + usage.completion_tokens) })
+  const accounts = new Accounts(ctx)
+  return {
+    accounts,
+    fellows,
+    views,
+    logs: new LogRings(ctx.cfg.logMaxTotalBytes),
+    jobs,
+    relay,
+    rollup,
+    publicStats: new PublicStatsService(ctx, registry, rollup),
+    counters: new Counters(),
+    poolTelemetry: views,
+    servables,
+    inference,
+    loops: [...accounts.loops(), ...fellows.loops(), ...jobs.loops(), ...rollup.loops(), ...inference.loops()],
+    close: async () => {
+      registry.flush({ all: true })
+      rollup.tick()
+      signals.closeAll()
+      inference.close()
+    },
+  }
+}
+
+export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
+  const index = new PolicyIndex()
+  const resolve: CredentialResolver = (token, source) => {
+    if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? resolveApiToken(ctx, token) : null
+    if (token.startsWith(TOKEN_PREFIX.nodeToken)) return source === 'bearer' ? services.fellows.resolveNodeToken(token) : null
+    if (token.startsWith('svc_')) return null
+    return resolveSession(ctx, token, source === 'cookie')
+  }
+  const notFoundGate = (request: Request): Response | null => {
+    let presented
+    try {
+      presented = presentedCredential(request.headers.get('authorization'), cookieFrom(request.headers.get('cookie'), SESSION_COOKIE), resolve)
+      authorize('admin', presented, ctx.cfg)
+      return null
+    } catch (e) {
+      // Socket paths answer a refused credential with 403, upgrade or plain GET (docs/api.md, Signals).
+      if (e instanceof AppError && e.code === 'unauthorized' && new URL(request.url).pathname.startsWith('/ws/')) return problemFrom(new AppError('forbidden', e.message))
+      if (e instanceof AppError) return problemFrom(e)
+      throw e
+    }
+  }
+  const onDetached = (ids: string[]) => services.fellows.detach(ids)
+  // The OpenAPI route describes the app it is part of; it reads it once composition is done.
+  let composed: AnyElysia | null = null
+  const base = createBase({ cfg: ctx.cfg, log: ctx.log, resolve, index })
+  // normalize: false makes additionalProperties: false a refusal (422) instead of silently
+  // stripping unknown fields, and makes a response that carries an undeclared field an error.
+  const app = new Elysia({ normalize: false })
+    .use(errorPlugin(ctx.log, notFoundGate))
+    .use(observabilityPlugin(ctx.log, services.counters, index))
+    .use(compressionPlugin(index))
+    .use(base)
+    .use(healthRoutes(base, ctx))
+    .use(accountRoutes(base, ctx, services.accounts))
+    .use(
+      poolRoutes(base, ctx, { telemetry: services.poolTelemetry, onDetached }),
+    )
+    .use(adminRoutes(base, ctx, { onDetached }))
+    .use(fellowRoutes(base, ctx, services))
+    .use(jobRoutes(base, ctx, services.jobs))
+    .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))
+    .use(servableRoutes(base, services.servables))
+    .use(inferenceRoutes(base, ctx, services))
+    .use(statsRoutes(base, ctx, services.publicStats, services.rollup))
+    .use(
+      observabilityRoutes(base, ctx, {
+        counters: services.counters,
+        registry: services.fellows.registry,
+        signals: services.fellows.signals,
+        relay: services.relay,
+        extra: () => services.inference.metrics(),
+        app: () => composed!,
+      }),
+    )
+    .use(pageRoutes(base, ctx))
+  composed = app
+  index.load(app.routes)
+  return app
+}

@@ -1,0 +1,25 @@
+// The few schema builders the wire models need, in plain TypeBox: the agent loads these models
+// and must not load Elysia (the whole leader would come with it). Each builds exactly the schema
+// Elysia's `t` builds, so a route that validates a wire model behaves as it did with `t`:
+// the same checks, the same 422 details, the same OpenAPI document.
+import { Kind, Type, TypeRegistry, type IntegerOptions, type SchemaOptions, type TNull, type TSchema, type TUnion, type TUnsafe } from '@sinclair/typebox'
+
+/** TypeBox's own integer (never Elysia's t.Integer, a transform that also takes "5"). */
+export const Int = (options?: IntegerOptions) => Type.Integer(options)
+
+/** t.Nullable: the value or null, marked nullable for the OpenAPI document. */
+export const Nullable = <T extends TSchema>(schema: T, options?: SchemaOptions): TUnion<[T, TNull]> => Type.Union([schema, Type.Null()], { ...options, nullable: true })
+
+export const Timestamp = Type.String({ format: 'date-time' })
+
+// The check Elysia registers for its UnionEnum kind, registered here too when the wire models
+// load first; Elysia keeps a kind that is already registered, so there is one either way.
+if (!TypeRegistry.Has('UnionEnum')) {
+  TypeRegistry.Set('UnionEnum', (schema: { enum: unknown[] }, value) => (typeof value === 'number' || typeof value === 'string' || value === null) && schema.enum.includes(value))
+}
+
+/** t.UnionEnum: one of `values`, as a JSON-schema enum. Its default is the first value unless given. */
+export function UnionEnum<const T extends readonly (string | number | null)[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> {
+  const type = values.every((v) => typeof v === 'string') ? { type: 'string' } : values.every((v) => typeof v === 'number') ? { type: 'number' } : values.every((v) => v === null) ? { type: 'null' } : {}
+  return { default: values[0], ...options, [Kind]: 'UnionEnum', ...type, enum: values } as unknown as TUnsafe<T[number]>
+}
