@@ -11,7 +11,11 @@ import { TOKEN_PREFIX } from './crypto'
 import { healthRoutes } from './health/routes'
 import { accountRoutes } from './accounts/routes'
 import { poolRoutes } from './pools/routes'
+import { Pools } from './pools/service'
+import { Memberships } from './pools/membership'
 import { adminRoutes } from './admin/routes'
+import { Admin } from './admin/service'
+import { AdminUsers } from './admin/users'
 import { pageRoutes } from './pages/routes'
 import type { PoolTelemetry } from './pools/telemetry'
 import { fellowRoutes } from './fellows/routes'
@@ -43,6 +47,10 @@ import type { LoopSpec } from './loops'
 
 export interface Services {
   accounts: Accounts
+  pools: Pools
+  memberships: Memberships
+  admin: Admin
+  adminUsers: AdminUsers
   fellows: Fellows
   views: FellowViews
   logs: LogRings
@@ -74,6 +82,10 @@ export function createServices(ctx: Ctx): Services {
   const accounts = new Accounts(ctx)
   return {
     accounts,
+    pools: new Pools(ctx),
+    memberships: new Memberships(ctx),
+    admin: new Admin(ctx),
+    adminUsers: new AdminUsers(ctx),
     fellows,
     views,
     logs: new LogRings(ctx.cfg.logMaxTotalBytes),
@@ -130,9 +142,9 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(healthRoutes(base, ctx))
     .use(accountRoutes(base, ctx, services.accounts))
     .use(
-      poolRoutes(base, ctx, { telemetry: services.poolTelemetry, onDetached }),
+      poolRoutes(base, services.pools, services.memberships, { telemetry: services.poolTelemetry, onDetached }),
     )
-    .use(adminRoutes(base, ctx, { onDetached }))
+    .use(adminRoutes(base, services.admin, services.adminUsers, { onDetached }))
     .use(fellowRoutes(base, ctx, services))
     .use(jobRoutes(base, ctx, services.jobs))
     .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))

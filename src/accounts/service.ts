@@ -1,5 +1,8 @@
 // Accounts: register, login, logout, password change, email verification and password reset.
 // No HTTP here: routes, the CLI and tests call these with plain values.
+// Service style: the service is the `Accounts` class, built once in app.ts `createServices` (the CLI
+// builds its own) and handed to the routes. The plain exported functions take a `Db` (or
+// transaction) first: they are helpers other services compose inside their own transactions.
 import { and, count, eq, isNull } from 'drizzle-orm'
 import { actionTokens, users } from '../db/schema'
 import { AppError, invalid } from '../errors'
@@ -78,7 +81,7 @@ export interface RegisterInput {
 }
 
 /** Expired sessions and stale login-failure counters, dropped every ten minutes. */
-export function purgeLoop(ctx: Ctx): LoopSpec {
+function purgeLoop(ctx: Ctx): LoopSpec {
   return {
     name: 'token-purge',
     intervalMs: 10 * 60_000,
@@ -305,6 +308,43 @@ export class Accounts {
     })
     ctx.mail.wake()
   }
+
+  /** `svc admin create-user`: an active admin, created directly in the state file. */
+  async createAdminUser(emailIn: string, password: string, displayName?: string): Promise<Me> {
+    const ctx = this.ctx
+    const email = normalizeEmail(emailIn)
+    const problem = passwordProblem(password, email)
+    if (problem) throw invalid(problem)
+    const passwordHash = await hashPassword(password)
+    return ctx.db.transaction((tx) => {
+      if (findUserByEmail(tx, email)) throw new AppError('email_taken', `An account with email ${email} already exists.`)
+      const now = ctx.clock.now()
+      const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null, emailVerifiedAt: null }
+      tx.insert(users).values(row).run()
+      recordAudit(tx, ctx.clock, { kind: 'cli.create_user', targetType: 'user', targetId: row.id, detail: { role: 'admin' } })
+      return toMe(row)
+    })
+  }
+
+  /** `svc admin set-password`: new password, every session and API token of that user revoked. */
+  async setUserPassword(emailIn: string, password: string): Promise<{ revokedSessions: number; revokedApiTokens: number }> {
+    const ctx = this.ctx
+    const email = normalizeEmail(emailIn)
+    const u = findUserByEmail(ctx.db, email)
+    if (!u) throw new AppError('not_found', `No account with email ${email}.`)
+    const problem = passwordProblem(password, email)
+    if (problem) throw invalid(problem)
+    const passwordHash = await hashPassword(password)
+    return ctx.db.transaction((tx) => {
+      const now = ctx.clock.now()
+      tx.update(users).set({ passwordHash, updatedAt: now }).where(eq(users.id, u.id)).run()
+      const revokedSessions = revokeUserSessions(tx, now, u.id)
+      const revokedApiTokens = revokeUserApiTokens(tx, now, u.id)
+      clearAccountFailures(tx, email)
+      recordAudit(tx, ctx.clock, { kind: 'cli.set_password', targetType: 'user', targetId: u.id, detail: { sessions_revoked: revokedSessions, api_tokens_revoked: revokedApiTokens } })
+      return { revokedSessions, revokedApiTokens }
+    })
+  }
 }
 
 function notActiveReason(status: UserStatus): string {
@@ -318,39 +358,4 @@ function notActiveReason(status: UserStatus): string {
     default:
       return 'Your account is not active.'
   }
-}
-
-/** `svc admin create-user`: an active admin, created directly in the state file. */
-export async function createAdminUser(ctx: Ctx, emailIn: string, password: string, displayName?: string): Promise<Me> {
-  const email = normalizeEmail(emailIn)
-  const problem = passwordProblem(password, email)
-  if (problem) throw invalid(problem)
-  const passwordHash = await hashPassword(password)
-  return ctx.db.transaction((tx) => {
-    if (findUserByEmail(tx, email)) throw new AppError('email_taken', `An account with email ${email} already exists.`)
-    const now = ctx.clock.now()
-    const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null, emailVerifiedAt: null }
-    tx.insert(users).values(row).run()
-    recordAudit(tx, ctx.clock, { kind: 'cli.create_user', targetType: 'user', targetId: row.id, detail: { role: 'admin' } })
-    return toMe(row)
-  })
-}
-
-/** `svc admin set-password`: new password, every session and API token of that user revoked. */
-export async function setUserPassword(ctx: Ctx, emailIn: string, password: string): Promise<{ revokedSessions: number; revokedApiTokens: number }> {
-  const email = normalizeEmail(emailIn)
-  const u = findUserByEmail(ctx.db, email)
-  if (!u) throw new AppError('not_found', `No account with email ${email}.`)
-  const problem = passwordProblem(password, email)
-  if (problem) throw invalid(problem)
-  const passwordHash = await hashPassword(password)
-  return ctx.db.transaction((tx) => {
-    const now = ctx.clock.now()
-    tx.update(users).set({ passwordHash, updatedAt: now }).where(eq(users.id, u.id)).run()
-    const revokedSessions = revokeUserSessions(tx, now, u.id)
-    const revokedApiTokens = revokeUserApiTokens(tx, now, u.id)
-    clearAccountFailures(tx, email)
-    recordAudit(tx, ctx.clock, { kind: 'cli.set_password', targetType: 'user', targetId: u.id, detail: { sessions_revoked: revokedSessions, api_tokens_revoked: revokedApiTokens } })
-    return { revokedSessions, revokedApiTokens }
-  })
 }

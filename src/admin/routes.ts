@@ -2,20 +2,8 @@
 import { Elysia } from 'elysia'
 import type { AppBase } from '../http/base'
 import { adminActorOf } from '../http/callers'
-import type { Ctx } from '../context'
-import {
-  adminMailState,
-  approveUser,
-  deleteUser,
-  issuePasswordReset,
-  listUsers,
-  pendingCount,
-  resendVerification,
-  sendAdminTestMail,
-  setUserStatus,
-  updateUser,
-} from './service'
-import { listAudit } from '../audit/service'
+import type { Admin } from './service'
+import type { AdminUsers } from './users'
 import * as M from './model'
 
 export interface AdminRouteDeps {
@@ -23,25 +11,25 @@ export interface AdminRouteDeps {
   onDetached?: (fellowIds: string[]) => void
 }
 
-export function adminRoutes(base: AppBase, ctx: Ctx, deps: AdminRouteDeps = {}) {
+export function adminRoutes(base: AppBase, admin: Admin, users: AdminUsers, deps: AdminRouteDeps = {}) {
   return new Elysia({ name: 'admin' })
     .use(base)
-    .get('/api/v1/admin/users', ({ query }) => listUsers(ctx.db, query), {
+    .get('/api/v1/admin/users', ({ query }) => users.list(query), {
       policy: 'admin',
       query: M.UserListQuery,
       response: { 200: M.UserList },
     })
-    .get('/api/v1/admin/users/pending-count', () => ({ count: pendingCount(ctx.db) }), {
+    .get('/api/v1/admin/users/pending-count', () => ({ count: users.pendingCount() }), {
       policy: 'admin',
       response: { 200: M.PendingCount },
     })
-    .patch('/api/v1/admin/users/:id', ({ caller, clientIp, params, body }) => updateUser(ctx, adminActorOf(caller, clientIp), params.id, body), {
+    .patch('/api/v1/admin/users/:id', ({ caller, clientIp, params, body }) => users.update(adminActorOf(caller, clientIp), params.id, body), {
       policy: 'admin',
       params: M.UserParams,
       body: M.UpdateUserBody,
       response: { 200: M.AdminUser },
     })
-    .post('/api/v1/admin/users/:id/status', ({ caller, clientIp, params, body }) => setUserStatus(ctx, adminActorOf(caller, clientIp), params.id, body.status), {
+    .post('/api/v1/admin/users/:id/status', ({ caller, clientIp, params, body }) => users.setStatus(adminActorOf(caller, clientIp), params.id, body.status), {
       policy: 'admin',
       params: M.UserParams,
       body: M.StatusBody,
@@ -52,36 +40,36 @@ export function adminRoutes(base: AppBase, ctx: Ctx, deps: AdminRouteDeps = {}) 
       ({ caller, clientIp, params, set }) => {
         // The answer may carry a one-time link: no cache may keep it.
         set.headers['cache-control'] = 'no-store'
-        return issuePasswordReset(ctx, adminActorOf(caller, clientIp), params.id)
+        return users.issuePasswordReset(adminActorOf(caller, clientIp), params.id)
       },
       { policy: 'admin', params: M.UserParams, response: { 200: M.ResetResult } },
     )
-    .post('/api/v1/admin/users/:id/approve', ({ caller, clientIp, params }) => approveUser(ctx, adminActorOf(caller, clientIp), params.id), {
+    .post('/api/v1/admin/users/:id/approve', ({ caller, clientIp, params }) => users.approve(adminActorOf(caller, clientIp), params.id), {
       policy: 'admin',
       params: M.UserParams,
       response: { 200: M.AdminUser },
     })
     .post(
       '/api/v1/admin/users/:id/resend-verification',
-      ({ caller, clientIp, params }) => resendVerification(ctx, adminActorOf(caller, clientIp), params.id),
+      ({ caller, clientIp, params }) => users.resendVerification(adminActorOf(caller, clientIp), params.id),
       { policy: 'admin', params: M.UserParams, response: { 200: M.ResendResult } },
     )
     .delete(
       '/api/v1/admin/users/:id',
       ({ caller, clientIp, params }) => {
-        const { fellowIds, ...result } = deleteUser(ctx, adminActorOf(caller, clientIp), params.id)
+        const { fellowIds, ...result } = users.delete(adminActorOf(caller, clientIp), params.id)
         if (fellowIds.length > 0) deps.onDetached?.(fellowIds)
         return result
       },
       { policy: 'admin', params: M.UserParams, response: { 200: M.DeleteResult } },
     )
-    .get('/api/v1/admin/audit', ({ query }) => listAudit(ctx.db, query), {
+    .get('/api/v1/admin/audit', ({ query }) => admin.listAudit(query), {
       policy: 'admin',
       query: M.AuditQuery,
       response: { 200: M.AuditList },
     })
-    .get('/api/v1/admin/mail', () => adminMailState(ctx), { policy: 'admin', response: { 200: M.MailState } })
-    .post('/api/v1/admin/mail/test', ({ caller, clientIp }) => sendAdminTestMail(ctx, adminActorOf(caller, clientIp)), {
+    .get('/api/v1/admin/mail', () => admin.mailState(), { policy: 'admin', response: { 200: M.MailState } })
+    .post('/api/v1/admin/mail/test', ({ caller, clientIp }) => admin.sendTestMail(adminActorOf(caller, clientIp)), {
       policy: 'admin',
       response: { 200: M.MailTestResult },
     })

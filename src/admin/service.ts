@@ -1,37 +1,50 @@
-// Admin features without HTTP: user management (users.ts, list.ts), the audit log (audit.ts) and
-// the mail status and test mail here. Routes, the CLI and tests call these with plain values.
-import { recordAudit } from '../audit/service'
+// Admin features without HTTP: user management (users.ts, list.ts), the audit log and the mail
+// status and test mail here. Routes, the CLI and tests call these with plain values.
+// Service style: services are classes (`Admin` here, `AdminUsers` in users.ts) built once in app.ts
+// `createServices` and handed to the routes; plain functions that take a `Db` (list.ts) are
+// transaction helpers other code composes.
+import { listAudit, recordAudit } from '../audit/service'
 import { getUser } from '../accounts/service'
 import { AppError } from '../errors'
 import { mailStatus, sendTestMail, smtpErrorText } from '../mail/sender'
 import type { Ctx } from '../context'
-import type { MailState } from './model'
+import type { AuditQuery, MailState } from './model'
 import type { AdminActor } from '../caller'
 
 export { listUsers, pendingCount } from './list'
-export { approveUser, deleteUser, issuePasswordReset, resendVerification, setUserStatus, updateUser } from './users'
 
-/** `configured` follows the outbox, the switch every mail-sending feature obeys. */
-export function adminMailState(ctx: Ctx): MailState {
-  const s = mailStatus(ctx)
-  const configured = ctx.mail.enabled
-  return { configured, status: configured ? 'configured' : 'disabled', pending: s.pending, failed: s.failed, sent: s.sent }
-}
+export class Admin {
+  constructor(private readonly ctx: Ctx) {}
 
-/** Sends the test template to the calling admin, straight to SMTP, so the reply shows in the answer. */
-export async function sendAdminTestMail(ctx: Ctx, actor: AdminActor): Promise<{ sent: true; to: string }> {
-  const me = getUser(ctx.db, actor.userId)
-  if (!me) throw new AppError('unauthorized', 'Log in first.')
-  const smtp = ctx.cfg.smtp
-  if (smtp === null) throw new AppError('mail_disabled', 'SMTP is not configured: set SVC_SMTP_HOST and SVC_SMTP_FROM.')
-  const entry = { kind: 'admin.mail.test', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'email', targetId: me.email }
-  try {
-    await sendTestMail(smtp, me.email, ctx.cfg.baseUrl, smtp.ca ?? undefined)
-  } catch (e) {
-    const error = e instanceof AppError ? e.message : smtpErrorText(e)
-    recordAudit(ctx.db, ctx.clock, { ...entry, detail: { ok: false, error } })
-    throw e instanceof AppError ? e : new AppError('smtp_failed', error)
+  /** One page of the audit log, newest first, as the query filters it. */
+  listAudit(query: AuditQuery) {
+    return listAudit(this.ctx.db, query)
   }
-  recordAudit(ctx.db, ctx.clock, { ...entry, detail: { ok: true } })
-  return { sent: true, to: me.email }
+
+  /** `configured` follows the outbox, the switch every mail-sending feature obeys. */
+  mailState(): MailState {
+    const ctx = this.ctx
+    const s = mailStatus(ctx)
+    const configured = ctx.mail.enabled
+    return { configured, status: configured ? 'configured' : 'disabled', pending: s.pending, failed: s.failed, sent: s.sent }
+  }
+
+  /** Sends the test template to the calling admin, straight to SMTP, so the reply shows in the answer. */
+  async sendTestMail(actor: AdminActor): Promise<{ sent: true; to: string }> {
+    const ctx = this.ctx
+    const me = getUser(ctx.db, actor.userId)
+    if (!me) throw new AppError('unauthorized', 'Log in first.')
+    const smtp = ctx.cfg.smtp
+    if (smtp === null) throw new AppError('mail_disabled', 'SMTP is not configured: set SVC_SMTP_HOST and SVC_SMTP_FROM.')
+    const entry = { kind: 'admin.mail.test', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'email', targetId: me.email }
+    try {
+      await sendTestMail(smtp, me.email, ctx.cfg.baseUrl, smtp.ca ?? undefined)
+    } catch (e) {
+      const error = e instanceof AppError ? e.message : smtpErrorText(e)
+      recordAudit(ctx.db, ctx.clock, { ...entry, detail: { ok: false, error } })
+      throw e instanceof AppError ? e : new AppError('smtp_failed', error)
+    }
+    recordAudit(ctx.db, ctx.clock, { ...entry, detail: { ok: true } })
+    return { sent: true, to: me.email }
+  }
 }

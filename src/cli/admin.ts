@@ -4,7 +4,7 @@ import { loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
 import { systemClock } from '../time'
 import { createLogger } from '../log'
-import { createAdminUser, setUserPassword } from '../accounts/service'
+import { Accounts } from '../accounts/service'
 import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
 import { AppError } from '../errors'
@@ -46,7 +46,7 @@ export async function runAdmin(argv: string[]): Promise<number> {
       const password = await readPassword(values['password-stdin'] === true, true)
       const ctx = adminContext(values.db, false)
       try {
-        const user = await createAdminUser(ctx, addr, password, values['display-name'])
+        const user = await new Accounts(ctx).createAdminUser(addr, password, values['display-name'])
         process.stdout.write(`created admin ${user.email} (${user.id})\n`)
       } finally {
         ctx.sqlite.close()
@@ -58,7 +58,7 @@ export async function runAdmin(argv: string[]): Promise<number> {
       const password = await readPassword(values['password-stdin'] === true, true)
       const ctx = adminContext(values.db, false)
       try {
-        const { revokedSessions, revokedApiTokens } = await setUserPassword(ctx, addr, password)
+        const { revokedSessions, revokedApiTokens } = await new Accounts(ctx).setUserPassword(addr, password)
         process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
       } finally {
         ctx.sqlite.close()

@@ -169,7 +169,7 @@ export class Fellows {
       let ownerUserId: string | null
       let joinSessionId: string | null
       if (self) {
-        poolId = binding?.poolId ?? ensureDefaultPool(ctx, tx).id
+        poolId = binding?.poolId ?? ensureDefaultPool(tx, ctx.clock).id
         ownerUserId = binding?.ownerUserId ?? null
         joinSessionId = binding?.joinSessionId ?? null
       } else if (grant && existing) {
@@ -196,7 +196,7 @@ export class Fellows {
         joinSessionId = grant.sessionId
       } else {
         if (existing) throw new AppError('unauthorized', 'Re-registering a fellow needs its node token or a join token of its pool.')
-        poolId = ensureDefaultPool(ctx, tx).id
+        poolId = ensureDefaultPool(tx, ctx.clock).id
         ownerUserId = null
         joinSessionId = null
       }

@@ -87,7 +87,7 @@ export class JobService {
     const { ctx } = this
     const job = ctx.db.transaction((tx) => {
       const poolNamed = input.pool_id !== undefined
-      const poolId = input.pool_id ?? ensureDefaultPool(ctx, tx).id
+      const poolId = input.pool_id ?? ensureDefaultPool(tx, ctx.clock).id
       if (!inScope(scopeOf(tx, caller), poolId)) throw notFound('Pool')
       // An admin's scope is "every pool", so an unknown (or just deleted) pool id passed the check
       // above and failed the insert's foreign key: a 500 instead of a 404.

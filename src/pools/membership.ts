@@ -1,4 +1,6 @@
 // Pool membership: invites by email, join requests, approval, leaving and removal.
+// Service style: the `Memberships` class, built once in app.ts `createServices` and handed to the
+// pool routes; what it shares with `Pools` are the Db-first transaction helpers of ./service.
 import { and, asc, count, eq, gt, min } from 'drizzle-orm'
 import { joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
@@ -74,166 +76,179 @@ function checkInviteCaps(ctx: Ctx, tx: Db, actor: Actor, email: string, now: num
   }
 }
 
-/**
- * Owner or admin invites an email. While a pending invite to that address is open, inviting again
- * answers it (200) with its expiry extended and queues no mail; otherwise (new, or expired) the
- * invite mail goes out (201), within the caps above. The inviter gets the invite's link.
- */
-export function inviteToPool(ctx: Ctx, actor: Actor, poolId: string, emailIn: string) {
-  const email = normalizeEmail(emailIn) // the form accounts store, so an IDN invitee matches
-  const result = ctx.db.transaction((tx) => {
-    const pool = getVisiblePool(tx, actor, poolId)
-    requireOwner(tx, actor, pool)
-    const invitee = tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()
-    if (invitee && memberRole(tx, poolId, invitee.id) !== null) throw new AppError('conflict', `${email} is already a member of this pool.`)
-    const now = ctx.clock.now()
-    const existing = tx
-      .select()
-      .from(poolInvites)
-      .where(and(eq(poolInvites.poolId, poolId), eq(poolInvites.email, email), eq(poolInvites.status, 'pending')))
-      .get()
-    const open = existing !== undefined && existing.expiresAt > now
-    if (!open) checkInviteCaps(ctx, tx, actor, email, now)
-    let row: InviteRow
-    if (existing) {
-      row = { ...existing, expiresAt: now + INVITE_TTL_MS, invitedBy: actor.userId }
-      tx.update(poolInvites).set({ expiresAt: row.expiresAt, invitedBy: row.invitedBy }).where(eq(poolInvites.id, row.id)).run()
-    } else {
-      row = { id: newId(), poolId, email, invitedBy: actor.userId, status: 'pending', createdAt: now, expiresAt: now + INVITE_TTL_MS }
-      tx.insert(poolInvites).values(row).run()
-    }
-    const link = inviteLink(ctx, row)
-    if (!open) {
-      const inviter = getUser(tx, actor.userId)
-      ctx.mail.enqueue(tx, 'pool-invite', email, {
-        pool_name: pool.name,
-        inviter: inviter?.displayName ?? inviter?.email ?? 'An administrator',
-        link,
-      })
-    }
-    recordAudit(tx, ctx.clock, { kind: 'pool.invite', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email, refreshed: existing !== undefined, mailed: !open && ctx.mail.enabled } })
-    return { invite: { ...toInvite(row, pool.name), invite_link: link }, created: !open }
-  })
-  ctx.mail.wake()
-  return result
-}
+export class Memberships {
+  constructor(private readonly ctx: Ctx) {}
 
-/**
- * Pending, unexpired invites to the caller's address, listed (and acceptable by id) only once that
- * address is verified: an account that merely registered the address first must not see them.
- */
-export function myInvites(db: Db, now: number, userId: string) {
-  const me = getUser(db, userId)
-  if (!me || me.emailVerifiedAt === null) return []
-  return db
-    .select({ invite: poolInvites, poolName: pools.name })
-    .from(poolInvites)
-    .innerJoin(pools, eq(pools.id, poolInvites.poolId))
-    .where(and(eq(poolInvites.email, me.email), eq(poolInvites.status, 'pending'), gt(poolInvites.expiresAt, now)))
-    .orderBy(asc(poolInvites.createdAt))
-    .all()
-    .map((r) => toInvite(r.invite, r.poolName))
-}
-
-/**
- * Accepting needs the invitee's own email (case-insensitive) and either a verified address or the
- * invite link's token: with email verification off, whoever registered the address first used to
- * take its invites (issue 26, item 9). The invitee becomes a `member`.
- */
-export function acceptInvite(ctx: Ctx, actor: Actor, inviteId: string, token?: string) {
-  return ctx.db.transaction((tx) => {
-    const row = tx.select({ invite: poolInvites, poolName: pools.name }).from(poolInvites).innerJoin(pools, eq(pools.id, poolInvites.poolId)).where(eq(poolInvites.id, inviteId)).get()
-    if (!row || row.invite.status !== 'pending') throw notFound('Invite')
-    const now = ctx.clock.now()
-    if (row.invite.expiresAt <= now) throw new AppError('gone', 'This invite has expired; ask for a new one.')
-    const me = getUser(tx, actor.userId)
-    if (!me || me.email !== row.invite.email) throw new AppError('invite_email_mismatch', 'This invite was sent to a different email address.')
-    if (token !== undefined) {
-      if (!safeEqual(token, inviteToken(ctx, row.invite))) {
-        throw new AppError('invalid_token', 'This invitation link is not valid; open the link from the invitation email again, or ask for a new invitation.')
+  /**
+   * Owner or admin invites an email. While a pending invite to that address is open, inviting again
+   * answers it (200) with its expiry extended and queues no mail; otherwise (new, or expired) the
+   * invite mail goes out (201), within the caps above. The inviter gets the invite's link.
+   */
+  invite(actor: Actor, poolId: string, emailIn: string) {
+    const ctx = this.ctx
+    const email = normalizeEmail(emailIn) // the form accounts store, so an IDN invitee matches
+    const result = ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, poolId)
+      requireOwner(tx, actor, pool)
+      const invitee = tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()
+      if (invitee && memberRole(tx, poolId, invitee.id) !== null) throw new AppError('conflict', `${email} is already a member of this pool.`)
+      const now = ctx.clock.now()
+      const existing = tx
+        .select()
+        .from(poolInvites)
+        .where(and(eq(poolInvites.poolId, poolId), eq(poolInvites.email, email), eq(poolInvites.status, 'pending')))
+        .get()
+      const open = existing !== undefined && existing.expiresAt > now
+      if (!open) checkInviteCaps(ctx, tx, actor, email, now)
+      let row: InviteRow
+      if (existing) {
+        row = { ...existing, expiresAt: now + INVITE_TTL_MS, invitedBy: actor.userId }
+        tx.update(poolInvites).set({ expiresAt: row.expiresAt, invitedBy: row.invitedBy }).where(eq(poolInvites.id, row.id)).run()
+      } else {
+        row = { id: newId(), poolId, email, invitedBy: actor.userId, status: 'pending', createdAt: now, expiresAt: now + INVITE_TTL_MS }
+        tx.insert(poolInvites).values(row).run()
       }
-    } else if (me.emailVerifiedAt === null) {
-      throw new AppError('email_not_verified', 'Your email address is not verified: accept the invitation through the link in the invitation email.')
-    }
-    if (memberRole(tx, row.invite.poolId, actor.userId) === null) {
-      tx.insert(poolMembers).values({ poolId: row.invite.poolId, userId: actor.userId, role: 'member', createdAt: now }).run()
-    }
-    tx.update(poolInvites).set({ status: 'accepted' }).where(eq(poolInvites.id, inviteId)).run()
-    tx.delete(joinRequests).where(and(eq(joinRequests.poolId, row.invite.poolId), eq(joinRequests.userId, actor.userId))).run()
-    recordAudit(tx, ctx.clock, { kind: 'pool.invite_accept', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.invite.poolId, detail: { via: token !== undefined ? 'link' : 'verified_email' } })
-    return toInvite({ ...row.invite, status: 'accepted' }, row.poolName)
-  })
-}
+      const link = inviteLink(ctx, row)
+      if (!open) {
+        const inviter = getUser(tx, actor.userId)
+        ctx.mail.enqueue(tx, 'pool-invite', email, {
+          pool_name: pool.name,
+          inviter: inviter?.displayName ?? inviter?.email ?? 'An administrator',
+          link,
+        })
+      }
+      recordAudit(tx, ctx.clock, { kind: 'pool.invite', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email, refreshed: existing !== undefined, mailed: !open && ctx.mail.enabled } })
+      return { invite: { ...toInvite(row, pool.name), invite_link: link }, created: !open }
+    })
+    ctx.mail.wake()
+    return result
+  }
 
-/** Public + open join: member now. Public otherwise: a pending request. Private: not found. */
-export function joinPool(ctx: Ctx, actor: Actor, poolId: string): { status: 'joined' | 'pending' | 'member' } {
-  return ctx.db.transaction((tx) => {
-    const pool = getVisiblePool(tx, actor, poolId)
-    if (pool.my_role !== null) return { status: 'member' as const }
-    if (pool.visibility !== 'public') throw notFound('Pool') // only an admin can see a private pool it is not in
-    const now = ctx.clock.now()
-    if (pool.open_join) {
-      tx.insert(poolMembers).values({ poolId, userId: actor.userId, role: 'member', createdAt: now }).run()
-      tx.delete(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, actor.userId))).run()
-      recordAudit(tx, ctx.clock, { kind: 'pool.join', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
+  /**
+   * Pending, unexpired invites to the caller's address, listed (and acceptable by id) only once that
+   * address is verified: an account that merely registered the address first must not see them.
+   */
+  listMyInvites(userId: string) {
+    const db = this.ctx.db
+    const now = this.ctx.clock.now()
+    const me = getUser(db, userId)
+    if (!me || me.emailVerifiedAt === null) return []
+    return db
+      .select({ invite: poolInvites, poolName: pools.name })
+      .from(poolInvites)
+      .innerJoin(pools, eq(pools.id, poolInvites.poolId))
+      .where(and(eq(poolInvites.email, me.email), eq(poolInvites.status, 'pending'), gt(poolInvites.expiresAt, now)))
+      .orderBy(asc(poolInvites.createdAt))
+      .all()
+      .map((r) => toInvite(r.invite, r.poolName))
+  }
+
+  /**
+   * Accepting needs the invitee's own email (case-insensitive) and either a verified address or the
+   * invite link's token: with email verification off, whoever registered the address first used to
+   * take its invites (issue 26, item 9). The invitee becomes a `member`.
+   */
+  accept(actor: Actor, inviteId: string, token?: string) {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
+      const row = tx.select({ invite: poolInvites, poolName: pools.name }).from(poolInvites).innerJoin(pools, eq(pools.id, poolInvites.poolId)).where(eq(poolInvites.id, inviteId)).get()
+      if (!row || row.invite.status !== 'pending') throw notFound('Invite')
+      const now = ctx.clock.now()
+      if (row.invite.expiresAt <= now) throw new AppError('gone', 'This invite has expired; ask for a new one.')
+      const me = getUser(tx, actor.userId)
+      if (!me || me.email !== row.invite.email) throw new AppError('invite_email_mismatch', 'This invite was sent to a different email address.')
+      if (token !== undefined) {
+        if (!safeEqual(token, inviteToken(ctx, row.invite))) {
+          throw new AppError('invalid_token', 'This invitation link is not valid; open the link from the invitation email again, or ask for a new invitation.')
+        }
+      } else if (me.emailVerifiedAt === null) {
+        throw new AppError('email_not_verified', 'Your email address is not verified: accept the invitation through the link in the invitation email.')
+      }
+      if (memberRole(tx, row.invite.poolId, actor.userId) === null) {
+        tx.insert(poolMembers).values({ poolId: row.invite.poolId, userId: actor.userId, role: 'member', createdAt: now }).run()
+      }
+      tx.update(poolInvites).set({ status: 'accepted' }).where(eq(poolInvites.id, inviteId)).run()
+      tx.delete(joinRequests).where(and(eq(joinRequests.poolId, row.invite.poolId), eq(joinRequests.userId, actor.userId))).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.invite_accept', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.invite.poolId, detail: { via: token !== undefined ? 'link' : 'verified_email' } })
+      return toInvite({ ...row.invite, status: 'accepted' }, row.poolName)
+    })
+  }
+
+  /** Public + open join: member now. Public otherwise: a pending request. Private: not found. */
+  join(actor: Actor, poolId: string): { status: 'joined' | 'pending' | 'member' } {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, poolId)
+      if (pool.my_role !== null) return { status: 'member' as const }
+      if (pool.visibility !== 'public') throw notFound('Pool') // only an admin can see a private pool it is not in
+      const now = ctx.clock.now()
+      if (pool.open_join) {
+        tx.insert(poolMembers).values({ poolId, userId: actor.userId, role: 'member', createdAt: now }).run()
+        tx.delete(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, actor.userId))).run()
+        recordAudit(tx, ctx.clock, { kind: 'pool.join', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
+        return { status: 'joined' as const }
+      }
+      tx.insert(joinRequests).values({ poolId, userId: actor.userId, status: 'pending', createdAt: now }).onConflictDoNothing().run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.join_request', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
+      return { status: 'pending' as const }
+    })
+  }
+
+  listJoinRequests(actor: Actor, poolId: string) {
+    const db = this.ctx.db
+    const pool = getVisiblePool(db, actor, poolId)
+    requireOwner(db, actor, pool)
+    return db
+      .select({ r: joinRequests, email: users.email, displayName: users.displayName })
+      .from(joinRequests)
+      .innerJoin(users, eq(users.id, joinRequests.userId))
+      .where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.status, 'pending')))
+      .orderBy(asc(joinRequests.createdAt))
+      .all()
+      .map(({ r, email, displayName }) => ({ pool_id: r.poolId, user_id: r.userId, email, display_name: displayName, status: r.status, created_at: iso(r.createdAt) }))
+  }
+
+  approve(actor: Actor, poolId: string, userId: string): { status: 'joined' } {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, poolId)
+      requireOwner(tx, actor, pool)
+      const req = tx.select().from(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId), eq(joinRequests.status, 'pending'))).get()
+      if (!req) throw notFound('Join request')
+      tx.update(joinRequests).set({ status: 'approved' }).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId))).run()
+      if (memberRole(tx, poolId, userId) === null) {
+        tx.insert(poolMembers).values({ poolId, userId, role: 'member', createdAt: ctx.clock.now() }).run()
+      }
+      recordAudit(tx, ctx.clock, { kind: 'pool.join_approve', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { user_id: userId } })
       return { status: 'joined' as const }
-    }
-    tx.insert(joinRequests).values({ poolId, userId: actor.userId, status: 'pending', createdAt: now }).onConflictDoNothing().run()
-    recordAudit(tx, ctx.clock, { kind: 'pool.join_request', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
-    return { status: 'pending' as const }
-  })
-}
+    })
+  }
 
-export function listJoinRequests(db: Db, actor: Actor, poolId: string) {
-  const pool = getVisiblePool(db, actor, poolId)
-  requireOwner(db, actor, pool)
-  return db
-    .select({ r: joinRequests, email: users.email, displayName: users.displayName })
-    .from(joinRequests)
-    .innerJoin(users, eq(users.id, joinRequests.userId))
-    .where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.status, 'pending')))
-    .orderBy(asc(joinRequests.createdAt))
-    .all()
-    .map(({ r, email, displayName }) => ({ pool_id: r.poolId, user_id: r.userId, email, display_name: displayName, status: r.status, created_at: iso(r.createdAt) }))
-}
+  listMembers(actor: Actor, poolId: string) {
+    const db = this.ctx.db
+    requireMember(db, actor, poolId)
+    return db
+      .select({ m: poolMembers, email: users.email, displayName: users.displayName })
+      .from(poolMembers)
+      .innerJoin(users, eq(users.id, poolMembers.userId))
+      .where(eq(poolMembers.poolId, poolId))
+      .orderBy(asc(poolMembers.createdAt))
+      .all()
+      .map(({ m, email, displayName }) => ({ user_id: m.userId, email, display_name: displayName, role: m.role, joined_at: iso(m.createdAt) }))
+  }
 
-export function approveJoinRequest(ctx: Ctx, actor: Actor, poolId: string, userId: string): { status: 'joined' } {
-  return ctx.db.transaction((tx) => {
-    const pool = getVisiblePool(tx, actor, poolId)
-    requireOwner(tx, actor, pool)
-    const req = tx.select().from(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId), eq(joinRequests.status, 'pending'))).get()
-    if (!req) throw notFound('Join request')
-    tx.update(joinRequests).set({ status: 'approved' }).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId))).run()
-    if (memberRole(tx, poolId, userId) === null) {
-      tx.insert(poolMembers).values({ poolId, userId, role: 'member', createdAt: ctx.clock.now() }).run()
-    }
-    recordAudit(tx, ctx.clock, { kind: 'pool.join_approve', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { user_id: userId } })
-    return { status: 'joined' as const }
-  })
-}
-
-export function listMembers(db: Db, actor: Actor, poolId: string) {
-  requireMember(db, actor, poolId)
-  return db
-    .select({ m: poolMembers, email: users.email, displayName: users.displayName })
-    .from(poolMembers)
-    .innerJoin(users, eq(users.id, poolMembers.userId))
-    .where(eq(poolMembers.poolId, poolId))
-    .orderBy(asc(poolMembers.createdAt))
-    .all()
-    .map(({ m, email, displayName }) => ({ user_id: m.userId, email, display_name: displayName, role: m.role, joined_at: iso(m.createdAt) }))
-}
-
-/** A member leaves, or the owner/an admin removes someone. The owner cannot be removed (409). */
-export function removeMember(ctx: Ctx, actor: Actor, poolId: string, userId: string): void {
-  ctx.db.transaction((tx) => {
-    const pool = getVisiblePool(tx, actor, poolId)
-    const self = userId === actor.userId
-    if (!self) requireOwner(tx, actor, pool)
-    const role = memberRole(tx, poolId, userId)
-    if (role === null) throw notFound('Member')
-    if (role === 'owner') throw new AppError('owner_cannot_leave', 'The pool owner cannot be removed; delete the pool instead.')
-    tx.delete(poolMembers).where(and(eq(poolMembers.poolId, poolId), eq(poolMembers.userId, userId))).run()
-    recordAudit(tx, ctx.clock, { kind: self ? 'pool.leave' : 'pool.member_remove', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { user_id: userId } })
-  })
+  /** A member leaves, or the owner/an admin removes someone. The owner cannot be removed (409). */
+  remove(actor: Actor, poolId: string, userId: string): void {
+    const ctx = this.ctx
+    ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, poolId)
+      const self = userId === actor.userId
+      if (!self) requireOwner(tx, actor, pool)
+      const role = memberRole(tx, poolId, userId)
+      if (role === null) throw notFound('Member')
+      if (role === 'owner') throw new AppError('owner_cannot_leave', 'The pool owner cannot be removed; delete the pool instead.')
+      tx.delete(poolMembers).where(and(eq(poolMembers.poolId, poolId), eq(poolMembers.userId, userId))).run()
+      recordAudit(tx, ctx.clock, { kind: self ? 'pool.leave' : 'pool.member_remove', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { user_id: userId } })
+    })
+  }
 }

@@ -3,9 +3,8 @@ import { Elysia } from 'elysia'
 import type { AppBase } from '../http/base'
 import { actorOf } from '../http/callers'
 import type { Actor } from '../caller'
-import type { Ctx } from '../context'
-import { createPool, deletePool, getVisiblePool, listPools, listRoleLimits, updatePool, updateRoleLimits, userLimits } from './service'
-import { acceptInvite, approveJoinRequest, inviteToPool, joinPool, listJoinRequests, listMembers, myInvites, removeMember } from './membership'
+import type { Pools } from './service'
+import type { Memberships } from './membership'
 import type { PoolTelemetry } from './telemetry'
 import * as M from './model'
 import { t } from 'elysia'
@@ -17,9 +16,9 @@ export interface PoolRouteDeps {
   onDetached?: (fellowIds: string[]) => void
 }
 
-export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
+export function poolRoutes(base: AppBase, pools: Pools, memberships: Memberships, deps: PoolRouteDeps) {
   const del = (actor: Actor, id: string, force: boolean) => {
-    const r = deletePool(ctx, actor, id, force)
+    const r = pools.delete(actor, id, force)
     if (r.fellowIds.length > 0) deps.onDetached?.(r.fellowIds)
     return { deleted: true as const, detached_nodes: r.detached }
   }
@@ -27,7 +26,7 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
     new Elysia({ name: 'pools' })
       .use(base)
       // Admin surface.
-      .get('/api/v1/admin/pools', ({ caller, clientIp }) => ({ items: listPools(ctx.db, actorOf(caller, clientIp)) }), {
+      .get('/api/v1/admin/pools', ({ caller, clientIp }) => ({ items: pools.list(actorOf(caller, clientIp)) }), {
         policy: 'admin',
         response: { 200: M.PoolList },
       })
@@ -35,16 +34,16 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
         '/api/v1/admin/pools',
         ({ caller, clientIp, body, set }) => {
           set.status = 201
-          return createPool(ctx, actorOf(caller, clientIp), body, { adminSurface: true })
+          return pools.create(actorOf(caller, clientIp), body, { adminSurface: true })
         },
         { policy: 'admin', body: M.CreatePoolBody, response: { 201: M.Pool } },
       )
-      .get('/api/v1/admin/pools/:id', ({ caller, clientIp, params }) => getVisiblePool(ctx.db, actorOf(caller, clientIp), params.id), {
+      .get('/api/v1/admin/pools/:id', ({ caller, clientIp, params }) => pools.get(actorOf(caller, clientIp), params.id), {
         policy: 'admin',
         params: M.PoolParams,
         response: { 200: M.Pool },
       })
-      .patch('/api/v1/admin/pools/:id', ({ caller, clientIp, params, body }) => updatePool(ctx, actorOf(caller, clientIp), params.id, body), {
+      .patch('/api/v1/admin/pools/:id', ({ caller, clientIp, params, body }) => pools.update(actorOf(caller, clientIp), params.id, body), {
         policy: 'admin',
         params: M.PoolParams,
         body: M.UpdatePoolBody,
@@ -56,14 +55,14 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
         query: M.DeleteQuery,
         response: { 200: M.DeleteResult },
       })
-      .get('/api/v1/admin/role-limits', () => ({ items: listRoleLimits(ctx.db) }), { policy: 'admin', response: { 200: M.RoleLimitsList } })
+      .get('/api/v1/admin/role-limits', () => ({ items: pools.listRoleLimits() }), { policy: 'admin', response: { 200: M.RoleLimitsList } })
       .patch(
         '/api/v1/admin/role-limits/:role',
-        ({ caller, clientIp, params, body }) => updateRoleLimits(ctx, actorOf(caller, clientIp), params.role, body),
+        ({ caller, clientIp, params, body }) => pools.updateRoleLimits(actorOf(caller, clientIp), params.role, body),
         { policy: 'admin', params: t.Object({ role: t.String({ maxLength: 32 }) }), body: M.RoleLimitsPatch },
       )
       // User surface, held to the caller's plan.
-      .get('/api/v1/pools', ({ caller, clientIp, query }) => ({ items: listPools(ctx.db, actorOf(caller, clientIp), { mine: query.mine === 'true' }) }), {
+      .get('/api/v1/pools', ({ caller, clientIp, query }) => ({ items: pools.list(actorOf(caller, clientIp), { mine: query.mine === 'true' }) }), {
         policy: 'operator',
         query: t.Object({ mine: t.Optional(t.Union([t.Literal('true'), t.Literal('false')])) }, { additionalProperties: false }),
         response: { 200: M.PoolList },
@@ -72,27 +71,27 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
         '/api/v1/pools',
         ({ caller, clientIp, body, set }) => {
           set.status = 201
-          return createPool(ctx, actorOf(caller, clientIp), body)
+          return pools.create(actorOf(caller, clientIp), body)
         },
         { policy: 'operator', body: M.CreatePoolBody, response: { 201: M.Pool } },
       )
-      .get('/api/v1/pools/limits', ({ caller, clientIp }) => userLimits(ctx.db, actorOf(caller, clientIp)), { policy: 'operator', response: { 200: M.Limits } })
-      .get('/api/v1/pools/invites/mine', ({ caller, clientIp }) => ({ items: myInvites(ctx.db, ctx.clock.now(), actorOf(caller, clientIp).userId) }), {
+      .get('/api/v1/pools/limits', ({ caller, clientIp }) => pools.limits(actorOf(caller, clientIp)), { policy: 'operator', response: { 200: M.Limits } })
+      .get('/api/v1/pools/invites/mine', ({ caller, clientIp }) => ({ items: memberships.listMyInvites(actorOf(caller, clientIp).userId) }), {
         policy: 'operator',
         response: { 200: M.InviteList },
       })
-      .post('/api/v1/pools/invites/:invite_id/accept', ({ caller, clientIp, params, body }) => acceptInvite(ctx, actorOf(caller, clientIp), params.invite_id, body?.token), {
+      .post('/api/v1/pools/invites/:invite_id/accept', ({ caller, clientIp, params, body }) => memberships.accept(actorOf(caller, clientIp), params.invite_id, body?.token), {
         policy: 'operator',
         params: M.InviteParams,
         body: M.AcceptInviteBody,
         response: { 200: M.Invite },
       })
-      .get('/api/v1/pools/:id', ({ caller, clientIp, params }) => getVisiblePool(ctx.db, actorOf(caller, clientIp), params.id), {
+      .get('/api/v1/pools/:id', ({ caller, clientIp, params }) => pools.get(actorOf(caller, clientIp), params.id), {
         policy: 'operator',
         params: M.PoolParams,
         response: { 200: M.Pool },
       })
-      .patch('/api/v1/pools/:id', ({ caller, clientIp, params, body }) => updatePool(ctx, actorOf(caller, clientIp), params.id, body), {
+      .patch('/api/v1/pools/:id', ({ caller, clientIp, params, body }) => pools.update(actorOf(caller, clientIp), params.id, body), {
         policy: 'operator',
         params: M.PoolParams,
         body: M.UpdatePoolBody,
@@ -107,34 +106,34 @@ export function poolRoutes(base: AppBase, ctx: Ctx, deps: PoolRouteDeps) {
       .post(
         '/api/v1/pools/:id/invites',
         ({ caller, clientIp, params, body, set }) => {
-          const { invite, created } = inviteToPool(ctx, actorOf(caller, clientIp), params.id, body.email)
+          const { invite, created } = memberships.invite(actorOf(caller, clientIp), params.id, body.email)
           set.status = created ? 201 : 200
           return invite
         },
         { policy: 'operator', params: M.PoolParams, body: M.InviteBody, response: { 200: M.InviteCreated, 201: M.InviteCreated } },
       )
       .post('/api/v1/pools/:id/join', ({ caller, clientIp, params, set }) => {
-        const r = joinPool(ctx, actorOf(caller, clientIp), params.id)
+        const r = memberships.join(actorOf(caller, clientIp), params.id)
         set.status = r.status === 'pending' ? 202 : 200
         return r
       }, { policy: 'operator', params: M.PoolParams, response: { 200: M.JoinResult, 202: M.JoinResult } })
-      .get('/api/v1/pools/:id/join-requests', ({ caller, clientIp, params }) => ({ items: listJoinRequests(ctx.db, actorOf(caller, clientIp), params.id) }), {
+      .get('/api/v1/pools/:id/join-requests', ({ caller, clientIp, params }) => ({ items: memberships.listJoinRequests(actorOf(caller, clientIp), params.id) }), {
         policy: 'operator',
         params: M.PoolParams,
         response: { 200: M.JoinRequestList },
       })
       .post(
         '/api/v1/pools/:id/join-requests/:user_id/approve',
-        ({ caller, clientIp, params }) => approveJoinRequest(ctx, actorOf(caller, clientIp), params.id, params.user_id),
+        ({ caller, clientIp, params }) => memberships.approve(actorOf(caller, clientIp), params.id, params.user_id),
         { policy: 'operator', params: M.PoolUserParams, response: { 200: t.Object({ status: t.Literal('joined') }) } },
       )
-      .get('/api/v1/pools/:id/members', ({ caller, clientIp, params }) => ({ items: listMembers(ctx.db, actorOf(caller, clientIp), params.id) }), {
+      .get('/api/v1/pools/:id/members', ({ caller, clientIp, params }) => ({ items: memberships.listMembers(actorOf(caller, clientIp), params.id) }), {
         policy: 'operator',
         params: M.PoolParams,
         response: { 200: M.MemberList },
       })
       .delete('/api/v1/pools/:id/members/:user_id', ({ caller, clientIp, params, set }) => {
-        removeMember(ctx, actorOf(caller, clientIp), params.id, params.user_id)
+        memberships.remove(actorOf(caller, clientIp), params.id, params.user_id)
         set.status = 204
       }, { policy: 'operator', params: M.PoolUserParams })
       // Per-node telemetry: membership required, not just visibility.

@@ -1,5 +1,8 @@
 // Pools: plans (role_limits), creation under quota, visibility, edits and deletion.
 // Every check runs in the same synchronous transaction as the write it guards.
+// Service style: the service is the `Pools` class, built once in app.ts `createServices` and handed
+// to the routes. The plain exported functions take a `Db` (or transaction) first: they are
+// transaction helpers other services compose (fellows, jobs, admin, pages), not a second style.
 import { and, asc, count, eq, or, sql, type SQL } from 'drizzle-orm'
 import { poolMembers, poolNodes, pools, roleLimits } from '../db/schema'
 import { AppError, notFound, invalid } from '../errors'
@@ -7,6 +10,7 @@ import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import type { Ctx } from '../context'
+import type { Clock } from '../time'
 import type { Db } from '../db/client'
 import type { Actor } from '../caller'
 import type { CreatePoolInput, Pool, UpdatePoolInput } from './model'
@@ -79,7 +83,7 @@ function visibleTo(actor: Actor): SQL | undefined {
   )
 }
 
-export function listPools(db: Db, actor: Actor, opts: { mine?: boolean } = {}): Pool[] {
+function listPools(db: Db, actor: Actor, opts: { mine?: boolean } = {}): Pool[] {
   const where = opts.mine
     ? sql`EXISTS (SELECT 1 FROM pool_members m WHERE m.pool_id = ${pools.id} AND m.user_id = ${actor.userId})`
     : visibleTo(actor)
@@ -128,98 +132,151 @@ function uniqueSlug(db: Db, base: string): string {
   return `${base}-${newId().slice(-8)}`
 }
 
-/** Creates a pool owned by the actor, within the actor's plan (admins: the admin plan). */
-export function createPool(ctx: Ctx, actor: Actor, input: CreatePoolInput, opts: { adminSurface?: boolean } = {}): Pool {
-  return ctx.db.transaction((tx) => {
-    const plan = planFor(tx, actor.role)
-    const visibility = input.visibility ?? 'private'
-    if (!plan.allowedVisibilities.includes(visibility)) throw quota(plan, `${visibility === 'public' ? 'Public' : 'Private'} pools are not part of it.`)
-    if (plan.maxPools !== null && ownedCount(tx, actor.userId) >= plan.maxPools) throw quota(plan)
-    let nodeLimit: number | null
-    if (opts.adminSurface || actor.role === 'admin') nodeLimit = input.node_limit ?? plan.maxNodesPerPool
-    else {
-      if (input.node_limit !== undefined) throw invalid('node_limit is set by your plan; only an admin can change it.')
-      nodeLimit = plan.maxNodesPerPool // snapshot of the plan at creation
-    }
-    let slug: string
-    if (input.slug !== undefined) {
-      if (tx.select({ id: pools.id }).from(pools).where(eq(pools.slug, input.slug)).get()) throw new AppError('slug_taken', `The slug "${input.slug}" is taken.`)
-      slug = input.slug
-    } else slug = uniqueSlug(tx, slugify(input.name))
-    const now = ctx.clock.now()
-    const row: PoolRow = {
-      id: newId(),
-      name: input.name.trim(),
-      slug,
-      description: input.description ?? '',
-      visibility,
-      nodeLimit,
-      openJoin: input.open_join ?? false,
-      ownerUserId: actor.userId,
-      isDefault: false,
-      createdAt: now,
-      updatedAt: now,
-    }
-    tx.insert(pools).values(row).run()
-    tx.insert(poolMembers).values({ poolId: row.id, userId: actor.userId, role: 'owner', createdAt: now }).run()
-    recordAudit(tx, ctx.clock, { kind: 'pool.create', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.id, detail: { slug, visibility } })
-    return toPool({ pool: row, nodeCount: 0, memberCount: 1, myRole: 'owner' })
-  })
-}
+export class Pools {
+  constructor(private readonly ctx: Ctx) {}
 
-export function updatePool(ctx: Ctx, actor: Actor, id: string, input: UpdatePoolInput): Pool {
-  return ctx.db.transaction((tx) => {
-    const pool = getVisiblePool(tx, actor, id)
-    requireOwner(tx, actor, pool)
-    const set: Partial<PoolRow> = { updatedAt: ctx.clock.now() }
-    if (input.name !== undefined) set.name = input.name.trim()
-    if (input.description !== undefined) set.description = input.description
-    if (input.open_join !== undefined) set.openJoin = input.open_join
-    if (input.visibility !== undefined && input.visibility !== pool.visibility) {
+  /** Pools the actor may see, or (`mine`) those it is a member of. */
+  list(actor: Actor, opts: { mine?: boolean } = {}): Pool[] {
+    return listPools(this.ctx.db, actor, opts)
+  }
+
+  /** A pool the actor may see; anything else is "not found". */
+  get(actor: Actor, id: string): Pool {
+    return getVisiblePool(this.ctx.db, actor, id)
+  }
+
+  /** Creates a pool owned by the actor, within the actor's plan (admins: the admin plan). */
+  create(actor: Actor, input: CreatePoolInput, opts: { adminSurface?: boolean } = {}): Pool {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
       const plan = planFor(tx, actor.role)
-      if (!plan.allowedVisibilities.includes(input.visibility)) {
-        throw quota(plan, `${input.visibility === 'public' ? 'Public' : 'Private'} pools are not part of it.`)
+      const visibility = input.visibility ?? 'private'
+      if (!plan.allowedVisibilities.includes(visibility)) throw quota(plan, `${visibility === 'public' ? 'Public' : 'Private'} pools are not part of it.`)
+      if (plan.maxPools !== null && ownedCount(tx, actor.userId) >= plan.maxPools) throw quota(plan)
+      let nodeLimit: number | null
+      if (opts.adminSurface || actor.role === 'admin') nodeLimit = input.node_limit ?? plan.maxNodesPerPool
+      else {
+        if (input.node_limit !== undefined) throw invalid('node_limit is set by your plan; only an admin can change it.')
+        nodeLimit = plan.maxNodesPerPool // snapshot of the plan at creation
       }
-      set.visibility = input.visibility
-    }
-    if (input.node_limit !== undefined) {
-      if (actor.role !== 'admin') throw new AppError('forbidden', 'Only an admin can change a pool node limit.')
-      set.nodeLimit = input.node_limit
-    }
-    tx.update(pools).set(set).where(eq(pools.id, id)).run()
-    recordAudit(tx, ctx.clock, { kind: 'pool.update', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: id, detail: { fields: Object.keys(input) } })
-    return getVisiblePool(tx, actor, id)
-  })
-}
+      let slug: string
+      if (input.slug !== undefined) {
+        if (tx.select({ id: pools.id }).from(pools).where(eq(pools.slug, input.slug)).get()) throw new AppError('slug_taken', `The slug "${input.slug}" is taken.`)
+        slug = input.slug
+      } else slug = uniqueSlug(tx, slugify(input.name))
+      const now = ctx.clock.now()
+      const row: PoolRow = {
+        id: newId(),
+        name: input.name.trim(),
+        slug,
+        description: input.description ?? '',
+        visibility,
+        nodeLimit,
+        openJoin: input.open_join ?? false,
+        ownerUserId: actor.userId,
+        isDefault: false,
+        createdAt: now,
+        updatedAt: now,
+      }
+      tx.insert(pools).values(row).run()
+      tx.insert(poolMembers).values({ poolId: row.id, userId: actor.userId, role: 'owner', createdAt: now }).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.create', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.id, detail: { slug, visibility } })
+      return toPool({ pool: row, nodeCount: 0, memberCount: 1, myRole: 'owner' })
+    })
+  }
 
-/** Deletes a pool; refuses (409) while nodes are attached unless forced, which detaches them. */
-export function deletePool(ctx: Ctx, actor: Actor, id: string, force: boolean): { detached: number; fellowIds: string[] } {
-  return ctx.db.transaction((tx) => {
-    const pool = getVisiblePool(tx, actor, id)
-    requireOwner(tx, actor, pool)
-    return deletePoolRow(ctx, tx, id, force, actor)
-  })
+  update(actor: Actor, id: string, input: UpdatePoolInput): Pool {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, id)
+      requireOwner(tx, actor, pool)
+      const set: Partial<PoolRow> = { updatedAt: ctx.clock.now() }
+      if (input.name !== undefined) set.name = input.name.trim()
+      if (input.description !== undefined) set.description = input.description
+      if (input.open_join !== undefined) set.openJoin = input.open_join
+      if (input.visibility !== undefined && input.visibility !== pool.visibility) {
+        const plan = planFor(tx, actor.role)
+        if (!plan.allowedVisibilities.includes(input.visibility)) {
+          throw quota(plan, `${input.visibility === 'public' ? 'Public' : 'Private'} pools are not part of it.`)
+        }
+        set.visibility = input.visibility
+      }
+      if (input.node_limit !== undefined) {
+        if (actor.role !== 'admin') throw new AppError('forbidden', 'Only an admin can change a pool node limit.')
+        set.nodeLimit = input.node_limit
+      }
+      tx.update(pools).set(set).where(eq(pools.id, id)).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.update', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: id, detail: { fields: Object.keys(input) } })
+      return getVisiblePool(tx, actor, id)
+    })
+  }
+
+  /** Deletes a pool; refuses (409) while nodes are attached unless forced, which detaches them. */
+  delete(actor: Actor, id: string, force: boolean): { detached: number; fellowIds: string[] } {
+    return this.ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, id)
+      requireOwner(tx, actor, pool)
+      return deletePoolRow(tx, this.ctx.clock, id, force, actor)
+    })
+  }
+
+  /** The actor's plan and how much of it is used. */
+  limits(actor: Actor) {
+    const db = this.ctx.db
+    const plan = planFor(db, actor.role)
+    return {
+      role: plan.role,
+      max_pools: plan.maxPools,
+      max_nodes_per_pool: plan.maxNodesPerPool,
+      allowed_visibilities: plan.allowedVisibilities,
+      pools_owned: ownedCount(db, actor.userId),
+      plan: planSentence(plan),
+    }
+  }
+
+  listRoleLimits() {
+    return listRoleLimits(this.ctx.db)
+  }
+
+  updateRoleLimits(actor: Actor, role: string, patch: { max_pools?: number | null; max_nodes_per_pool?: number | null; allowed_visibilities?: Visibility[] }) {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
+      if (!tx.select().from(roleLimits).where(eq(roleLimits.role, role)).get()) throw notFound('Role')
+      const set: Partial<typeof roleLimits.$inferInsert> = {}
+      if (patch.max_pools !== undefined) set.maxPools = patch.max_pools
+      if (patch.max_nodes_per_pool !== undefined) set.maxNodesPerPool = patch.max_nodes_per_pool
+      if (patch.allowed_visibilities !== undefined) set.allowedVisibilities = patch.allowed_visibilities.join(',')
+      tx.update(roleLimits).set(set).where(eq(roleLimits.role, role)).run()
+      recordAudit(tx, ctx.clock, { kind: 'admin.role_limits', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'role', targetId: role, detail: patch })
+      return listRoleLimits(tx).find((r) => r.role === role)!
+    })
+  }
+
+  /** The deployment's default pool, created on first use. */
+  ensureDefault(): PoolRow {
+    return ensureDefaultPool(this.ctx.db, this.ctx.clock)
+  }
 }
 
 /** The deletion itself, shared with the account-deletion cascade. Runs inside the caller's transaction. */
-export function deletePoolRow(ctx: Ctx, tx: Db, id: string, force: boolean, actor: Actor | null): { detached: number; fellowIds: string[] } {
+export function deletePoolRow(tx: Db, clock: Clock, id: string, force: boolean, actor: Actor | null): { detached: number; fellowIds: string[] } {
   const attached = tx.select({ fellowId: poolNodes.fellowId }).from(poolNodes).where(eq(poolNodes.poolId, id)).all()
   if (attached.length > 0 && !force) {
     throw new AppError('pool_has_nodes', `The pool has ${attached.length} node(s) attached; detach them or delete with force=true.`, { node_count: attached.length })
   }
   tx.delete(poolNodes).where(eq(poolNodes.poolId, id)).run()
   tx.delete(pools).where(eq(pools.id, id)).run()
-  recordAudit(tx, ctx.clock, { kind: 'pool.delete', actorUserId: actor?.userId ?? null, clientIp: actor?.clientIp, targetType: 'pool', targetId: id, detail: { detached_nodes: attached.length, force } })
+  recordAudit(tx, clock, { kind: 'pool.delete', actorUserId: actor?.userId ?? null, clientIp: actor?.clientIp, targetType: 'pool', targetId: id, detail: { detached_nodes: attached.length, force } })
   return { detached: attached.length, fellowIds: attached.map((a) => a.fellowId) }
 }
 
 export const DEFAULT_POOL_SLUG = 'default'
 
 /** The deployment's default pool, created on first use; token-less fellows land here. */
-export function ensureDefaultPool(ctx: Ctx, db: Db = ctx.db): PoolRow {
+export function ensureDefaultPool(db: Db, clock: Clock): PoolRow {
   const existing = db.select().from(pools).where(eq(pools.isDefault, true)).get()
   if (existing) return existing
-  const now = ctx.clock.now()
+  const now = clock.now()
   const row: PoolRow = {
     id: newId(),
     name: 'Default pool',
@@ -237,19 +294,7 @@ export function ensureDefaultPool(ctx: Ctx, db: Db = ctx.db): PoolRow {
   return row
 }
 
-export function userLimits(db: Db, actor: Actor) {
-  const plan = planFor(db, actor.role)
-  return {
-    role: plan.role,
-    max_pools: plan.maxPools,
-    max_nodes_per_pool: plan.maxNodesPerPool,
-    allowed_visibilities: plan.allowedVisibilities,
-    pools_owned: ownedCount(db, actor.userId),
-    plan: planSentence(plan),
-  }
-}
-
-export function listRoleLimits(db: Db) {
+function listRoleLimits(db: Db) {
   return db
     .select()
     .from(roleLimits)
@@ -259,22 +304,4 @@ export function listRoleLimits(db: Db) {
       const p = planFor(db, r.role)
       return { role: p.role, max_pools: p.maxPools, max_nodes_per_pool: p.maxNodesPerPool, allowed_visibilities: p.allowedVisibilities }
     })
-}
-
-export function updateRoleLimits(
-  ctx: Ctx,
-  actor: Actor,
-  role: string,
-  patch: { max_pools?: number | null; max_nodes_per_pool?: number | null; allowed_visibilities?: Visibility[] },
-) {
-  return ctx.db.transaction((tx) => {
-    if (!tx.select().from(roleLimits).where(eq(roleLimits.role, role)).get()) throw notFound('Role')
-    const set: Partial<typeof roleLimits.$inferInsert> = {}
-    if (patch.max_pools !== undefined) set.maxPools = patch.max_pools
-    if (patch.max_nodes_per_pool !== undefined) set.maxNodesPerPool = patch.max_nodes_per_pool
-    if (patch.allowed_visibilities !== undefined) set.allowedVisibilities = patch.allowed_visibilities.join(',')
-    tx.update(roleLimits).set(set).where(eq(roleLimits.role, role)).run()
-    recordAudit(tx, ctx.clock, { kind: 'admin.role_limits', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'role', targetId: role, detail: patch })
-    return listRoleLimits(tx).find((r) => r.role === role)!
-  })
 }

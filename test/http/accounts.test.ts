@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, tokenClient, PASSWORD, type Harness } from '../helpers/harness'
 import { auditLog, mailOutbox, users } from '../../src/db/schema'
-import { issueActionToken, setUserPassword } from '../../src/accounts/service'
+import { issueActionToken } from '../../src/accounts/service'
 import { DAY_MS } from '../../src/time'
 
 const harnesses: Harness[] = []
@@ -440,7 +440,7 @@ describe('password change and reset end API tokens too (issue 26)', () => {
     const u = await seedUser(h, 'cli-tokens@example.com')
     const s = sessionClient(h, u.id)
     const t = tokenClient(h, u.id)
-    expect(await setUserPassword(h.ctx, 'CLI-tokens@example.com', 'a password set by the operator')).toEqual({ revokedSessions: 1, revokedApiTokens: 1 })
+    expect(await h.services.accounts.setUserPassword('CLI-tokens@example.com', 'a password set by the operator')).toEqual({ revokedSessions: 1, revokedApiTokens: 1 })
     expect([(await t.get('/api/v1/auth/me')).status, (await s.get('/api/v1/auth/me')).status]).toEqual([401, 401])
   })
 })

@@ -70,7 +70,7 @@ describe('registration', () => {
     const { h } = await setup()
     const r = await register(h, null)
     expect(r.status).toBe(201)
-    expect(r.body.pool_id).toBe(ensureDefaultPool(h.ctx).id)
+    expect(r.body.pool_id).toBe(ensureDefaultPool(h.ctx.db, h.ctx.clock).id)
     expect((await register(h, 'svc_join_nope')).status).toBe(401)
     expect((await register(h, 'svc_node_nope')).status).toBe(401)
     expect((await register(h, 'garbage')).status).toBe(401)
@@ -191,7 +191,7 @@ describe('token-less registration', () => {
       }
     }
     expect(admitted).toBe(20)
-    expect(h.services.fellows.registry.inPools(new Set([ensureDefaultPool(h.ctx).id]))).toHaveLength(30)
+    expect(h.services.fellows.registry.inPools(new Set([ensureDefaultPool(h.ctx.db, h.ctx.clock).id]))).toHaveLength(30)
     expect((await register(h, await joinToken(a, pool.id))).status).toBe(201)
     h.clock.advance(60_000)
     expect((await from('198.51.100.1')).status).toBe(201)

@@ -436,8 +436,8 @@ describe('default pool', () => {
   test('is created once, lazily, owned by nobody and private', async () => {
     const { h, A, a } = await setup()
     expect(h.ctx.db.select().from(pools).all()).toHaveLength(0)
-    const d1 = ensureDefaultPool(h.ctx)
-    const d2 = ensureDefaultPool(h.ctx)
+    const d1 = ensureDefaultPool(h.ctx.db, h.ctx.clock)
+    const d2 = ensureDefaultPool(h.ctx.db, h.ctx.clock)
     expect(d1.id).toBe(d2.id)
     expect(d1).toMatchObject({ slug: 'default', visibility: 'private', ownerUserId: null, isDefault: true, nodeLimit: null })
     expect((await a.get('/api/v1/pools')).body.items).toEqual([])
