@@ -40,8 +40,6 @@ import { Inference } from './inference/service'
 import { inferenceRoutes } from './inference/routes'
 import { servableRoutes } from './servables/routes'
 import { Accounts } from './accounts/service'
-import { resolveSession } from './accounts/sessions'
-import { resolveApiToken } from './accounts/api-tokens'
 import type { Ctx } from './context'
 import type { LoopSpec } from './loops'
 
@@ -110,10 +108,10 @@ export function createServices(ctx: Ctx): Services {
 export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   const index = new PolicyIndex()
   const resolve: CredentialResolver = (token, source) => {
-    if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? resolveApiToken(ctx, token) : null
+    if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? services.accounts.resolveApiToken(token) : null
     if (token.startsWith(TOKEN_PREFIX.nodeToken)) return source === 'bearer' ? services.fellows.resolveNodeToken(token) : null
     if (token.startsWith('svc_')) return null
-    return resolveSession(ctx, token, source === 'cookie')
+    return services.accounts.resolveSession(token, source === 'cookie')
   }
   const notFoundGate = (request: Request): Response | null => {
     let presented

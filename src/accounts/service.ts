@@ -3,6 +3,8 @@
 // Service style: the service is the `Accounts` class, built once in app.ts `createServices` (the CLI
 // builds its own) and handed to the routes. The plain exported functions take a `Db` (or
 // transaction) first: they are helpers other services compose inside their own transactions.
+// sessions.ts, api-tokens.ts and lockout.ts are this class's building blocks (they take the Ctx);
+// the rest of the leader reaches them through the class (the credential resolver in app.ts too).
 import { and, count, eq, isNull } from 'drizzle-orm'
 import { actionTokens, users } from '../db/schema'
 import { AppError, invalid } from '../errors'
@@ -11,10 +13,11 @@ import { recordAudit } from '../audit/service'
 import { RateLimiter } from '../rate-limit'
 import { DAY_MS, iso, isoOrNull } from '../time'
 import { hashPassword, verifyPassword, dummyHash, passwordProblem, HashPool, HASH_CONCURRENCY } from './passwords'
-import { createSession, purgeSessions, revokeSession, revokeUserSessions, type NewSession } from './sessions'
-import { revokeUserApiTokens } from './api-tokens'
+import { createSession, purgeSessions, resolveSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
+import { resolveApiToken, revokeUserApiTokens } from './api-tokens'
 import { normalizeEmail } from './email'
 import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures, purgeLoginFailures } from './lockout'
+import type { UserCaller } from '../caller'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Me } from './model'
@@ -105,6 +108,16 @@ export class Accounts {
 
   loops(): LoopSpec[] {
     return [purgeLoop(this.ctx)]
+  }
+
+  /** The person behind a session token (cookie or bearer), or null when it is not valid now. */
+  resolveSession(token: string, fromCookie: boolean): UserCaller | null {
+    return resolveSession(this.ctx, token, fromCookie)
+  }
+
+  /** The person behind a personal API token, or null when it is not valid now. */
+  resolveApiToken(token: string): UserCaller | null {
+    return resolveApiToken(this.ctx, token)
   }
 
   /** The per-IP limit shared by login and register. */
