@@ -41,6 +41,12 @@ async function health(args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv
+  // `svc fellow --help`, `svc admin backup -h`: help, not a refusal (before a `--`, which ends options).
+  const options = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'))
+  if (cmd !== undefined && !cmd.startsWith('-') && (options.includes('--help') || options.includes('-h'))) {
+    process.stdout.write(USAGE)
+    return 0
+  }
   switch (cmd) {
     case 'serve':
       return serve(rest)
@@ -67,6 +73,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** node:util parseArgs explains positional arguments at length; one plain line is enough. */
+function usageMessage(e: Error): string {
+  const unknown = /^Unknown option '([^']+)'/.exec(e.message)
+  if (unknown) return `unknown option ${unknown[1]}`
+  return e.message.split('\n')[0]!
+}
+
 function isUsage(e: unknown): boolean {
   if (e instanceof UsageError) return true
   const code = (e as { code?: string })?.code
@@ -77,7 +90,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
     if (isUsage(e)) {
-      process.stderr.write(`svc: ${(e as Error).message}\n\n${USAGE}`)
+      process.stderr.write(`svc: ${usageMessage(e as Error)}\n\n${USAGE}`)
       process.exit(2)
     }
     if (e instanceof ConfigError) {

@@ -72,6 +72,17 @@ describe('the built dist/svc', () => {
     expect(help.stdout).toContain('admin backup FILE')
   })
 
+  test('--help after a command prints the usage and exits 0; an unknown flag is named in one plain line', async () => {
+    for (const args of [['fellow', '--help'], ['admin', '--help'], ['admin', 'backup', '-h'], ['serve', '--help'], ['health', '-h']]) {
+      const r = await runSvc(args)
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, ''])
+      expect(r.stdout).toContain('fellow options')
+    }
+    const bad = await runSvc(['fellow', '--leader', 'http://127.0.0.1:1', '--bogus'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.split('\n')[0]).toBe('svc: unknown option --bogus')
+  })
+
   test('anonymous half-sent 60 MiB relay pushes are answered 401 at once, over real sockets, without waiting for their bodies', async () => {
     const leader = await startLeader()
     const { port } = new URL(leader.url)
