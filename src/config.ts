@@ -196,7 +196,7 @@ function baseUrl(env: Env, dflt: string): string {
   return v
 }
 
-/** SVC_TRUSTED_PROXIES: comma-separated addresses or CIDR blocks; unset means loopback and private ranges. */
+/** SVC_TRUSTED_PROXIES: comma-separated addresses or CIDR blocks; unset means loopback only. */
 function trustedProxies(env: Env): string[] {
   const v = str(env, 'SVC_TRUSTED_PROXIES')
   if (v === null) return [...DEFAULT_TRUSTED_PROXIES]

@@ -9,11 +9,12 @@ import { BlockList, isIP } from 'node:net'
 import type { Logger } from '../log'
 
 /**
- * Trusted proxy addresses when SVC_TRUSTED_PROXIES is unset: loopback and private ranges, where
- * the documented set-ups run their proxy (same host, or a container network). A client on the
- * public internet never connects from these.
+ * Trusted proxy addresses when SVC_TRUSTED_PROXIES is unset: loopback only, a proxy on the same
+ * host. Not the private ranges: on a self-hosted cluster people and fellows reach the leader from
+ * them directly, and any of them could then rotate X-Forwarded-For past per-address limits. A proxy
+ * in a container network is named in SVC_TRUSTED_PROXIES (the first direct request warns).
  */
-export const DEFAULT_TRUSTED_PROXIES: readonly string[] = ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']
+export const DEFAULT_TRUSTED_PROXIES: readonly string[] = ['127.0.0.0/8', '::1/128']
 
 /** An address or CIDR block in canonical `address/prefix` form, or null when it is neither. */
 export function parseCidr(raw: string): string | null {

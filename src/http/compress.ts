@@ -8,7 +8,10 @@ import type { PolicyIndex } from './policy'
 /** Below this, the encoding costs more than it saves. */
 export const MIN_COMPRESS_BYTES = 1024
 
-const COMPRESSIBLE = /^(text\/(html|css|plain|javascript|csv|xml)|application\/(json|problem\+json|javascript|xml|manifest\+json)|image\/svg\+xml)\b/
+// Not application/problem+json: errors are short, and a route may still rewrite one after this
+// hook (the OpenAI-compatible routes turn problems into OpenAI's error shape; compressed first,
+// the rewrite read an empty message and kept the gzip header over plain bytes).
+const COMPRESSIBLE = /^(text\/(html|css|plain|javascript|csv|xml)|application\/(json|javascript|xml|manifest\+json)|image\/svg\+xml)\b/
 
 export type Encoding = 'br' | 'gzip'
 

@@ -77,6 +77,7 @@ async function rewriteProblem(res: Response, status: number): Promise<Response> 
   const headers = new Headers(res.headers)
   headers.set('content-type', 'application/json')
   headers.delete('content-length')
+  headers.delete('content-encoding') // the body below is built here, plain
   const rule = p.code === 'validation_failed' && path ? ruleFor(path) : null
   const body = errorBody(status, rule?.code ?? p.code ?? 'error', rule?.message ?? p.detail ?? res.statusText, path ? path : null)
   return new Response(JSON.stringify(body), { status, headers })

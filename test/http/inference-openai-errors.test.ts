@@ -72,6 +72,23 @@ describe('refused chat requests, through app.handle', () => {
     }
   })
 
+  test('a long refusal to a client that accepts gzip or br keeps its message and is not mislabelled as encoded (found in review)', async () => {
+    const messages = Array.from({ length: 30 }, () => ({ role: 'robot', content: 'hi' }))
+    for (const enc of ['gzip', 'br']) {
+      const res = await h.app.handle(
+        new Request('http://leader.test/api/v1/chat/completions', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${api.opts.bearer}`, 'content-type': 'application/json', 'accept-encoding': enc },
+          body: JSON.stringify({ model: 'm', messages }),
+        }),
+      )
+      expect([enc, res.status, res.headers.get('content-encoding')]).toEqual([enc, 400, null])
+      const body = (await res.json()) as { error: { message: string; param: string } }
+      expect(body.error.param).toBe('messages.0.role')
+      expect(body.error.message).toContain('messages[0].role')
+    }
+  })
+
   test('the neutral values of the features not supported yet pass validation (the request goes on to routing)', async () => {
     const neutral = { tools: [], tool_choice: 'none', functions: null, function_call: 'none', response_format: { type: 'text' }, logprobs: false, top_logprobs: 0, modalities: ['text'], audio: null, n: 1, max_tokens: null }
     const r = await api.post('/api/v1/chat/completions', { ...chat, ...neutral })

@@ -97,8 +97,8 @@ describe('config', () => {
     expect(e.message.startsWith(`${name}: `)).toBe(true)
   })
 
-  test('SVC_TRUSTED_PROXIES defaults to loopback and private ranges, takes addresses and CIDR blocks, and stops on anything else (issue 26)', () => {
-    expect(loadConfig({ SVC_STATE_DIR: dir() }).trustedProxies).toEqual(['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'])
+  test('SVC_TRUSTED_PROXIES defaults to loopback only, takes addresses and CIDR blocks, and stops on anything else (issue 26)', () => {
+    expect(loadConfig({ SVC_STATE_DIR: dir() }).trustedProxies).toEqual(['127.0.0.0/8', '::1/128'])
     expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_TRUSTED_PROXIES: ' 192.0.2.10 , 10.8.0.0/16,::1,' }).trustedProxies).toEqual(['192.0.2.10/32', '10.8.0.0/16', '::1/128'])
     for (const bad of ['proxy.example.org', '10.0.0.0/40', '192.0.2.10, nope', ',']) {
       const e = errorFor({ SVC_TRUSTED_PROXIES: bad })
