@@ -47,6 +47,8 @@ export class Agent {
   private readonly counters = { sent: 0, received: 0 }
   private readonly stopper = new AbortController()
   private exitCode = 0
+  /** Set by shutdown(): tell the leader on the way out. */
+  private farewell = false
   private heartbeatMs = 10_000
   private signalsUrl = ''
   private reregistering: Promise<boolean> | null = null
@@ -79,6 +81,17 @@ export class Agent {
     this.o.log.info('agent stopping', { reason })
     this.exitCode = code
     this.stopper.abort()
+  }
+
+  /**
+   * The machine's operator stops the agent (SIGTERM, SIGINT): say goodbye, so the leader shows
+   * this fellow offline at once and re-places its stages. Not on eviction (another agent owns the
+   * fellow_id now) or release (the token is gone).
+   */
+  shutdown(reason: string): void {
+    if (this.stopper.signal.aborted) return
+    this.farewell = true
+    this.stop(reason)
   }
 
   async run(): Promise<number> {
@@ -129,7 +142,17 @@ export class Agent {
     this.work.stopAll('agent stopping')
     await this.listeners.stop()
     if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines)), sleep(this.clock, 2000)])
+    if (this.state && this.farewell) await this.sayGoodbye()
     return this.exitCode
+  }
+
+  /** Best effort, at most 2 s: a leader that does not answer marks the fellow offline by its clock. */
+  private async sayGoodbye(): Promise<void> {
+    const said = this.client.goodbye().then(
+      () => this.o.log.info('said goodbye to the leader'),
+      (e: unknown) => this.o.log.warn('could not say goodbye; the leader will mark this fellow offline when its heartbeats stop', { error: (e as Error).message }),
+    )
+    await Promise.race([said, sleep(this.clock, 2000)])
   }
 
   /** Registers until it works or is refused for good; false when the agent must stop. */

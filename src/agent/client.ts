@@ -97,6 +97,11 @@ export class LeaderClient {
     return (await (await this.request('POST', '/api/v1/workers/heartbeat', { json: input })).json()) as HeartbeatResult
   }
 
+  /** A clean stop: the leader shows this fellow offline at once (204). */
+  async goodbye(): Promise<void> {
+    await this.request('POST', '/api/v1/workers/goodbye', { json: {} })
+  }
+
   async jobStatus(jobId: string, report: StatusReport): Promise<void> {
     await drain(await this.request('POST', `/api/v1/jobs/${jobId}/status`, { json: report }))
   }

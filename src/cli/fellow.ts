@@ -66,7 +66,7 @@ export async function runFellow(argv: string[]): Promise<number> {
     log,
     logs,
   })
-  const onSignal = (sig: string) => agent.stop(sig)
+  const onSignal = (sig: string) => agent.shutdown(sig)
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
   try {

@@ -34,6 +34,8 @@ export interface LiveFellow {
   hardware: Hardware | null
   address: string | null
   servables: string[]
+  /** Said goodbye (a clean stop): offline until its next heartbeat, whatever its last one's age. */
+  signedOff?: boolean
 }
 
 export interface PoolEvent {
@@ -156,12 +158,22 @@ export class FellowRegistry {
 
   stateOf(f: LiveFellow, now: number): NodeState {
     if (f.released) return 'released'
-    if (f.lastSeenAt === null) return 'offline'
+    if (f.lastSeenAt === null || f.signedOff) return 'offline'
     const interval = this.ctx.cfg.heartbeatIntervalS * 1000
     const age = now - f.lastSeenAt
     if (age <= 2 * interval) return 'online'
     if (age <= 6 * interval) return 'stale'
     return 'offline'
+  }
+
+  /** A clean stop: offline now, and the liveness tick will not report it again. */
+  signOff(f: LiveFellow): void {
+    f.signedOff = true
+    f.servables = []
+    if (this.lastState.get(f.id) !== 'offline') {
+      this.lastState.set(f.id, 'offline')
+      this.event(f, 'offline', 'the fellow stopped')
+    }
   }
 
   /** The hot path: memory only. */
@@ -173,6 +185,7 @@ export class FellowRegistry {
       this.onUptime(f, now, onlineMs, f.hardware?.gpus.length ?? 0)
     }
     f.lastSeenAt = now
+    f.signedOff = false
     f.status = hb.status
     if (hb.job_id !== undefined) f.jobId = hb.job_id
     if (hb.step !== undefined) f.step = hb.step

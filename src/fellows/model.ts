@@ -19,6 +19,7 @@ export {
   Signal,
   StartPayload,
   LogLinesBody,
+  GoodbyeBody,
   type SignalName,
   type HeartbeatStatus,
   type RegisterInput,

@@ -96,6 +96,14 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         { policy: 'node', body: M.HeartbeatBody, response: { 200: M.HeartbeatResponse } },
       )
       .post(
+        '/api/v1/workers/goodbye',
+        ({ caller, body, set }) => {
+          fellows.goodbye(fellowOf(caller, body.fellow_id))
+          set.status = 204
+        },
+        { policy: 'node', body: M.GoodbyeBody },
+      )
+      .post(
         '/api/v1/workers/:fellow_id/logs',
         ({ caller, params, body, set }) => {
           fellowOf(caller, params.fellow_id)

@@ -314,6 +314,18 @@ export class Fellows {
     return { ok: true as const, next_heartbeat_s: this.ctx.cfg.heartbeatIntervalS, ...(pending.length > 0 ? { pending_signals: pending } : {}) }
   }
 
+  /**
+   * A fellow stopping cleanly (SIGTERM): offline at once, and its job stages are re-placed now
+   * instead of after 6 missed heartbeat intervals. Its next heartbeat brings it back.
+   */
+  goodbye(fellowId: string): void {
+    const f = this.registry.get(fellowId)
+    if (!f || f.released) throw notFound('Fellow')
+    const wasOffline = this.registry.stateOf(f, this.ctx.clock.now()) === 'offline'
+    this.registry.signOff(f)
+    if (!wasOffline) this.onOffline(f.id)
+  }
+
   /** A fellow the leader knows, released or not. */
   isKnown(fellowId: string): boolean {
     return this.registry.get(fellowId) !== undefined

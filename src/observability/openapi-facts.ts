@@ -128,6 +128,7 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
     errors: [401, 403, 409, 429],
     security: () => [{}, { joinToken: [] }, { nodeToken: [] }] as Record<string, string[]>[],
   },
+  'POST /api/v1/workers/goodbye': { responses: { 204: none('The fellow shows offline; its job stages are re-placed.') } },
   'POST /api/v1/workers/{fellow_id}/logs': { responses: { 204: none('Appended to the fellow\'s log ring.') } },
   'GET /ws/signals/{fellow_id}': {
     responses: { 101: none('Switching Protocols: the signal WebSocket; text frames {id, signal, job_id?, payload?, ts}. The token may also be passed as ?token=.') },

@@ -115,4 +115,13 @@ export type StartPayload = Static<typeof StartPayload>
 /** The agent's log lines, shipped in batches (each line and batch bounded as here). */
 export const LOG_LINE_MAX = 4096
 export const LOG_BATCH_MAX = 500
+/** A fellow stopping cleanly says so, and shows offline at once instead of after 6 missed heartbeats. */
+export const GoodbyeBody = Type.Object(
+  {
+    /** Only read when no credential is presented (SVC_REQUIRE_NODE_AUTH=0); otherwise the token decides. */
+    fellow_id: Type.Optional(Type.String({ format: 'uuid' })),
+  },
+  { additionalProperties: false },
+)
+
 export const LogLinesBody = Type.Object({ lines: Type.Array(Type.String({ maxLength: LOG_LINE_MAX }), { minItems: 1, maxItems: LOG_BATCH_MAX }) }, { additionalProperties: false })

@@ -110,11 +110,14 @@ function startFellow(c: Cluster, name: string): Fellow {
   return f
 }
 
-/** SIGTERM stops every agent cleanly (exit 0); then the leader, whose long polls they held, stops too. */
+/** SIGTERM stops every agent cleanly (exit 0, offline at once); then the leader, whose long polls they held, stops too. */
 async function stopCluster(c: Cluster): Promise<void> {
   const alive = c.fellows.filter((f) => f.proc.exitCode === null && f.proc.signalCode === null)
   for (const f of alive) f.proc.kill('SIGTERM')
   expect(await Promise.all(alive.map((f) => f.proc.exited))).toEqual(alive.map(() => 0))
+  // Each said goodbye on its way out: offline at once, not after 6 missed heartbeats.
+  const ids = new Set(alive.map((f) => f.id()))
+  expect((await nodes(c)).filter((n) => ids.has(n.fellow_id)).map((n) => n.state)).toEqual(alive.map(() => 'offline'))
   expect(await c.leader.stop()).toBe(0)
 }
 

@@ -363,6 +363,33 @@ describe('heartbeats and telemetry', () => {
     expect(await state()).toBe('online')
   })
 
+  test('a fellow that says goodbye is offline at once, its job stage moves to a spare, and its next heartbeat brings it back', async () => {
+    const { h, a, pool } = await setup()
+    const fs = [(await register(h, await joinToken(a, pool.id))).body, (await register(h, await joinToken(a, pool.id))).body]
+    for (const f of fs) await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] } })
+    const job = (await a.post('/api/v1/jobs', { name: 'j', pool_id: pool.id, stages: 1 })).body
+    const on = fs.find((f) => f.fellow_id === job.assignments[0].fellow_id)!
+    const spare = fs.find((f) => f !== on)!
+    const node = h.client({ bearer: on.node_token })
+    expect((await node.post('/api/v1/workers/goodbye', {})).status).toBe(204)
+    const state = async (id: string) => (await a.get('/api/v1/cluster/nodes')).body.items.find((n: { fellow_id: string }) => n.fellow_id === id).state
+    expect(await state(on.fellow_id)).toBe('offline')
+    expect((await a.get(`/api/v1/jobs/${job.id}`)).body.assignments[0].fellow_id).toBe(spare.fellow_id)
+    expect((await a.get(`/api/v1/pools/${pool.id}/events`)).body.items[0]).toMatchObject({ kind: 'offline' })
+    // The liveness tick does not report it a second time; a second goodbye changes nothing.
+    h.clock.advance(60_000)
+    expect(h.services.fellows.registry.tick(h.clock.now()).map((x) => x.id)).not.toContain(on.fellow_id)
+    expect((await node.post('/api/v1/workers/goodbye', {})).status).toBe(204)
+    await node.post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect(await state(on.fellow_id)).toBe('online')
+    // A token speaks only for its own fellow (like heartbeats); a released fellow cannot at all.
+    await h.client({ bearer: spare.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect((await node.post('/api/v1/workers/goodbye', { fellow_id: spare.fellow_id })).status).toBe(403)
+    expect(await state(spare.fellow_id)).toBe('online')
+    await a.post('/api/v1/workers/release', { fellow_id: on.fellow_id })
+    expect((await node.post('/api/v1/workers/goodbye', {})).status).toBe(401)
+  })
+
   test('malformed telemetry is refused with 422', async () => {
     const { h, a, pool } = await setup()
     const f = (await register(h, await joinToken(a, pool.id))).body

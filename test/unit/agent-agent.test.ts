@@ -28,6 +28,7 @@ function fakeLeader() {
     pending: [] as unknown[],
     sockets: [] as ServerWebSocket<unknown>[],
     logLines: [] as string[],
+    goodbyes: [] as (string | null)[],
   }
   let minted = 0
   const bearer = (req: Request) => req.headers.get('authorization')?.replace(/^Bearer /, '') ?? null
@@ -54,6 +55,10 @@ function fakeLeader() {
         s.heartbeats.push({ bearer: b, body: (await req.json()) as Record<string, unknown> })
         const pending = s.pending.splice(0)
         return Response.json({ ok: true, next_heartbeat_s: 1, ...(pending.length ? { pending_signals: pending } : {}) })
+      }
+      if (path === '/api/v1/workers/goodbye') {
+        s.goodbyes.push(b)
+        return new Response(null, { status: 204 })
       }
       if (path.endsWith('/logs')) {
         s.logLines.push(...((await req.json()) as { lines: string[] }).lines)
@@ -186,5 +191,23 @@ describe('fellow agent against a stand-in leader', () => {
     expect(await exited).toBe(0)
     expect(lines.some((l) => l.includes('evicted'))).toBe(true)
     expect(leader.state.sockets).toHaveLength(1)
+    // The fellow_id is another agent's now: no goodbye on its behalf.
+    expect(leader.state.goodbyes).toEqual([])
+  })
+
+  test('stopped by its operator (SIGTERM) it says goodbye with its node token; a plain stop does not', async () => {
+    const leader = fakeLeader()
+    const { agent, exited } = startAgent(leader.url, mkdtempSync(join(tmpdir(), 'agent-')))
+    await until(() => leader.state.heartbeats.length >= 1, 'a heartbeat')
+    agent.shutdown('SIGTERM')
+    expect(await exited).toBe(0)
+    expect(leader.state.goodbyes).toEqual([leader.state.token])
+
+    const other = fakeLeader()
+    const second = startAgent(other.url, mkdtempSync(join(tmpdir(), 'agent-')))
+    await until(() => other.state.heartbeats.length >= 1, 'a heartbeat')
+    second.agent.stop('test over')
+    expect(await second.exited).toBe(0)
+    expect(other.state.goodbyes).toEqual([])
   })
 })
