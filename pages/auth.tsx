@@ -2,6 +2,7 @@
 // auth.js; the forms are ordinary labelled <form>s, so Enter submits and native validation speaks.
 // Every form says method="post": should its script fail to load, a password never lands in a URL.
 import { Layout, Notice, type PageCtx } from './layout'
+import type { Lang } from './i18n'
 
 export function LoginPage(props: { ctx: PageCtx; next: string }) {
   return (
@@ -18,6 +19,9 @@ export function LoginPage(props: { ctx: PageCtx; next: string }) {
           </div>
           <Notice id="login-msg" />
         </form>
+        <p class="muted">
+          <a href="/forgot-password">Forgot your password?</a>
+        </p>
         <p class="muted">
           No account yet? <a href="/register">Register</a>.
         </p>
@@ -86,6 +90,43 @@ export function ResetPasswordPage(props: { ctx: PageCtx }) {
           </div>
           <Notice id="reset-msg" />
         </form>
+      </div>
+    </Layout>
+  )
+}
+
+const FORGOT: Record<Lang, { title: string; intro: string; mail: string; noMail: string; back: string }> = {
+  en: {
+    title: 'Forgot your password?',
+    intro: 'This leader has no self-service password reset. Ask an administrator of this leader to reset your password.',
+    mail: 'They can have a reset link mailed to you; it works once, for 24 hours.',
+    noMail: 'This leader sends no mail, so they will hand you a reset link themselves; it works once, for 24 hours.',
+    back: 'Back to log in',
+  },
+  de: {
+    title: 'Passwort vergessen?',
+    intro: 'Dieser Leader bietet kein Zurücksetzen des Passworts in Eigenregie. Bitten Sie eine Administratorin oder einen Administrator dieses Leaders, Ihr Passwort zurückzusetzen.',
+    mail: 'Sie bekommen dann einen Link per E-Mail; er gilt einmal, für 24 Stunden.',
+    noMail: 'Dieser Leader verschickt keine E-Mails; Sie bekommen den Link deshalb direkt von der Administration. Er gilt einmal, für 24 Stunden.',
+    back: 'Zurück zur Anmeldung',
+  },
+}
+
+/**
+ * There is no public "mail me a reset link" route (only an admin can start a reset), so this page
+ * says whom to ask, in the interface language, and how the link will reach them.
+ */
+export function ForgotPasswordPage(props: { ctx: PageCtx; mail: boolean }) {
+  const t = FORGOT[props.ctx.lang]
+  return (
+    <Layout ctx={props.ctx} title={t.title} bodyLang={props.ctx.lang}>
+      <div class="card legal">
+        <h1 safe>{t.title}</h1>
+        <p safe>{t.intro}</p>
+        <p safe>{props.mail ? t.mail : t.noMail}</p>
+        <p>
+          <a href="/login" safe>{t.back}</a>
+        </p>
       </div>
     </Layout>
   )

@@ -152,7 +152,7 @@ export function Layout(props: LayoutProps) {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title safe>{props.title + ' · svc leader'}</title>
-        <link rel="icon" href="/assets/icon.svg" type="image/svg+xml" />
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href={asset(ctx, 'app.css')} />
         {props.head ?? ''}
         <script src={asset(ctx, 'app.js')} defer></script>

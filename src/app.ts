@@ -17,6 +17,7 @@ import { adminRoutes } from './admin/routes'
 import { Admin } from './admin/service'
 import { AdminUsers } from './admin/users'
 import { pageRoutes } from './pages/routes'
+import { isBrowserNavigation, notFoundResponse } from './pages/not-found'
 import type { PoolTelemetry } from './pools/telemetry'
 import { fellowRoutes } from './fellows/routes'
 import { Fellows } from './fellows/service'
@@ -117,6 +118,9 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     let presented
     try {
       presented = presentedCredential(request.headers.get('authorization'), cookieFrom(request.headers.get('cookie'), SESSION_COOKIE), resolve)
+      // A person who mistypes a URL in a browser gets a readable 404 page; API clients (and any
+      // Accept that does not prefer HTML) keep the admin-only answer below.
+      if (isBrowserNavigation(request)) return notFoundResponse(ctx, request, authorize('page', presented, ctx.cfg))
       authorize('admin', presented, ctx.cfg)
       return null
     } catch (e) {

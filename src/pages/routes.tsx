@@ -9,7 +9,7 @@ import { view, securityHeaders, sameOriginPath, originsOf, takeNext, type PageRe
 import { isLang, type Lang } from '../../pages/i18n'
 import { ASSETS, ASSET_VERSION } from '../../pages/assets'
 import { LandingPage, NotFoundPage } from '../../pages/landing'
-import { LoginPage, RegisterPage, VerifyEmailPage, ResetPasswordPage } from '../../pages/auth'
+import { LoginPage, RegisterPage, VerifyEmailPage, ResetPasswordPage, ForgotPasswordPage } from '../../pages/auth'
 import { DashboardPage } from '../../pages/dashboard'
 import { PoolPage } from '../../pages/pool'
 import { ProfilePage } from '../../pages/profile'
@@ -19,6 +19,8 @@ import { LegalDocPage, AccessibilityPage, PlainLanguagePage } from '../../pages/
 import { robotsTxt, sitemapXml, llmsTxt } from '../../pages/crawler'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
+
+const FAVICON_MAX_AGE_S = 7 * 24 * 3600
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -113,6 +115,24 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
           return ''
         }
         return body
+      }, { policy: 'public' })
+      // The tab icon, public (a logged-out browser asks for /favicon.ico on its own). Its URL is
+      // not versioned, so it is cached for a week rather than forever.
+      .get('/favicon.svg', (r) => {
+        const body = text(r, ASSETS['icon.svg']!.body, 'image/svg+xml')
+        r.set.headers['cache-control'] = `public, max-age=${FAVICON_MAX_AGE_S}`
+        return body
+      }, { policy: 'public' })
+      .get('/favicon.ico', (r) => {
+        securityHeaders(ctx, r.set)
+        r.set.headers['cache-control'] = `public, max-age=${FAVICON_MAX_AGE_S}`
+        r.set.status = 301
+        r.set.headers['location'] = '/favicon.svg'
+        return ''
+      }, { policy: 'public' })
+      .get('/forgot-password', (r) => {
+        const v = view(ctx, r)
+        return v.html(<ForgotPasswordPage ctx={v.page} mail={ctx.cfg.smtp !== null} />)
       }, { policy: 'public' })
       // Accounts.
       .get('/login', (r) => {

@@ -68,9 +68,13 @@ function contentSecurityPolicy(ctx: Ctx): string {
   ].join('; ')
 }
 
+/** The headers every page carries: its Content-Security-Policy and PAGE_SECURITY_HEADERS. */
+export function securityHeadersOf(ctx: Ctx): Record<string, string> {
+  return { 'content-security-policy': contentSecurityPolicy(ctx), ...PAGE_SECURITY_HEADERS }
+}
+
 export function securityHeaders(ctx: Ctx, set: PageRequest['set']): void {
-  set.headers['content-security-policy'] = contentSecurityPolicy(ctx)
-  Object.assign(set.headers, PAGE_SECURITY_HEADERS)
+  Object.assign(set.headers, securityHeadersOf(ctx))
 }
 
 export interface View {
@@ -86,20 +90,26 @@ export interface View {
 
 const displayName = (u: UserRow) => (u.displayName && u.displayName.trim() !== '' ? u.displayName : u.email)
 
-export function view(ctx: Ctx, r: PageRequest): View {
-  const url = new URL(r.request.url)
-  const row = r.caller.kind === 'user' ? (getUser(ctx.db, r.caller.userId) ?? null) : null
+/** Who is asking and in which interface language, as the layout needs it. */
+export function pageContext(ctx: Ctx, request: Request, caller: Caller, langCookie: unknown): { page: PageCtx; user: UserRow | null } {
+  const row = caller.kind === 'user' ? (getUser(ctx.db, caller.userId) ?? null) : null
   const user = row && row.status === 'active' ? row : null
   const pendingCount = user?.role === 'admin' ? pendingApprovals(ctx.db) : 0
-  const lang = pickLang(r.cookie[LANG_COOKIE]?.value as string | undefined, r.request.headers.get('accept-language'))
+  const lang = pickLang(typeof langCookie === 'string' ? langCookie : undefined, request.headers.get('accept-language'))
   const page: PageCtx = {
     lang,
     user: user ? { id: user.id, name: displayName(user), email: user.email, role: user.role } : null,
-    path: url.pathname,
+    path: new URL(request.url).pathname,
     assetVersion: ASSET_VERSION,
     pendingCount,
     baseUrl: ctx.cfg.baseUrl,
   }
+  return { page, user }
+}
+
+export function view(ctx: Ctx, r: PageRequest): View {
+  const url = new URL(r.request.url)
+  const { page, user } = pageContext(ctx, r.request, r.caller, r.cookie[LANG_COOKIE]?.value)
   const cookieBase = { path: '/', sameSite: 'lax', secure: ctx.cfg.cookieSecure }
 
   // Every page view leaves a valid CSRF cookie behind, so page scripts can always send the header.

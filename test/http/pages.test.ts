@@ -268,3 +268,93 @@ describe('crawler files', () => {
     expect(res.body).toContain('https://leader.example.org/api/v1')
   })
 })
+
+describe('newcomer friction (issue 29)', () => {
+  const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+
+  test('a browser navigating to an unknown path gets the HTML 404 page with the page headers', async () => {
+    for (const who of [h.client(), sessionClient(h, user.id), sessionClient(h, admin.id)]) {
+      const res = await who.get('/no/such/page', { accept: BROWSER_ACCEPT })
+      expect(res.status).toBe(404)
+      expect(res.headers.get('content-type')).toContain('text/html')
+      expect(res.body).toContain('<title>Not found · svc leader</title>')
+      expect(res.body).toContain('<h1>Not found</h1>')
+      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'")
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(res.headers.get('referrer-policy')).toBe('same-origin')
+      expect(res.headers.get('cache-control')).toBe('no-store')
+    }
+    // The chrome follows the language cookie, then Accept-Language, like every page.
+    const de = await h.client().get('/nope', { accept: BROWSER_ACCEPT, 'accept-language': 'de' })
+    expect(de.body).toMatch(/<header[^>]*lang="de"/)
+    const c = h.client()
+    c.cookies.set('svc_lang', 'de')
+    expect((await c.get('/nope', { accept: 'text/html' })).body).toContain('Zum Inhalt springen')
+    // A logged-in user keeps their chrome on the 404 page.
+    expect((await sessionClient(h, user.id).get('/nope', { accept: BROWSER_ACCEPT })).body).toContain('Log out')
+  })
+
+  test('API clients keep the admin-only JSON answer for unknown paths', async () => {
+    const api = [
+      ['/no/such/page', {}],
+      ['/no/such/page', { accept: 'application/json' }],
+      ['/no/such/page', { accept: 'application/json, text/html;q=0.5' }],
+      ['/api/v1/nope', { accept: BROWSER_ACCEPT }],
+      ['/metrics/nope', { accept: BROWSER_ACCEPT }],
+    ] as const
+    for (const [path, headers] of api) {
+      const res = await h.client().get(path, headers)
+      expect([path, headers, res.status]).toEqual([path, headers, 401])
+      expect(res.headers.get('content-type')).toContain('application/problem+json')
+    }
+    const ws = await h.client().get('/ws/nope', { accept: BROWSER_ACCEPT })
+    expect(ws.status).toBe(403)
+    // A POST to an unknown path is no navigation, whatever it accepts.
+    expect((await h.client().post('/no/such/page', {}, { accept: BROWSER_ACCEPT })).status).toBe(401)
+    // An admin's API client still learns the path does not exist.
+    expect((await sessionClient(h, admin.id).get('/api/v1/nope')).status).toBe(404)
+  })
+
+  test('the favicon is public: /favicon.svg with a long cache, /favicon.ico redirects to it', async () => {
+    const svg = await h.client().get('/favicon.svg')
+    expect(svg.status).toBe(200)
+    expect(svg.headers.get('content-type')).toContain('image/svg+xml')
+    expect(svg.headers.get('cache-control')).toBe('public, max-age=604800')
+    expect(String(svg.body)).toContain('<svg')
+    const ico = await h.client().get('/favicon.ico')
+    expect([ico.status, ico.headers.get('location')]).toEqual([301, '/favicon.svg'])
+    expect(ico.headers.get('cache-control')).toBe('public, max-age=604800')
+    expect((await h.client().get('/login')).body).toContain('<link rel="icon" href="/favicon.svg" type="image/svg+xml"/>')
+  })
+
+  test('the login page links to /forgot-password, which says whom to ask, in English and German', async () => {
+    expect((await h.client().get('/login')).body).toContain('<a href="/forgot-password">Forgot your password?</a>')
+    const en = await h.client().get('/forgot-password')
+    expect(en.status).toBe(200)
+    expect(en.body).toContain('<html lang="en">')
+    expect(en.body).toContain('<title>Forgot your password? · svc leader</title>')
+    expect(en.body).toContain('Ask an administrator')
+    expect(en.body).toContain('This leader sends no mail')
+    expect(en.body).not.toContain('<form')
+    expect(en.body).toContain('<a href="/login">Back to log in</a>')
+    const de = await h.client().get('/forgot-password', { 'accept-language': 'de' })
+    expect(de.body).toContain('<html lang="de">')
+    expect(de.body).toContain('<title>Passwort vergessen? · svc leader</title>')
+    expect(de.body).toContain('Dieser Leader verschickt keine E-Mails')
+    expect(de.headers.get('x-frame-options')).toBe('DENY')
+    expect((await sessionClient(h, user.id).get('/forgot-password')).status).toBe(200)
+  })
+
+  test('with mail configured, /forgot-password says the reset link comes by mail', async () => {
+    const hm = makeHarness({ SVC_SMTP_HOST: '127.0.0.1', SVC_SMTP_PORT: '2525', SVC_SMTP_TLS: 'none', SVC_SMTP_FROM: 'leader@example.org' })
+    try {
+      const en = await hm.client().get('/forgot-password')
+      expect(en.body).toContain('reset link mailed to you')
+      expect(en.body).not.toContain('sends no mail')
+      expect((await hm.client().get('/forgot-password', { 'accept-language': 'de' })).body).toContain('per E-Mail')
+    } finally {
+      hm.close()
+    }
+  })
+})
