@@ -85,62 +85,51 @@ describe('the built dist/svc', () => {
 
   test('anonymous half-sent 60 MiB relay pushes are answered 401 at once, over real sockets, without waiting for their bodies', async () => {
     const leader = await startLeader()
-    const { port } = new URL(leader.url)
-    const answers = await Promise.all(
-      Array.from({ length: 8 }, () => {
-        const { promise, resolve, reject } = Promise.withResolvers<string>()
-        let got = ''
-        void Bun.connect({
-          hostname: '127.0.0.1',
-          port: Number(port),
-          socket: {
-            open(socket) {
-              socket.write(
-                `POST /api/v1/relay/${crypto.randomUUID()}/activations/push HTTP/1.1\r\nHost: leader\r\n` +
-                  `Content-Type: application/octet-stream\r\nContent-Length: ${60 * 1024 * 1024}\r\n\r\n`,
-              )
-              socket.write(new Uint8Array(64 * 1024)) // and never the rest
-            },
-            data(socket, data) {
-              got += new TextDecoder().decode(data)
-              if (got.includes('\r\n\r\n')) {
-                resolve(got)
-                socket.end()
-              }
-            },
-            error: (_s, e) => reject(e),
-            close: () => resolve(got),
-          },
-        })
-        return promise
-      }),
-    )
+    const port = Number(new URL(leader.url).port)
+    const head = () =>
+      `POST /api/v1/relay/${crypto.randomUUID()}/activations/push HTTP/1.1\r\nHost: leader\r\n` +
+      `Content-Type: application/octet-stream\r\nContent-Length: ${60 * 1024 * 1024}\r\n\r\n`
+    // 64 KiB of body and never the rest; the answer's head is enough.
+    const answers = await Promise.all(Array.from({ length: 8 }, () => rawExchange(port, [head(), new Uint8Array(64 * 1024)], { untilHead: true })))
     for (const a of answers) expect(a.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized')
     expect(await leader.stop()).toBe(0)
   })
 
   test('a body trickled in slower than SVC_BODY_TIMEOUT_S is answered 408 and its connection closed', async () => {
     const leader = await startLeader({ SVC_BODY_TIMEOUT_S: '1' })
-    const { port } = new URL(leader.url)
-    const { promise, resolve, reject } = Promise.withResolvers<{ got: string; closed: boolean }>()
-    let got = ''
-    void Bun.connect({
-      hostname: '127.0.0.1',
-      port: Number(port),
-      socket: {
-        open(socket) {
-          socket.write('POST /api/v1/auth/login HTTP/1.1\r\nHost: leader\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{')
-        },
-        data(_socket, data) {
-          got += new TextDecoder().decode(data)
-        },
-        error: (_s, e) => reject(e),
-        close: () => resolve({ got, closed: true }),
-      },
-    })
-    const answer = await promise // the leader closes it; a hang here is the defect (125 s before)
-    expect(answer.got.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout')
-    expect(answer.got).toContain('"code":"request_timeout"')
+    // One byte of a 100-byte body; the leader closes the connection (a hang here is the defect: 125 s before).
+    const got = await rawExchange(Number(new URL(leader.url).port), ['POST /api/v1/auth/login HTTP/1.1\r\nHost: leader\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{'])
+    expect(got.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout')
+    expect(got).toContain('"code":"request_timeout"')
     expect(await leader.stop()).toBe(0)
   })
 })
+
+/**
+ * Writes `parts` on a raw TCP connection and answers what came back: when the server closes it,
+ * or (untilHead) once a response head has arrived, closing it then.
+ */
+function rawExchange(port: number, parts: (string | Uint8Array)[], opts: { untilHead?: boolean } = {}): Promise<string> {
+  const { promise, resolve, reject } = Promise.withResolvers<string>()
+  let got = ''
+  void Bun.connect({
+    hostname: '127.0.0.1',
+    port,
+    socket: {
+      open(socket) {
+        for (const p of parts) socket.write(p)
+      },
+      data(socket, data) {
+        got += new TextDecoder().decode(data)
+        if (opts.untilHead && got.includes('\r\n\r\n')) {
+          resolve(got)
+          socket.end()
+        }
+      },
+      error: (_s, e) => reject(e),
+      close: () => resolve(got),
+    },
+  })
+  return promise
+}
+

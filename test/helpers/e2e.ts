@@ -75,16 +75,7 @@ export async function closedPort(): Promise<number> {
   })
 }
 
-/** A small seeded PRNG (mulberry32), so a failing run can be replayed with its seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** A small seeded PRNG (mulberry32, the agent's), so a failing run can be replayed with its seed. */
+export { mulberry32 as prng } from '../../src/agent/mlp'
 
 export const GPU = { index: 0, name: 'NVIDIA A100-SXM4-80GB', memory_total_mb: 81920, memory_free_mb: 80000, utilization_pct: 3 }

@@ -48,3 +48,17 @@ export function openSocket(url: string, headers: Record<string, string> = {}): P
     ws.addEventListener('error', () => reject(new Error('websocket failed to open')))
   })
 }
+
+/** A free (base, base+1) pair below the ephemeral range (32768+), where client sockets do not land. */
+export function freeBase(): number {
+  for (;;) {
+    const base = 20_000 + 2 * Math.floor(Math.random() * 6000)
+    try {
+      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
+      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
+      return base
+    } catch {
+      // taken: try another
+    }
+  }
+}

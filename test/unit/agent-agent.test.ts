@@ -12,6 +12,7 @@ import { LogBuffer, agentLogger } from '../../src/agent/logship'
 import { writeCheckpoint } from '../../src/agent/state'
 import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
+import { freeBase } from '../helpers/listen'
 
 const JOIN = 'svc_join_' + 'j'.repeat(43)
 const FELLOW = '01a2b3c4-0000-7000-8000-00000000abcd'
@@ -72,20 +73,6 @@ function fakeLeader() {
   })
   cleanups.push(() => server.stop(true))
   return { ...s, state: s, url: `http://127.0.0.1:${server.port}` }
-}
-
-/** A free (base, base+1) pair below the ephemeral range (32768+), where client sockets do not land. */
-function freeBase(): number {
-  for (;;) {
-    const base = 20_000 + 2 * Math.floor(Math.random() * 6000)
-    try {
-      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
-      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
-      return base
-    } catch {
-      // taken: try another
-    }
-  }
 }
 
 function startAgent(leaderUrl: string, stateDir: string) {

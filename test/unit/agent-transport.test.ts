@@ -6,25 +6,12 @@ import { silentLogger } from '../../src/log'
 import type { LeaderClient } from '../../src/agent/client'
 import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
+import { freeBase } from '../helpers/listen'
 
 const cleanups: (() => unknown)[] = []
 afterEach(async () => {
   for (const c of cleanups.splice(0)) await c()
 })
-
-/** A free (base, base+1) pair below the ephemeral range (32768+), where client sockets do not land. */
-function freeBase(): number {
-  for (;;) {
-    const base = 20_000 + 2 * Math.floor(Math.random() * 6000)
-    try {
-      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
-      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
-      return base
-    } catch {
-      // taken: try another
-    }
-  }
-}
 
 /** What `work` resolves to, moving `clock` while it waits: retries and graces run on the clock. */
 async function withTime<T>(clock: FakeClock, work: Promise<T>, what: string, stepMs = 100): Promise<T> {
