@@ -10,7 +10,8 @@ import { SignalChannel } from './signals'
 import { P2PListeners } from './p2p'
 import { Work } from './work'
 import { waitForLeader } from './health'
-import { announceServable, inferenceLoop, MODEL_NAME } from './inference'
+import { InferenceServer } from './inference'
+import { loadEngines, type EngineSpec } from './fellow-config'
 import { ensureStateDir, loadState, saveState, type FellowState } from './state'
 import { VERSION } from '../version'
 import { sleep, systemClock, type TimerClock } from '../time'
@@ -31,6 +32,8 @@ export interface AgentOptions {
   logs: LogBuffer
   /** Every timer of the agent runs on it (tests pass a fake one); the system clock by default. */
   clock?: TimerClock
+  /** The engines its operator declared (src/agent/fellow-config.ts); default: the built-in tiny-llm. */
+  engines?: EngineSpec[]
 }
 
 const LOG_SHIP_MS = 2000
@@ -55,6 +58,9 @@ export class Agent {
   private lastRegisterAt = 0
   private heartbeatFailures = 0
   private readonly clock: TimerClock
+  private readonly inference: InferenceServer
+  /** Aborted to end the heartbeat loop's wait early (an engine's health changed). */
+  private wake = new AbortController()
 
   constructor(private readonly o: AgentOptions) {
     const clock = (this.clock = o.clock ?? systemClock)
@@ -68,6 +74,11 @@ export class Agent {
       clock,
     })
     this.work = new Work({ client: this.client, log: o.log, stateDir: o.stateDir, counters: this.counters, clock, onReleased: (r) => this.onReleased(r) })
+    this.inference = new InferenceServer(
+      { client: this.client, log: o.log, fellowId: () => this.state!.fellow_id, signal: this.stopper.signal, clock },
+      o.engines ?? loadEngines({}),
+      () => this.wake.abort(),
+    )
   }
 
   get address(): string {
@@ -132,15 +143,14 @@ export class Agent {
         this.signals.start()
         void this.heartbeatLoop()
         void this.shipLoop()
-        void announceServable(this.client, log)
-        void inferenceLoop({ client: this.client, log, fellowId: () => this.state!.fellow_id, signal, clock: this.clock })
+        this.inference.start()
         if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
       }
     }
     this.stopper.abort()
     this.signals?.close()
     this.work.stopAll('agent stopping')
-    await this.listeners.stop()
+    await Promise.all([this.listeners.stop(), this.inference.stop()])
     if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines)), sleep(this.clock, 2000)])
     if (this.state && this.farewell) await this.sayGoodbye()
     return this.exitCode
@@ -246,7 +256,8 @@ export class Agent {
         bytes_sent: this.counters.sent,
         bytes_received: this.counters.received,
         hardware,
-        servables: [MODEL_NAME],
+        servables: this.inference.servables(),
+        capacity: this.inference.capacity(),
       })
       if (this.heartbeatFailures > 0) log.info('heartbeat recovered', { after_failures: this.heartbeatFailures })
       this.heartbeatFailures = 0
@@ -263,8 +274,10 @@ export class Agent {
     const signal = this.stopper.signal
     while (!signal.aborted) {
       const started = this.clock.now()
+      if (this.wake.signal.aborted) this.wake = new AbortController()
       await this.heartbeat()
-      await sleep(this.clock, Math.max(0, this.heartbeatMs - (this.clock.now() - started)), signal)
+      // An engine that turned healthy or unhealthy is said at once, not at the next interval.
+      await sleep(this.clock, Math.max(0, this.heartbeatMs - (this.clock.now() - started)), AbortSignal.any([signal, this.wake.signal]))
     }
   }
 

@@ -1,21 +1,28 @@
-// Serving the built-in text generator. The fellow long-polls the leader for chat requests,
-// streams tokens back as frames in small batches (a frame per token would cost a request per
-// word), and stops generating as soon as the leader answers 410: the client went away, and
-// every further token would be work nobody reads.
-import { countTokens, generate, MODEL_BYTES } from './textgen'
+// Serving models. The fellow long-polls the leader for requests, hands each to the engine that
+// serves its model (engines.ts), and streams the engine's output back as frames. Posting is
+// pipelined: the first token is posted at once, and whatever the engine produces while a post
+// is on its way goes into the next one, so one slow round trip batches instead of queueing.
+// A 410 from the leader (the client went away) aborts the engine's request at once.
+//
+// Concurrency: as many long-polls as the engines take requests at once together (at most
+// MAX_SLOTS), and each engine never more than its max_concurrent (a request beyond waits here).
 import { Backoff } from './backoff'
+import { createEngine, EngineError, type Engine, type EngineEvent } from './engines'
 import { LeaderError, isRetryable, type InferFrame, type LeaderClient } from './client'
+import { BUILTIN_MODEL, type EngineSpec } from './fellow-config'
+import { MODEL_BYTES } from './textgen'
 import { VERSION } from '../version'
 import type { InferRequest } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
-export const MODEL_NAME = 'tiny-llm'
-export const DEFAULT_MAX_TOKENS = 64
-const MAX_TOKENS_CAP = 4096
-const BATCH_TOKENS = 8
-const BATCH_MS = 50
+export const MODEL_NAME = BUILTIN_MODEL
 const POLL_WAIT_MS = 25_000
+/** The leader holds at most 64 long-polls per fellow. */
+const MAX_SLOTS = 48
+/** Content frames merge up to this many characters (the leader takes 65,536 per frame). */
+const MERGE_CHARS = 16_384
+const MAX_FRAMES_PER_POST = 4096
 
 export interface InferenceDeps {
   client: LeaderClient
@@ -25,89 +32,230 @@ export interface InferenceDeps {
   clock: TimerClock
 }
 
-export async function announceServable(client: LeaderClient, log: Logger): Promise<boolean> {
-  try {
-    await client.announceServable({ name: MODEL_NAME, version: VERSION, format: 'markov-text', size_bytes: MODEL_BYTES })
-    log.info('servable announced', { name: MODEL_NAME, version: VERSION })
-    return true
-  } catch (e) {
-    log.warn('servable not announced', { name: MODEL_NAME, error: (e as Error).message })
-    return false
+/** A counting gate: at most `limit` holders; the rest wait in order. */
+class Gate {
+  private held = 0
+  private readonly waiting: (() => void)[] = []
+  constructor(private readonly limit: number) {}
+  get inUse(): number {
+    return this.held
+  }
+  async enter(): Promise<void> {
+    if (this.held < this.limit) {
+      this.held++
+      return
+    }
+    await new Promise<void>((r) => this.waiting.push(r))
+  }
+  leave(): void {
+    const next = this.waiting.shift()
+    if (next) next()
+    else this.held--
   }
 }
 
-/** Polls and answers requests one at a time until the signal aborts. */
-export async function inferenceLoop(deps: InferenceDeps): Promise<void> {
-  const { client, log, signal, clock } = deps
-  const backoff = new Backoff({ baseMs: 500, maxMs: 60_000 })
-  while (!signal.aborted) {
+export class InferenceServer {
+  readonly engines: Engine[]
+  private readonly gates = new Map<Engine, Gate>()
+  private readonly announced = new Set<string>()
+
+  constructor(
+    private readonly deps: InferenceDeps,
+    specs: EngineSpec[],
+    /** Told when an engine's health changes: the fellow heartbeats at once. */
+    private readonly onChange: () => void = () => {},
+  ) {
+    this.engines = specs.map((s) =>
+      createEngine(s, {
+        log: deps.log,
+        clock: deps.clock,
+        onHealth: (e) => {
+          if (e.healthy) void this.announce(e)
+          this.onChange()
+        },
+      }),
+    )
+    for (const e of this.engines) this.gates.set(e, new Gate(e.spec.maxConcurrent))
+  }
+
+  /** The models of healthy engines: what the heartbeat says this fellow serves. */
+  servables(): string[] {
+    return this.engines.filter((e) => e.healthy).map((e) => e.spec.model)
+  }
+
+  /** What each served model takes at once. */
+  capacity(): Record<string, number> {
+    const out: Record<string, number> = {}
+    for (const e of this.engines) if (e.healthy) out[e.spec.model] = e.spec.maxConcurrent
+    return out
+  }
+
+  /** Starts the engines and the long-polls; the built-in engine is announced at once. */
+  start(): void {
+    for (const e of this.engines) {
+      e.start()
+      if (e.healthy) void this.announce(e)
+    }
+    const slots = Math.min(MAX_SLOTS, this.engines.reduce((n, e) => n + e.spec.maxConcurrent, 0))
+    for (let i = 0; i < slots; i++) void this.pollLoop(i)
+  }
+
+  /** Stops the engines the agent started (SIGTERM, SIGKILL after their grace period). */
+  async stop(): Promise<void> {
+    await Promise.all(this.engines.map((e) => e.stop()))
+  }
+
+  /** The model in the leader's catalog, once per model per agent run. */
+  private async announce(e: Engine): Promise<void> {
+    if (this.announced.has(e.spec.model)) return
+    this.announced.add(e.spec.model)
+    const builtin = e.spec.url === 'builtin'
+    const manifest = builtin
+      ? { name: e.spec.model, version: VERSION, format: 'markov-text', size_bytes: MODEL_BYTES }
+      : { name: e.spec.model, version: e.spec.upstreamModel.slice(0, 100), format: 'openai-compatible', size_bytes: 0 }
     try {
-      const polled = clock.now()
-      const req = await client.inferPoll(deps.fellowId(), POLL_WAIT_MS, signal)
-      backoff.reset()
-      if (req) await serveRequest(deps, req)
-      // A leader that answers 204 without holding the poll must not turn this into a busy loop.
-      else if (clock.now() - polled < 1000) await sleep(clock, 500, signal)
-    } catch (e) {
-      if (signal.aborted) return
-      const ms = backoff.next()
-      // A leader without the inference transport answers 403/404 for good: say so once, poll rarely.
-      if (backoff.attempts === 1) log.warn('inference poll failed; retrying', { error: (e as Error).message, retry_ms: ms })
-      await sleep(clock, ms, signal)
+      await this.deps.client.announceServable(manifest)
+      this.deps.log.info('servable announced', { name: manifest.name, version: manifest.version, engine: e.spec.name })
+    } catch (err) {
+      this.announced.delete(e.spec.model)
+      this.deps.log.warn('servable not announced', { name: manifest.name, error: (err as Error).message })
     }
   }
-}
 
-export function promptOf(req: InferRequest): string {
-  return req.messages.map((m) => m.content).join('\n')
-}
-
-export async function serveRequest(deps: InferenceDeps, req: InferRequest): Promise<void> {
-  const { client, log, clock } = deps
-  const started = clock.now()
-  const abort = new AbortController()
-  const signal = AbortSignal.any([abort.signal, deps.signal])
-  const prompt = promptOf(req)
-  const maxTokens = Math.min(MAX_TOKENS_CAP, req.max_tokens ?? DEFAULT_MAX_TOKENS)
-  let gone = false
-  const send = async (frames: InferFrame[]): Promise<void> => {
-    for (let attempt = 1; !gone; attempt++) {
+  /** One long-poll at a time, until the agent stops; a request is served before the next poll. */
+  private async pollLoop(slot: number): Promise<void> {
+    const { client, log, signal, clock } = this.deps
+    const backoff = new Backoff({ baseMs: 500, maxMs: 60_000 })
+    while (!signal.aborted) {
       try {
-        return await client.inferRespond(req.request_id, frames, deps.signal)
+        const polled = clock.now()
+        const req = await client.inferPoll(this.deps.fellowId(), POLL_WAIT_MS, signal)
+        backoff.reset()
+        if (req) await this.serve(req)
+        // A leader that answers 204 without holding the poll must not turn this into a busy loop.
+        else if (clock.now() - polled < 1000) await sleep(clock, 500, signal)
       } catch (e) {
-        if (e instanceof LeaderError && (e.status === 410 || e.status === 404)) {
-          gone = true
-          abort.abort()
-          return log.info('inference request gone; generation aborted', { request_id: req.request_id })
-        }
-        if (!isRetryable(e) || attempt >= 3 || deps.signal.aborted) {
-          gone = true
-          abort.abort()
-          return log.warn('inference response failed; generation aborted', { request_id: req.request_id, error: (e as Error).message })
-        }
-        await sleep(clock, 100 * attempt, deps.signal)
+        if (signal.aborted) return
+        const ms = backoff.next()
+        // A leader without the inference transport answers 403/404 for good: say so once, poll rarely.
+        if (backoff.attempts === 1 && slot === 0) log.warn('inference poll failed; retrying', { error: (e as Error).message, retry_ms: ms })
+        await sleep(clock, ms, signal)
       }
     }
   }
-  let pending = ''
-  let inBatch = 0
-  let tokens = 0
-  let flushedAt = clock.now()
-  for await (const word of generate(prompt, { maxTokens, signal })) {
-    // Words joined by single spaces, none trailing: the reply reads as plain text.
-    pending += (tokens === 0 ? '' : ' ') + word.trimEnd()
-    tokens++
-    inBatch++
-    if (inBatch >= BATCH_TOKENS || clock.now() - flushedAt >= BATCH_MS) {
-      await send([{ delta: pending }])
-      pending = ''
-      inBatch = 0
-      flushedAt = clock.now()
+
+  async serve(req: InferRequest): Promise<void> {
+    const engine = this.engines.find((e) => e.spec.model === req.model)
+    const out = new FramePoster(this.deps, req.request_id)
+    if (!engine || !engine.healthy) {
+      out.push({ error: engine ? `the engine of ${req.model} is not healthy right now` : `this fellow does not serve ${req.model}` })
+      return out.close()
     }
-    if (gone) return
+    const gate = this.gates.get(engine)!
+    await gate.enter()
+    try {
+      await serveWith(this.deps, engine, req, out)
+    } finally {
+      gate.leave()
+    }
   }
-  if (gone || deps.signal.aborted) return
-  const usage = { prompt_tokens: countTokens(prompt), completion_tokens: tokens }
-  await send([...(pending ? [{ delta: pending }] : []), { done: true, usage }])
-  if (!gone) log.info('inference answered', { request_id: req.request_id, model: req.model, tokens, ms: clock.now() - started })
+}
+
+/** One request through one engine, its events posted as frames. */
+export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferRequest, out: FramePoster): Promise<void> {
+  const { log, clock } = deps
+  const started = clock.now()
+  const signal = AbortSignal.any([out.gone, deps.signal])
+  let tokens = 0
+  try {
+    if (req.kind === 'embeddings') {
+      const { result, usage } = await engine.embeddings(req, signal)
+      out.push({ done: true, usage, result })
+    } else {
+      let finish: string | undefined
+      let usage: InferFrame['usage']
+      for await (const e of engine.chat(req, signal) as AsyncGenerator<EngineEvent>) {
+        if ('content' in e) {
+          tokens++
+          out.push({ delta: e.content })
+        } else if ('tool_calls' in e) out.push({ tool_calls: e.tool_calls })
+        else if ('finish' in e) finish = e.finish
+        else usage = e.usage
+        if (out.gone.aborted) break
+      }
+      if (!out.gone.aborted && !deps.signal.aborted) out.push({ done: true, ...(finish !== undefined ? { finish_reason: finish } : {}), ...(usage ? { usage } : {}) })
+    }
+  } catch (e) {
+    if (!out.gone.aborted && !deps.signal.aborted) {
+      const err = e instanceof EngineError ? e : new EngineError((e as Error).message)
+      log.warn('engine request failed', { request_id: req.request_id, engine: engine.spec.name, status: err.status, error: err.message })
+      out.push({ error: err.message.slice(0, 2000), ...(err.status !== null && err.status >= 400 && err.status <= 599 ? { error_status: err.status } : {}) })
+    }
+  }
+  await out.close()
+  if (out.gone.aborted) log.info('inference request gone; generation aborted', { request_id: req.request_id, engine: engine.spec.name })
+  else if (!deps.signal.aborted) log.info('inference answered', { request_id: req.request_id, model: req.model, engine: engine.spec.name, chunks: tokens, ms: clock.now() - started })
+}
+
+/**
+ * Frames of one request, posted in order: one post at a time, and frames pushed meanwhile go
+ * together in the next. `gone` aborts when the leader answers 410/404 (the client went away) or
+ * posting failed for good: the engine's request is aborted with it.
+ */
+export class FramePoster {
+  private pending: InferFrame[] = []
+  private posting: Promise<void> | null = null
+  private readonly stopper = new AbortController()
+
+  constructor(
+    private readonly deps: InferenceDeps,
+    private readonly requestId: string,
+  ) {}
+
+  get gone(): AbortSignal {
+    return this.stopper.signal
+  }
+
+  push(f: InferFrame): void {
+    if (this.gone.aborted) return
+    const last = this.pending[this.pending.length - 1]
+    // A content frame joins the content frame before it, so a batch is one frame, not one per token.
+    if (f.delta !== undefined && Object.keys(f).length === 1 && last && last.delta !== undefined && Object.keys(last).length === 1 && last.delta.length + f.delta.length <= MERGE_CHARS) {
+      last.delta += f.delta
+    } else {
+      this.pending.push(f)
+    }
+    this.posting ??= this.drain()
+  }
+
+  /** Waits until everything pushed is posted (or the request is gone). */
+  async close(): Promise<void> {
+    while (this.posting) await this.posting
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pending.length > 0 && !this.gone.aborted) await this.send(this.pending.splice(0, MAX_FRAMES_PER_POST))
+    } finally {
+      this.posting = null
+    }
+  }
+
+  private async send(frames: InferFrame[]): Promise<void> {
+    const { client, log, clock, signal } = this.deps
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await client.inferRespond(this.requestId, frames, signal)
+      } catch (e) {
+        if (e instanceof LeaderError && (e.status === 410 || e.status === 404)) return this.stopper.abort()
+        // 429: the client has not read the earlier frames yet; the same batch goes again shortly.
+        const full = e instanceof LeaderError && e.status === 429
+        if (!isRetryable(e) || (!full && attempt >= 3) || signal.aborted) {
+          log.warn('inference response failed; generation aborted', { request_id: this.requestId, error: (e as Error).message })
+          return this.stopper.abort()
+        }
+        if (!(await sleep(clock, full ? 50 * Math.min(attempt, 20) : 100 * attempt, signal))) return this.stopper.abort()
+      }
+    }
+  }
 }

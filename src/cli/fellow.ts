@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { loadFellowConfig } from '../config'
 import { Agent } from '../agent/agent'
 import { LogBuffer, agentLogger } from '../agent/logship'
+import { FellowConfigError, loadEngines, type EngineSpec } from '../agent/fellow-config'
 import { UsageError } from './usage'
 
 /** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */
@@ -38,6 +39,9 @@ export async function runFellow(argv: string[]): Promise<number> {
       'p2p-listen-host': { type: 'string' },
       hostname: { type: 'string' },
       once: { type: 'boolean' },
+      engine: { type: 'string', multiple: true },
+      'engine-cmd': { type: 'string', multiple: true },
+      config: { type: 'string' },
     },
   })
   if (positionals.length > 0) throw new UsageError(`fellow takes no positional arguments, got: ${positionals.join(' ')}`)
@@ -51,6 +55,14 @@ export async function runFellow(argv: string[]): Promise<number> {
     p2pListenHost: values['p2p-listen-host'],
     hostname: values.hostname,
   })
+  let engines: EngineSpec[]
+  try {
+    engines = loadEngines({ engine: values.engine, engineCmd: values['engine-cmd'], config: values.config })
+  } catch (e) {
+    if (!(e instanceof FellowConfigError)) throw e
+    process.stderr.write(`svc: configuration error: ${e.message}\n`)
+    return 2
+  }
   const logs = new LogBuffer()
   const log = agentLogger(cfg.logLevel, logs)
   const advertiseHost = cfg.advertiseHost ?? defaultAdvertiseHost()
@@ -65,6 +77,7 @@ export async function runFellow(argv: string[]): Promise<number> {
     once: values.once === true,
     log,
     logs,
+    engines,
   })
   const onSignal = (sig: string) => agent.shutdown(sig)
   process.on('SIGTERM', onSignal)

@@ -26,6 +26,14 @@ fellow options (flags win over the SVC_* variables named):
   --p2p-listen-host HOST   bind those ports here instead (NAT: the advertised address is not local)
   --hostname NAME          the name shown for this machine (default: the system host name)
   --once                   register, send one heartbeat and exit (a connectivity check)
+  --engine NAME=URL        serve the model NAME with the OpenAI-compatible engine already
+                           running at URL (e.g. http://127.0.0.1:8081/v1); repeatable
+  --engine-cmd 'NAME=CMD'  start CMD and serve the model NAME with it; {port} in CMD is replaced
+                           by a free loopback port; restarted when it exits, stopped with the
+                           agent; repeatable
+  --config FILE            a TOML file of engines ([engines.NAME] with url or command, model,
+                           max_concurrent, health_path, env, api_key, ...; docs/operations.md)
+                           No engine declared: the built-in tiny-llm model is served.
 `
 
 export class UsageError extends Error {}

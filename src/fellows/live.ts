@@ -34,6 +34,8 @@ export interface LiveFellow {
   hardware: Hardware | null
   address: string | null
   servables: string[]
+  /** Requests each served model takes at once, as the last heartbeat said (absent: 1). */
+  capacity: Record<string, number> | null
   /** Said goodbye (a clean stop): offline until its next heartbeat, whatever its last one's age. */
   signedOff?: boolean
 }
@@ -111,6 +113,7 @@ export class FellowRegistry {
         hardware: f.hardware ? (JSON.parse(f.hardware) as Hardware) : null,
         address: f.address,
         servables: [],
+        capacity: null,
       }
       this.byId.set(f.id, live)
       this.move(f.id, null, live.poolId)
@@ -170,6 +173,7 @@ export class FellowRegistry {
   signOff(f: LiveFellow): void {
     f.signedOff = true
     f.servables = []
+    f.capacity = null
     if (this.lastState.get(f.id) !== 'offline') {
       this.lastState.set(f.id, 'offline')
       this.event(f, 'offline', 'the fellow stopped')
@@ -194,6 +198,7 @@ export class FellowRegistry {
     if (hb.bytes_received !== undefined) f.bytesReceived = hb.bytes_received
     if (hb.hardware !== undefined) f.hardware = hb.hardware
     if (hb.servables !== undefined) f.servables = hb.servables
+    if (hb.capacity !== undefined || hb.servables !== undefined) f.capacity = hb.capacity ?? null
     this.unsaved.add(f.id)
     const saved = this.persisted.get(f.id)
     if (!saved || saved.status !== f.status || now - saved.at >= this.persistEveryMs()) this.due.add(f.id)

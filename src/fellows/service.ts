@@ -240,6 +240,7 @@ export class Fellows {
       hardware: input.gpus ? { gpus: input.gpus } : (prev?.hardware ?? null),
       address: input.address ?? null,
       servables: prev?.servables ?? [],
+      capacity: prev?.capacity ?? null,
     }
     this.registry.put(live, prev ? null : 'registered')
     return {

@@ -3,27 +3,37 @@
 // routing chose, handed to that fellow's long-poll, and its frames flow back to the one client
 // reading it.
 import type { ErrorCode } from '../errors'
-import type { Frame, InferMessage, InferRequest } from './model'
+import type { Frame, InferKind, InferMessage, InferRequest, InferUsage } from './model'
 
 export interface InferJob {
+  kind: InferKind
   model: string
   messages: InferMessage[]
   max_tokens: number | null
   stream: boolean
   temperature?: number
   top_p?: number
+  /** The caller's other OpenAI fields, passed to the engine (src/inference/service.ts decides which). */
+  params?: Record<string, unknown>
 }
 
-export interface TokenUsage {
-  prompt_tokens: number
-  completion_tokens: number
-}
+/** Token counts as the engine reported them (total and details when it sent them). */
+export type TokenUsage = InferUsage
 
-export type Ending = { ok: true; usage: TokenUsage; finish: 'stop' | 'length' } | { ok: false; code: ErrorCode; message: string }
+export type Ending =
+  | { ok: true; usage: TokenUsage; finish: string; /** A whole answer (embeddings): the engine's JSON. */ result?: unknown }
+  | { ok: false; code: ErrorCode; message: string }
+
+/** Tool-call deltas of one chunk, in OpenAI's shape. */
+export interface ToolCallsDelta {
+  tool_calls: unknown[]
+}
+/** Content text (most of a stream, so a plain string) or a chunk's tool-call deltas. */
+export type Delta = string | ToolCallsDelta
 
 /** What a client read returns: deltas in order; `end` once the request is over and drained. */
 export interface Output {
-  deltas: string[]
+  deltas: Delta[]
   end: Ending | null
 }
 
@@ -53,7 +63,7 @@ export interface InferenceHub {
   next(fellowId: string, waitMs: number, signal?: AbortSignal): Promise<InferRequest | null>
   /** Frames from a fellow; `fellowId` null only for an unauthenticated fellow (node auth off). */
   post(requestId: string, fellowId: string | null, frames: Frame[]): PostResult
-  /** Requests queued for or being served by the fellow: routing sends work to the least busy. */
+  /** Requests queued for or being served by the fellow: routing sends work to the least loaded. */
   inFlight(fellowId: string): number
   /** Ends requests no fellow picked up, or whose fellow went silent, for timeoutMs; returns how many. */
   expire(now: number): number

@@ -5,7 +5,7 @@
 import { AppError } from '../errors'
 import { newId } from '../crypto'
 import type { Frame, InferRequest } from './model'
-import type { Ending, InferJob, InferenceHub, InferenceStats, Output, PostResult, Ticket, TokenUsage } from './hub'
+import type { Delta, Ending, InferJob, InferenceHub, InferenceStats, Output, PostResult, Ticket, TokenUsage } from './hub'
 
 export interface MemoryInferenceHubOptions {
   now: () => number
@@ -29,10 +29,11 @@ interface Live {
   state: 'queued' | 'dispatched' | 'ended'
   /** When it was queued, then when its fellow last posted: the timeouts count from here. */
   since: number
-  deltas: string[]
+  deltas: Delta[]
   chars: number
   completionFrames: number
   usage: TokenUsage | null
+  finishReason: string | null
   end: Ending | null
   reader: ((o: Output) => void) | null
   readerTimer: ReturnType<typeof setTimeout> | null
@@ -63,7 +64,11 @@ export class MemoryInferenceHub implements InferenceHub {
 
   submit(fellowId: string, job: InferJob): Ticket {
     let promptChars = 0
-    for (const m of job.messages) promptChars += m.content.length
+    for (const m of job.messages) promptChars += m.content?.length ?? 0
+    // Embeddings carry their text in params.input (a string or a list of them).
+    const input = job.params?.input
+    if (typeof input === 'string') promptChars += input.length
+    else if (Array.isArray(input)) for (const x of input) promptChars += typeof x === 'string' ? x.length : 8
     if (this.live.size >= this.maxOpen || this.held() + promptChars > this.maxHeld) {
       throw new AppError('service_unavailable', 'The leader is at its limit of open inference requests; retry shortly.')
     }
@@ -71,7 +76,7 @@ export class MemoryInferenceHub implements InferenceHub {
     const pickedUp = new Promise<Ending | null>((r) => (pick = r))
     const l: Live = {
       id: newId(), fellowId, job, promptChars, state: 'queued', since: this.opts.now(), deltas: [], chars: 0,
-      completionFrames: 0, usage: null, end: null, reader: null, readerTimer: null, pick,
+      completionFrames: 0, usage: null, finishReason: null, end: null, reader: null, readerTimer: null, pick,
     }
     this.live.set(l.id, l)
     this.promptChars += promptChars
@@ -136,7 +141,10 @@ export class MemoryInferenceHub implements InferenceHub {
     if (!l) return 'gone'
     if (l.state !== 'dispatched' || (fellowId !== null && fellowId !== l.fellowId)) return 'not_yours'
     let incoming = 0
-    for (const f of frames) incoming += f.delta?.length ?? 0
+    for (const f of frames) {
+      incoming += f.delta?.length ?? 0
+      if (f.tool_calls !== undefined) incoming += 256 * f.tool_calls.length
+    }
     // Refused whole, so the fellow can resend the same batch once the client caught up.
     if (l.chars + incoming > this.maxBuffered || this.held() + incoming > this.maxHeld) return 'full'
     // Any post, even an empty one, shows the fellow is alive: it restarts the frame timeout.
@@ -148,13 +156,23 @@ export class MemoryInferenceHub implements InferenceHub {
         this.bufferedChars += f.delta.length
         l.completionFrames++
       }
+      if (f.tool_calls !== undefined && f.tool_calls.length > 0) {
+        l.deltas.push({ tool_calls: f.tool_calls })
+        l.chars += 256 * f.tool_calls.length
+        this.bufferedChars += 256 * f.tool_calls.length
+      }
       if (f.usage) l.usage = f.usage
+      if (f.finish_reason !== undefined) l.finishReason = f.finish_reason
       if (f.error !== undefined) {
-        this.finish(l, { ok: false, code: 'fellow_failed', message: `The fellow serving ${l.job.model} failed: ${f.error}` })
+        // An engine that refused the request (4xx) says the caller's request was at fault.
+        const refused = f.error_status !== undefined && f.error_status < 500
+        this.finish(l, refused
+          ? { ok: false, code: 'bad_request', message: `The engine serving ${l.job.model} refused the request: ${f.error}` }
+          : { ok: false, code: 'fellow_failed', message: `The fellow serving ${l.job.model} failed: ${f.error}` })
         break
       }
       if (f.done) {
-        this.finish(l, this.success(l))
+        this.finish(l, this.success(l, f.result))
         break
       }
     }
@@ -199,19 +217,24 @@ export class MemoryInferenceHub implements InferenceHub {
     l.state = 'dispatched'
     l.since = this.opts.now()
     l.pick(null)
-    const { model, messages, max_tokens, stream, temperature, top_p } = l.job
+    const { kind, model, messages, max_tokens, stream, temperature, top_p, params } = l.job
     return {
-      request_id: l.id, model, messages, max_tokens, stream,
+      request_id: l.id, kind, model, messages, max_tokens, stream,
       ...(temperature !== undefined ? { temperature } : {}),
       ...(top_p !== undefined ? { top_p } : {}),
+      ...(params !== undefined ? { params } : {}),
     }
   }
 
-  /** Usage as the fellow reported it; otherwise estimated (4 characters a prompt token, a frame a token). */
-  private success(l: Live): Ending {
+  /**
+   * Usage as the fellow reported it; otherwise estimated (4 characters a prompt token, a frame a
+   * token). The finish reason as the engine said it; otherwise `length` when the limit was reached.
+   */
+  private success(l: Live, result: unknown): Ending {
     const usage = l.usage ?? { prompt_tokens: Math.ceil(l.promptChars / 4), completion_tokens: l.completionFrames }
     const capped = l.job.max_tokens !== null && usage.completion_tokens >= l.job.max_tokens
-    return { ok: true, usage, finish: capped ? 'length' : 'stop' }
+    const finish = l.finishReason ?? (capped ? 'length' : 'stop')
+    return result === undefined ? { ok: true, usage, finish } : { ok: true, usage, finish, result }
   }
 
   private finish(l: Live, end: Ending): void {

@@ -22,6 +22,8 @@ export const ChatMessage = t.Object(
     role: t.UnionEnum(ROLES, { default: undefined }),
     content: t.Optional(t.Union([t.String(), t.Null(), t.Array(ContentPart, { maxItems: 1000 })])),
     name: t.Optional(t.String({ maxLength: 256 })),
+    tool_calls: t.Optional(t.Nullable(t.Array(t.Object({}, { additionalProperties: true }), { maxItems: 128 }))),
+    tool_call_id: t.Optional(t.String({ maxLength: 256 })),
   },
   { additionalProperties: true },
 )
@@ -41,15 +43,21 @@ export const ChatCompletionBody = t.Object(
     top_p: t.Optional(t.Nullable(t.Number({ minimum: 0, maximum: 1 }))),
     /** Not in OpenAI's shape: route only to this pool's fellows (the caller's own pools, or any for an admin). */
     pool_id: t.Optional(t.String({ format: 'uuid' })),
-    // OpenAI features no engine of this leader implements yet: a fellow generates plain text. Their
-    // neutral values pass (some clients send them by default); anything else is refused with 400
-    // (CHAT_FIELD_RULES) instead of being ignored, so a client never takes plain text for a tool
-    // call, a JSON-mode answer or log-probabilities.
-    tools: t.Optional(t.Nullable(t.Array(t.Unknown(), { maxItems: 0 }))),
-    tool_choice: t.Optional(t.Nullable(t.Literal('none'))),
+    // Passed to the engine as they are (the engine checks their content; a refusal reaches the
+    // caller as a 400 with the engine's words). The built-in tiny-llm refuses tools and JSON mode.
+    stop: t.Optional(t.Nullable(t.Union([t.String({ maxLength: 1000 }), t.Array(t.String({ maxLength: 1000 }), { maxItems: 16 })]))),
+    seed: t.Optional(t.Nullable(Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }))),
+    presence_penalty: t.Optional(t.Nullable(t.Number({ minimum: -2, maximum: 2 }))),
+    frequency_penalty: t.Optional(t.Nullable(t.Number({ minimum: -2, maximum: 2 }))),
+    response_format: t.Optional(t.Nullable(t.Object({ type: t.String({ maxLength: 64 }) }, { additionalProperties: true }))),
+    tools: t.Optional(t.Nullable(t.Array(t.Object({ type: t.String({ maxLength: 64 }) }, { additionalProperties: true }), { maxItems: 128 }))),
+    tool_choice: t.Optional(t.Nullable(t.Union([t.String({ maxLength: 64 }), t.Object({}, { additionalProperties: true })]))),
+    parallel_tool_calls: t.Optional(t.Nullable(t.Boolean())),
+    // OpenAI features the transport does not carry: their neutral values pass (some clients send
+    // them by default); anything else is refused with 400 (CHAT_FIELD_RULES) instead of being
+    // ignored, so a client never takes a plain answer for one with them.
     functions: t.Optional(t.Nullable(t.Array(t.Unknown(), { maxItems: 0 }))),
     function_call: t.Optional(t.Nullable(t.Literal('none'))),
-    response_format: t.Optional(t.Nullable(t.Object({ type: t.Literal('text') }))),
     logprobs: t.Optional(t.Nullable(t.Literal(false))),
     top_logprobs: t.Optional(t.Nullable(Type.Integer({ minimum: 0, maximum: 0 }))),
     modalities: t.Optional(t.Nullable(t.Array(t.Literal('text'), { maxItems: 1 }))),
@@ -60,7 +68,7 @@ export const ChatCompletionBody = t.Object(
 export type ChatCompletionInput = Static<typeof ChatCompletionBody>
 
 const notYet = (what: string, neutral: string) =>
-  `${what} is not supported by this leader's engines yet: they generate plain text only. Leave it out (or send ${neutral}).`
+  `${what} is not supported by this leader: fellows do not pass it to their engines. Leave it out (or send ${neutral}).`
 
 /**
  * Plain words for a refused field of the chat routes, in OpenAI's terms (its clients show `message`
@@ -78,11 +86,16 @@ export const CHAT_FIELD_RULES: Record<string, { message: string; unsupported?: t
   temperature: { message: 'temperature must be a number from 0 to 2, or null.' },
   top_p: { message: 'top_p must be a number from 0 to 1, or null.' },
   pool_id: { message: 'pool_id must be the id (a UUID) of a pool you may use.' },
-  tools: { message: notYet('tools (function calling)', 'null or []'), unsupported: true },
-  tool_choice: { message: notYet('tool_choice', 'null or "none"'), unsupported: true },
-  functions: { message: notYet('functions (function calling)', 'null or []'), unsupported: true },
-  function_call: { message: notYet('function_call', 'null or "none"'), unsupported: true },
-  response_format: { message: notYet('response_format other than {"type": "text"} (JSON mode, structured outputs)', '{"type": "text"}'), unsupported: true },
+  stop: { message: 'stop must be a string or a list of up to 16 strings (each at most 1000 characters), or null.' },
+  seed: { message: 'seed must be an integer, or null.' },
+  presence_penalty: { message: 'presence_penalty must be a number from -2 to 2, or null.' },
+  frequency_penalty: { message: 'frequency_penalty must be a number from -2 to 2, or null.' },
+  response_format: { message: 'response_format must be an object with a type ("text", "json_object" or "json_schema"), or null.' },
+  tools: { message: 'tools must be a list of up to 128 tools, each an object with a type (such as "function"), or null.' },
+  tool_choice: { message: 'tool_choice must be "none", "auto", "required" or an object naming a tool, or null.' },
+  parallel_tool_calls: { message: 'parallel_tool_calls must be true, false or null.' },
+  functions: { message: notYet('functions (the legacy form of function calling)', 'null or [], and use tools'), unsupported: true },
+  function_call: { message: notYet('function_call (the legacy form of tool_choice)', 'null or "none", and use tool_choice'), unsupported: true },
   logprobs: { message: notYet('logprobs', 'false'), unsupported: true },
   top_logprobs: { message: notYet('top_logprobs', '0'), unsupported: true },
   modalities: { message: notYet('modalities other than ["text"] (audio output)', '["text"]'), unsupported: true },
@@ -95,10 +108,26 @@ export const CHAT_MESSAGE_RULES: Record<string, string> = {
   role: `messages[{i}].role must be one of ${ROLES.join(', ')}.`,
   content: `messages[{i}].content must be a string, null or a list of text parts ({"type": "text", "text": "..."}); image, audio and file parts are not supported by this leader's engines yet.`,
   name: 'messages[{i}].name must be a string of at most 256 characters.',
+  tool_calls: 'messages[{i}].tool_calls must be a list of up to 128 tool calls, as the assistant returned them.',
+  tool_call_id: 'messages[{i}].tool_call_id must be the id (at most 256 characters) of the tool call this message answers.',
 }
 
-export const Usage = t.Object({ prompt_tokens: Count, completion_tokens: Count, total_tokens: Count })
+export const Usage = t.Object({
+  prompt_tokens: Count,
+  completion_tokens: Count,
+  total_tokens: Count,
+  prompt_tokens_details: t.Optional(t.Unknown()),
+  completion_tokens_details: t.Optional(t.Unknown()),
+})
 export type Usage = Static<typeof Usage>
+
+/** A tool call of a finished (non-streamed) answer, merged from the engine's deltas. */
+export const ToolCall = t.Object({
+  id: t.String(),
+  type: t.String(),
+  function: t.Object({ name: t.String(), arguments: t.String() }),
+})
+export type ToolCall = Static<typeof ToolCall>
 
 export const ChatCompletion = t.Object({
   id: t.String(),
@@ -108,9 +137,10 @@ export const ChatCompletion = t.Object({
   choices: t.Array(
     t.Object({
       index: Type.Integer(),
-      message: t.Object({ role: t.Literal('assistant'), content: t.String(), refusal: t.Null() }),
+      message: t.Object({ role: t.Literal('assistant'), content: t.Nullable(t.String()), refusal: t.Null(), tool_calls: t.Optional(t.Array(ToolCall)) }),
       logprobs: t.Null(),
-      finish_reason: t.UnionEnum(['stop', 'length']),
+      /** As the engine said it: stop, length, tool_calls or content_filter. */
+      finish_reason: t.String(),
     }),
   ),
   usage: Usage,
@@ -131,7 +161,56 @@ export const ModelParams = t.Object({ model: t.String({ maxLength: 200 }) })
 
 // The transport: its wire shapes live in src/wire/inference.ts (the agent loads them without Elysia).
 export { InferMessage, InferRequest, InferFrame as Frame, InferFramesBody as FramesBody } from '../wire/inference'
+export type { InferKind, InferUsage } from '../wire/inference'
+
+// Embeddings: OpenAI's shape, routed like a chat request to a fellow serving the model.
+export const EmbeddingsBody = t.Object(
+  {
+    model: t.String({ minLength: 1, maxLength: 200 }),
+    input: t.Union([
+      t.String({ maxLength: 1_000_000 }),
+      t.Array(t.String({ maxLength: 1_000_000 }), { minItems: 1, maxItems: 2048 }),
+      t.Array(Type.Integer({ minimum: 0 }), { minItems: 1, maxItems: 1_000_000 }),
+      t.Array(t.Array(Type.Integer({ minimum: 0 }), { maxItems: 1_000_000 }), { minItems: 1, maxItems: 2048 }),
+    ]),
+    encoding_format: t.Optional(t.Nullable(t.UnionEnum(['float', 'base64'], { default: undefined }))),
+    dimensions: t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 65_536 }))),
+    user: t.Optional(t.String({ maxLength: 256 })),
+    /** Not in OpenAI's shape: route only to this pool's fellows, as for chat. */
+    pool_id: t.Optional(t.String({ format: 'uuid' })),
+  },
+  { additionalProperties: false },
+)
+export type EmbeddingsInput = Static<typeof EmbeddingsBody>
+
+export const EMBEDDING_FIELD_RULES: Record<string, { message: string; unsupported?: true }> = {
+  model: CHAT_FIELD_RULES.model!,
+  input: { message: 'input must be a string, a list of up to 2048 strings, a list of token ids, or a list of such lists.' },
+  encoding_format: { message: 'encoding_format must be "float" or "base64", or null.' },
+  dimensions: { message: 'dimensions must be an integer from 1 to 65536, or null.' },
+  user: { message: 'user must be a string of at most 256 characters.' },
+  pool_id: CHAT_FIELD_RULES.pool_id!,
+}
+
+export const Embedding = t.Object({ object: t.Literal('embedding'), index: Type.Integer(), embedding: t.Union([t.Array(t.Number()), t.String()]) })
+export const EmbeddingList = t.Object({
+  object: t.Literal('list'),
+  data: t.Array(Embedding),
+  model: t.String(),
+  usage: t.Object({ prompt_tokens: Count, total_tokens: Count }),
+})
+export type EmbeddingList = Static<typeof EmbeddingList>
 
 export const PollQuery = t.Object({ wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: 3_600_000 })) }, { additionalProperties: false })
 
 export const RequestParams = t.Object({ request_id: t.String({ maxLength: 100 }) })
+
+/** Not in OpenAI's API: which online fellows serve each model, what they take at once and hold now. */
+export const ServingList = t.Object({
+  items: t.Array(
+    t.Object({
+      model: t.String(),
+      fellows: t.Array(t.Object({ id: t.String(), hostname: t.String(), pool_id: t.String(), capacity: Type.Integer(), in_flight: Type.Integer() })),
+    }),
+  ),
+})

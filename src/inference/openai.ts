@@ -4,16 +4,23 @@ import { AppError } from '../errors'
 import { statusOf } from '../http/problem'
 import type { Ending, TokenUsage } from './hub'
 import type { OpenedCompletion } from './service'
-import { CHAT_FIELD_RULES, CHAT_MESSAGE_RULES, type ChatCompletion, type Usage } from './model'
+import { CHAT_FIELD_RULES, CHAT_MESSAGE_RULES, EMBEDDING_FIELD_RULES, type ChatCompletion, type EmbeddingList, type ToolCall, type Usage } from './model'
 
 /** How long an idle SSE stream waits before a comment line keeps proxies and idle timers at bay. */
 const KEEP_ALIVE_MS = 15_000
 /** A non-streaming client waits in reads of this length; the frame timeout ends a stalled fellow. */
 const COLLECT_READ_MS = 60_000
 
+/** OpenAI's usage object: the engine's counts and detail objects; its own members stay behind. */
 export function usageOf(u: TokenUsage): Usage {
-  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.prompt_tokens + u.completion_tokens }
+  const out: Usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens ?? u.prompt_tokens + u.completion_tokens }
+  if (u.prompt_tokens_details != null) out.prompt_tokens_details = u.prompt_tokens_details
+  if (u.completion_tokens_details != null) out.completion_tokens_details = u.completion_tokens_details
+  return out
 }
+
+/** The rules of both routes' fields (chat and embeddings share model and pool_id). */
+const FIELD_RULES: Record<string, { message: string; unsupported?: true }> = { ...EMBEDDING_FIELD_RULES, ...CHAT_FIELD_RULES }
 
 function typeFor(status: number): string {
   if (status === 401) return 'authentication_error'
@@ -42,7 +49,7 @@ function ruleFor(param: string): { message: string; code: string } | null {
     const text = Object.hasOwn(CHAT_MESSAGE_RULES, field) ? CHAT_MESSAGE_RULES[field] : undefined
     return text === undefined ? null : { message: text.replaceAll('{i}', index), code: 'validation_failed' }
   }
-  const rule = Object.hasOwn(CHAT_FIELD_RULES, top) ? CHAT_FIELD_RULES[top] : undefined
+  const rule = Object.hasOwn(FIELD_RULES, top) ? FIELD_RULES[top] : undefined
   return rule === undefined ? null : { message: rule.message, code: rule.unsupported ? 'unsupported_parameter' : 'validation_failed' }
 }
 
@@ -85,21 +92,86 @@ async function rewriteProblem(res: Response, status: number): Promise<Response> 
 
 const failure = (end: Extract<Ending, { ok: false }>) => new AppError(end.code, end.message)
 
+/**
+ * Tool calls put together from their stream deltas: a delta with an `index` adds to that call
+ * (its id, type and name when first given; its arguments text appended), as OpenAI's clients do.
+ */
+export class ToolCallMerger {
+  private readonly calls: ToolCall[] = []
+
+  add(deltas: unknown[]): void {
+    for (const d of deltas) {
+      if (typeof d !== 'object' || d === null) continue
+      const delta = d as { index?: unknown; id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } }
+      const i = typeof delta.index === 'number' && Number.isInteger(delta.index) && delta.index >= 0 && delta.index < 128 ? delta.index : this.calls.length
+      const call = (this.calls[i] ??= { id: '', type: 'function', function: { name: '', arguments: '' } })
+      if (typeof delta.id === 'string' && call.id === '') call.id = delta.id
+      if (typeof delta.type === 'string') call.type = delta.type
+      if (typeof delta.function?.name === 'string') call.function.name += delta.function.name
+      if (typeof delta.function?.arguments === 'string') call.function.arguments += delta.function.arguments
+    }
+  }
+
+  get result(): ToolCall[] {
+    return this.calls.filter((c) => c !== undefined)
+  }
+}
+
 /** Waits for the whole answer (non-streaming); a failed request throws its AppError. */
 export async function collectCompletion(o: OpenedCompletion): Promise<ChatCompletion> {
   const parts: string[] = []
+  const tools = new ToolCallMerger()
+  let sawTools = false
   for (;;) {
     const out = await o.ticket.read(COLLECT_READ_MS)
-    for (const d of out.deltas) parts.push(d)
+    for (const d of out.deltas) {
+      if (typeof d === 'string') parts.push(d)
+      else {
+        sawTools = true
+        tools.add(d.tool_calls)
+      }
+    }
     if (out.end === null) continue
     if (!out.end.ok) throw failure(out.end)
+    const text = parts.join('')
+    const message: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content: sawTools && text === '' ? null : text, refusal: null }
+    if (sawTools) message.tool_calls = tools.result
     return {
       id: o.id,
       object: 'chat.completion',
       created: o.created,
       model: o.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: parts.join(''), refusal: null }, logprobs: null, finish_reason: out.end.finish }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: out.end.finish }],
       usage: usageOf(out.end.usage),
+    }
+  }
+}
+
+/**
+ * The engine's embeddings answer, checked for OpenAI's shape (a fellow's `result` is untrusted
+ * JSON) and named by the model the caller asked for.
+ */
+export async function collectEmbeddings(o: OpenedCompletion): Promise<EmbeddingList> {
+  for (;;) {
+    const out = await o.ticket.read(COLLECT_READ_MS)
+    if (out.end === null) continue
+    if (!out.end.ok) throw failure(out.end)
+    const r = out.end.result as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown } } | undefined
+    const data = Array.isArray(r?.data) ? r.data : null
+    const valid =
+      data !== null &&
+      data.every((e: unknown, i: number) => {
+        const x = e as { index?: unknown; embedding?: unknown }
+        return typeof x === 'object' && x !== null && (x.index === undefined || x.index === i) && (typeof x.embedding === 'string' || (Array.isArray(x.embedding) && x.embedding.every((v) => typeof v === 'number')))
+      })
+    if (!valid) throw new AppError('fellow_failed', `The engine serving ${o.model} did not answer with embeddings.`)
+    const count = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : fallback)
+    const prompt = count(r?.usage?.prompt_tokens, out.end.usage.prompt_tokens)
+    return {
+      object: 'list',
+      data: data.map((e: unknown, index: number) => ({ object: 'embedding' as const, index, embedding: (e as { embedding: number[] | string }).embedding })),
+      model: o.model,
+      usage: { prompt_tokens: prompt, total_tokens: count(r?.usage?.total_tokens, prompt) },
     }
   }
 }
@@ -124,7 +196,7 @@ export function completionStream(o: OpenedCompletion): Response {
   const head = { id: o.id, object: 'chat.completion.chunk', created: o.created, model: o.model, system_fingerprint: null }
   const usageNull = o.includeUsage ? { usage: null } : {}
   const event = (data: unknown) => `id: ${++seq}\ndata: ${JSON.stringify(data)}\n\n`
-  const chunk = (delta: Record<string, string>, finish: string | null) =>
+  const chunk = (delta: Record<string, unknown>, finish: string | null) =>
     event({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usageNull })
   // Content chunks are most of a stream: only the text is serialized per frame (the same JSON as
   // chunk() writes), unless the marker also occurs elsewhere (a model named like it, say).
@@ -141,7 +213,7 @@ export function completionStream(o: OpenedCompletion): Response {
       const out = await o.ticket.read(KEEP_ALIVE_MS)
       if (closed) return
       let text = ''
-      for (const d of out.deltas) text += content(d)
+      for (const d of out.deltas) text += typeof d === 'string' ? content(d) : chunk({ tool_calls: d.tool_calls }, null)
       const end = out.end
       if (end?.ok) {
         text += chunk({}, end.finish)

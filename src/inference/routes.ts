@@ -7,7 +7,7 @@
 // pass the CSRF check on POST like everywhere else, and fellows are refused (403).
 import { Elysia, t } from 'elysia'
 import { FellowParams } from '../fellows/model'
-import { asOpenAiError, awaitPickUp, collectCompletion, completionStream } from './openai'
+import { asOpenAiError, awaitPickUp, collectCompletion, collectEmbeddings, completionStream } from './openai'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { Inference } from './service'
@@ -51,12 +51,29 @@ function chatRoutes(base: AppBase, inference: Inference) {
         },
         { policy: 'operator', body: M.ChatCompletionBody, response: { 200: M.ChatCompletion } },
       )
+      .post(
+        '/api/v1/embeddings',
+        async ({ caller, body, request, server }) => {
+          const opened = inference.openEmbeddings(caller, body)
+          if (request.signal.aborted) opened.ticket.cancel()
+          else request.signal.addEventListener('abort', () => opened.ticket.cancel(), { once: true })
+          server?.timeout(request, 0)
+          await awaitPickUp(opened)
+          return Response.json(await collectEmbeddings(opened))
+        },
+        { policy: 'operator', body: M.EmbeddingsBody, response: { 200: M.EmbeddingList } },
+      )
   )
 }
 
 function transportRoutes(base: AppBase, inference: Inference) {
   return new Elysia({ name: 'inference-transport' })
     .use(base)
+    // Not OpenAI's API (problem+json errors like the rest): who serves what, for the inference page.
+    .get('/api/v1/inference/serving', ({ caller }) => ({ items: inference.serving(caller) }), {
+      policy: 'operator',
+      response: { 200: M.ServingList },
+    })
     .get(
       '/api/v1/infer/requests/:fellow_id',
       async ({ caller, params, query, request, status }) => {

@@ -19,7 +19,9 @@ import type { FellowRegistry, LiveFellow } from '../fellows/live'
 import type { Servables } from '../servables/service'
 import type { LoopSpec } from '../loops'
 import type { Gauge } from '../observability/metrics'
-import type { ChatCompletionInput, ChatMessage, Frame, InferMessage, InferRequest, ModelObject } from './model'
+import type { ChatCompletionInput, ChatMessage, EmbeddingsInput, Frame, InferMessage, InferRequest, ModelObject } from './model'
+import type { InferJob } from './hub'
+import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams } from '../wire/inference'
 
 /** Contract: a long-poll holds at most 30 s. */
 export const MAX_POLL_WAIT_MS = 30_000
@@ -35,11 +37,21 @@ export interface OpenedCompletion {
 }
 
 /** OpenAI content may be a list of parts; fellows get the text of the text parts. */
-function textOf(content: ChatMessage['content']): string {
+function textOf(content: ChatMessage['content']): string | null {
   if (typeof content === 'string') return content
-  if (!content) return ''
+  if (!content) return null
   return content.map((p) => (p.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('')
 }
+
+/** A message as the transport carries it: text content and the fields of a tool conversation. */
+function messageOf(m: ChatMessage): InferMessage {
+  const out: InferMessage = { role: m.role, content: textOf(m.content) }
+  if (m.name !== undefined) out.name = m.name
+  if (m.tool_calls != null) out.tool_calls = m.tool_calls
+  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id
+  return out
+}
+
 
 function defaultPoolLookup(ctx: Ctx) {
   return ctx.db.select({ id: pools.id }).from(pools).where(eq(pools.isDefault, true)).prepare()
@@ -112,16 +124,52 @@ export class Inference {
   }
 
   /**
-   * Routes a chat request to the least busy online fellow of the caller's pools serving the model,
-   * or of the one pool it names in `pool_id` (one of the caller's; a foreign pool is not found).
+   * Routes a chat request to the least loaded online fellow of the caller's pools serving the
+   * model, or of the one pool it names in `pool_id` (one of the caller's; a foreign pool is not found).
    */
   open(caller: Caller, input: ChatCompletionInput): OpenedCompletion {
+    const stream = input.stream === true
+    // Nothing a caller sends reaches an engine unless it is named in CHAT_PARAMS (or is a message).
+    const params = pickParams(input, CHAT_PARAMS)
+    const ticket = this.submit(caller, input.model, input.pool_id, {
+      kind: 'chat',
+      model: input.model,
+      messages: input.messages.map(messageOf),
+      max_tokens: input.max_completion_tokens ?? input.max_tokens ?? null,
+      stream,
+      ...(input.temperature != null ? { temperature: input.temperature } : {}),
+      ...(input.top_p != null ? { top_p: input.top_p } : {}),
+      ...(params ? { params } : {}),
+    })
+    return {
+      ticket,
+      id: `chatcmpl-${ticket.id}`,
+      created: Math.floor(this.ctx.clock.now() / 1000),
+      model: input.model,
+      stream,
+      includeUsage: input.stream_options?.include_usage === true,
+    }
+  }
+
+  /** An embeddings request, routed like a chat request; its answer is one result. */
+  openEmbeddings(caller: Caller, input: EmbeddingsInput): OpenedCompletion {
+    const ticket = this.submit(caller, input.model, input.pool_id, {
+      kind: 'embeddings',
+      model: input.model,
+      messages: [],
+      max_tokens: null,
+      stream: false,
+      params: pickParams(input, EMBEDDING_PARAMS)!,
+    })
+    return { ticket, id: ticket.id, created: Math.floor(this.ctx.clock.now() / 1000), model: input.model, stream: false, includeUsage: false }
+  }
+
+  private submit(caller: Caller, name: string, poolId: string | undefined, job: InferJob) {
     const callerScope = scopeOf(this.ctx.db, caller)
-    if (input.pool_id !== undefined && (!inScope(callerScope, input.pool_id) || !this.ctx.db.select({ id: pools.id }).from(pools).where(eq(pools.id, input.pool_id)).get())) {
+    if (poolId !== undefined && (!inScope(callerScope, poolId) || !this.ctx.db.select({ id: pools.id }).from(pools).where(eq(pools.id, poolId)).get())) {
       throw notFound('Pool')
     }
-    const scope = input.pool_id !== undefined ? new Set([input.pool_id]) : callerScope
-    const name = input.model
+    const scope = poolId !== undefined ? new Set([poolId]) : callerScope
     const candidates = this.servers(scope, name)
     if (candidates.length === 0) {
       const anonymous = scope === null ? this.defaultPool.get()?.id : undefined
@@ -129,34 +177,41 @@ export class Inference {
         throw new AppError('service_unavailable', `Only fellows of the default pool serve the model '${name}'; they take a request only when it names that pool: "pool_id": "${anonymous}".`)
       }
       if (!this.servables.visibleNames(callerScope).has(name)) throw this.modelNotFound(name)
-      throw new AppError('service_unavailable', `No online fellow in ${input.pool_id !== undefined ? 'that pool' : 'your pools'} serves the model '${name}' right now.`)
+      throw new AppError('service_unavailable', `No online fellow in ${poolId !== undefined ? 'that pool' : 'your pools'} serves the model '${name}' right now.`)
     }
+    return this.hub.submit(this.leastLoaded(candidates, name).id, job)
+  }
+
+  /**
+   * The fellow with the most room for the model: requests it holds over what it said it takes at
+   * once (its engine's max_concurrent). A fellow at its limit still gets the request when every
+   * one is (it queues there until the dispatch timeout); ties rotate, so equally idle fellows
+   * share the work instead of the first one taking it all.
+   */
+  private leastLoaded(candidates: LiveFellow[], model: string): LiveFellow {
     let least = Infinity
     let best: LiveFellow[] = []
     for (const f of candidates) {
-      const n = this.hub.inFlight(f.id)
-      if (n < least) [least, best] = [n, [f]]
-      else if (n === least) best.push(f)
+      const cap = f.capacity !== null && Object.hasOwn(f.capacity, model) ? f.capacity[model]! : 1
+      const load = this.hub.inFlight(f.id) / cap
+      if (load < least) [least, best] = [load, [f]]
+      else if (load === least) best.push(f)
     }
-    // Ties rotate, so equally idle fellows share the work instead of the first one taking it all.
-    const fellow = best[this.rr++ % best.length]!
-    const messages: InferMessage[] = input.messages.map((m) => ({ role: m.role, content: textOf(m.content) }))
-    const ticket = this.hub.submit(fellow.id, {
-      model: name,
-      messages,
-      max_tokens: input.max_completion_tokens ?? input.max_tokens ?? null,
-      stream: input.stream === true,
-      ...(input.temperature != null ? { temperature: input.temperature } : {}),
-      ...(input.top_p != null ? { top_p: input.top_p } : {}),
-    })
-    return {
-      ticket,
-      id: `chatcmpl-${ticket.id}`,
-      created: Math.floor(this.ctx.clock.now() / 1000),
-      model: name,
-      stream: input.stream === true,
-      includeUsage: input.stream_options?.include_usage === true,
+    return best[this.rr++ % best.length]!
+  }
+
+  /** Which fellows serve which model now, with their capacity and load (the inference page). */
+  serving(caller: Caller): { model: string; fellows: { id: string; hostname: string; pool_id: string; capacity: number; in_flight: number }[] }[] {
+    const byModel = new Map<string, { id: string; hostname: string; pool_id: string; capacity: number; in_flight: number }[]>()
+    for (const f of this.servers(scopeOf(this.ctx.db, caller), null)) {
+      for (const m of new Set(f.servables)) {
+        const cap = f.capacity !== null && Object.hasOwn(f.capacity, m) ? f.capacity[m]! : 1
+        const list = byModel.get(m) ?? []
+        list.push({ id: f.id, hostname: f.hostname, pool_id: f.poolId!, capacity: cap, in_flight: this.hub.inFlight(f.id) })
+        byModel.set(m, list)
+      }
     }
+    return [...byModel.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([model, fellows]) => ({ model, fellows }))
   }
 
   /** A fellow's long-poll for work: only its own queue, even with a valid token of another fellow. */

@@ -159,6 +159,7 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
     responses: { 200: media('With `stream: true`: chat.completion.chunk events, then [DONE].', 'text/event-stream') },
     errors: [404, 410, 502, 503, 504],
   },
+  'POST /api/v1/embeddings': { errors: [404, 410, 502, 503, 504] },
   'POST /api/v1/infer/responses/{request_id}': { responses: { 204: none('Frames accepted.') }, errors: [410, 429] },
   'GET /api/v1/public/stats': { errors: [429] },
   'GET /metrics': { responses: { 200: media('Prometheus text format 0.0.4.', 'text/plain') } },

@@ -71,7 +71,10 @@ export const HeartbeatBody = Type.Object(
     bytes_sent: Type.Optional(Count),
     bytes_received: Type.Optional(Count),
     hardware: Type.Optional(Hardware),
+    /** The models this fellow serves now: only those whose engine is healthy. */
     servables: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
+    /** Requests each served model takes at once (its engine's max_concurrent); a model left out takes 1. */
+    capacity: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Int({ minimum: 1, maximum: 10_000 }), { maxProperties: 100 })),
   },
   { additionalProperties: false },
 )

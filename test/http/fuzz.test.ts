@@ -185,7 +185,7 @@ const specs: Spec[] = h.app.routes
       query: hooks.query,
       params: paramNames.length > 0 ? params : undefined,
       binary: hooks.detail?.['x-body'] === 'binary',
-      openai: r.path === '/api/v1/models' || r.path.startsWith('/api/v1/models/') || r.path.startsWith('/api/v1/chat/'),
+      openai: r.path === '/api/v1/models' || r.path.startsWith('/api/v1/models/') || r.path.startsWith('/api/v1/chat/') || r.path === '/api/v1/embeddings',
     }
   })
 // Paths and methods no route declares: the not-found gate answers them.

@@ -6,7 +6,7 @@ import { FakeClock } from '../helpers/clock'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from '../../src/inference/memory-hub'
 import type { InferJob } from '../../src/inference/hub'
 
-const job = (content = 'hello', max_tokens: number | null = null): InferJob => ({ model: 'm', messages: [{ role: 'user', content }], max_tokens, stream: true })
+const job = (content = 'hello', max_tokens: number | null = null): InferJob => ({ kind: 'chat', model: 'm', messages: [{ role: 'user', content }], max_tokens, stream: true })
 
 function hub(over: Partial<MemoryInferenceHubOptions> = {}) {
   const clock = new FakeClock()

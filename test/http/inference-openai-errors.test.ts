@@ -1,6 +1,7 @@
 // The request side of the OpenAI-compatible chat API (issue 28): a refused field answers 400 in
 // OpenAI's error shape with plain words, so OpenAI's clients raise BadRequestError; fields no engine
-// implements yet (tools, JSON mode, logprobs) are refused instead of being silently ignored.
+// implements (legacy functions, logprobs, audio) are refused instead of being silently ignored, and
+// the fields passed to engines (issue 20: tools, response_format, stop, ...) are checked for shape.
 import { afterAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { seedUser, tokenClient } from '../helpers/harness'
@@ -18,7 +19,7 @@ const alice = await seedUser(h, 'alice@example.com')
 const api = tokenClient(h, alice.id)
 const openai = new OpenAI({ baseURL: `${server.url}/api/v1`, apiKey: tokenClient(h, alice.id).opts.bearer!, maxRetries: 0 })
 const chat = { model: 'no-such-model', messages: [{ role: 'user' as const, content: 'hi' }] }
-const NOT_YET = "is not supported by this leader's engines yet"
+const NOT_YET = 'is not supported by this leader: fellows do not pass it to their engines'
 
 // field, value, param, code, words the message must carry
 const REFUSED: [string, unknown, string, string, string][] = [
@@ -26,17 +27,21 @@ const REFUSED: [string, unknown, string, string, string][] = [
   ['max_tokens', 0, 'max_tokens', 'validation_failed', 'max_tokens must be at least 1'],
   ['max_completion_tokens', 0, 'max_completion_tokens', 'validation_failed', 'max_completion_tokens must be at least 1'],
   ['temperature', 3, 'temperature', 'validation_failed', 'temperature must be a number from 0 to 2'],
-  ['tools', [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }], 'tools', 'unsupported_parameter', `tools (function calling) ${NOT_YET}`],
-  ['tool_choice', 'auto', 'tool_choice', 'unsupported_parameter', `tool_choice ${NOT_YET}`],
-  ['functions', [{ name: 'weather', parameters: { type: 'object' } }], 'functions', 'unsupported_parameter', `functions (function calling) ${NOT_YET}`],
-  ['function_call', 'auto', 'function_call', 'unsupported_parameter', `function_call ${NOT_YET}`],
-  ['response_format', { type: 'json_object' }, 'response_format', 'unsupported_parameter', `response_format other than {"type": "text"}`],
-  ['response_format', { type: 'json_schema', json_schema: { name: 'x', schema: {} } }, 'response_format', 'unsupported_parameter', NOT_YET],
+  ['tools', [{ function: { name: 'weather' } }], 'tools', 'validation_failed', 'tools must be a list of up to 128 tools'],
+  ['tools', 'weather', 'tools', 'validation_failed', 'tools must be a list of up to 128 tools'],
+  ['tool_choice', 5, 'tool_choice', 'validation_failed', 'tool_choice must be "none", "auto", "required" or an object'],
+  ['stop', [1], 'stop', 'validation_failed', 'stop must be a string or a list of up to 16 strings'],
+  ['seed', 1.5, 'seed', 'validation_failed', 'seed must be an integer'],
+  ['presence_penalty', 3, 'presence_penalty', 'validation_failed', 'presence_penalty must be a number from -2 to 2'],
+  ['response_format', 'json', 'response_format', 'validation_failed', 'response_format must be an object with a type'],
+  ['functions', [{ name: 'weather', parameters: { type: 'object' } }], 'functions', 'unsupported_parameter', `functions (the legacy form of function calling) ${NOT_YET}`],
+  ['function_call', 'auto', 'function_call', 'unsupported_parameter', `function_call (the legacy form of tool_choice) ${NOT_YET}`],
   ['logprobs', true, 'logprobs', 'unsupported_parameter', `logprobs ${NOT_YET}`],
   ['top_logprobs', 5, 'top_logprobs', 'unsupported_parameter', `top_logprobs ${NOT_YET}`],
   ['modalities', ['text', 'audio'], 'modalities', 'unsupported_parameter', `modalities other than ["text"] (audio output) ${NOT_YET}`],
   ['audio', { voice: 'alloy', format: 'mp3' }, 'audio', 'unsupported_parameter', `audio (audio output) ${NOT_YET}`],
   ['messages', [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'https://example.org/a.png' } }] }], 'messages.0.content', 'validation_failed', "image, audio and file parts are not supported by this leader's engines yet"],
+  ['messages', [{ role: 'tool', content: 'sunny', tool_call_id: 7 }], 'messages.0.tool_call_id', 'validation_failed', 'messages[0].tool_call_id must be the id'],
 ]
 
 describe('refused chat requests, through app.handle', () => {
@@ -89,10 +94,31 @@ describe('refused chat requests, through app.handle', () => {
     }
   })
 
-  test('the neutral values of the features not supported yet pass validation (the request goes on to routing)', async () => {
+  test('the neutral values of the features not supported, and the fields passed to engines, pass validation (the request goes on to routing)', async () => {
     const neutral = { tools: [], tool_choice: 'none', functions: null, function_call: 'none', response_format: { type: 'text' }, logprobs: false, top_logprobs: 0, modalities: ['text'], audio: null, n: 1, max_tokens: null }
-    const r = await api.post('/api/v1/chat/completions', { ...chat, ...neutral })
-    // Past validation: the unknown model is what refuses it.
+    const passed = {
+      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+      tool_choice: { type: 'function', function: { name: 'weather' } },
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } },
+      stop: ['\n'], seed: 7, presence_penalty: 0.5, frequency_penalty: -0.5, parallel_tool_calls: false,
+      messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'weather', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'sunny' }],
+    }
+    for (const extra of [neutral, passed]) {
+      const r = await api.post('/api/v1/chat/completions', { ...chat, ...extra })
+      // Past validation: the unknown model is what refuses it.
+      expect(r.status).toBe(404)
+      expect(r.body.error.code).toBe('model_not_found')
+    }
+  })
+
+  test('embeddings: a refused field answers 400 in the same shape; an unknown model 404', async () => {
+    const bad = await api.post('/api/v1/embeddings', { model: 'm', input: [] })
+    expect(bad.status).toBe(400)
+    expect(bad.body.error).toMatchObject({ type: 'invalid_request_error', param: 'input', code: 'validation_failed' })
+    expect(bad.body.error.message).toContain('input must be a string, a list of up to 2048 strings')
+    const enc = await api.post('/api/v1/embeddings', { model: 'm', input: 'x', encoding_format: 'hex' })
+    expect(enc.body.error).toMatchObject({ param: 'encoding_format', message: 'encoding_format must be "float" or "base64", or null.' })
+    const r = await api.post('/api/v1/embeddings', { model: 'no-such-model', input: 'hello' })
     expect(r.status).toBe(404)
     expect(r.body.error.code).toBe('model_not_found')
   })

@@ -1,13 +1,19 @@
+// The agent's side of serving: a request through the built-in engine, posted as frames. Posting is
+// pipelined (one post at a time; what comes meanwhile goes in the next), and a 410 ends generation.
 import { describe, expect, test } from 'bun:test'
 import { LeaderError, type InferFrame, type LeaderClient } from '../../src/agent/client'
-import { serveRequest } from '../../src/agent/inference'
+import { FramePoster, serveWith } from '../../src/agent/inference'
+import { BuiltinEngine } from '../../src/agent/engines'
+import { loadEngines } from '../../src/agent/fellow-config'
 import { silentLogger } from '../../src/log'
 import { FakeClock } from '../helpers/clock'
 
+/** A leader whose frame posts take a macrotask each, as a real round trip does. */
 function client(onPost: (frames: InferFrame[], calls: number) => void) {
   const posts: InferFrame[][] = []
   const c = {
     async inferRespond(_id: string, frames: InferFrame[]) {
+      await new Promise((r) => setTimeout(r, 1))
       posts.push(frames)
       onPost(frames, posts.length)
     },
@@ -15,29 +21,47 @@ function client(onPost: (frames: InferFrame[], calls: number) => void) {
   return { c, posts }
 }
 
-const request = (max_tokens: number | null) => ({ request_id: 'r1', model: 'tiny-llm', messages: [{ role: 'user', content: 'It was the best of' }], max_tokens, stream: true })
-// A clock that stands still: batches close on their token count alone, the same on every run.
+const request = (max_tokens: number | null, params?: Record<string, unknown>) => ({
+  request_id: 'r1', model: 'tiny-llm', messages: [{ role: 'user', content: 'It was the best of' }], max_tokens, stream: true, ...(params ? { params } : {}),
+})
+// A clock that stands still: nothing here waits on it unless a post is retried.
 const deps = (c: LeaderClient) => ({ client: c, log: silentLogger, fellowId: () => 'f1', signal: new AbortController().signal, clock: new FakeClock() })
+const builtin = () => new BuiltinEngine(loadEngines({})[0]!)
+
+async function serve(c: LeaderClient, req: ReturnType<typeof request>) {
+  const d = deps(c)
+  await serveWith(d, builtin(), req, new FramePoster(d, req.request_id))
+}
 
 describe('serving the built-in model', () => {
-  test('streams the reply in batches of tokens and ends with done and usage', async () => {
+  test('streams the reply, the first word posted alone and later words batched, and ends with done, finish reason and usage', async () => {
     const { c, posts } = client(() => {})
-    await serveRequest(deps(c), request(40))
+    await serve(c, request(40))
     const frames = posts.flat()
     const text = frames.map((f) => f.delta ?? '').join('')
     expect(text.split(' ')).toHaveLength(40)
     expect(text).toBe(text.trim())
+    expect(posts[0]).toEqual([{ delta: text.split(' ')[0]! }]) // the first token does not wait for a batch
     expect(posts.length).toBeGreaterThan(1) // streamed, not one frame at the end
-    expect(posts.length).toBeLessThan(40) // but batched, not a request per token
-    expect(frames.at(-1)).toMatchObject({ done: true, usage: { prompt_tokens: 5, completion_tokens: 40 } })
+    expect(posts.length).toBeLessThan(40) // but batched while a post is on its way, not a request per token
+    expect(posts.every((p) => p.filter((f) => f.delta !== undefined).length <= 1)).toBe(true) // content merged into one frame per post
+    expect(frames.at(-1)).toMatchObject({ done: true, finish_reason: 'length', usage: { prompt_tokens: 5, completion_tokens: 40 } })
   })
 
   test('410 Gone (the client went away) stops generation at once', async () => {
     const { c, posts } = client((_, calls) => {
       if (calls === 2) throw new LeaderError(410, 'gone', 'client left', null)
     })
-    await serveRequest(deps(c), request(4000))
+    await serve(c, request(4000))
     expect(posts).toHaveLength(2)
     expect(posts.flat().some((f) => f.done)).toBe(false)
+  })
+
+  test('tools and JSON mode are refused with a 400 error frame (the caller gets a clear error, not plain text)', async () => {
+    for (const params of [{ tools: [{ type: 'function', function: { name: 'f' } }] }, { response_format: { type: 'json_object' } }]) {
+      const { c, posts } = client(() => {})
+      await serve(c, request(10, params))
+      expect(posts.flat()).toEqual([{ error: expect.stringContaining('tiny-llm'), error_status: 400 }])
+    }
   })
 })

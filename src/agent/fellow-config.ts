@@ -1,0 +1,228 @@
+// What this machine's operator lets the fellow run: its inference engines, declared with flags
+// (`--engine NAME=URL`, `--engine-cmd 'NAME=COMMAND'`) or in a config file (`--config fellow.toml`).
+// Only the operator declares these; nothing the leader or a pool member sends becomes a URL or a
+// command line here (a request names a model, and a model maps to a declared engine or to nothing).
+import { readFileSync } from 'node:fs'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+/** The built-in Markov model, served when no engine is declared (or declared as NAME=builtin). */
+export const BUILTIN_MODEL = 'tiny-llm'
+export const DEFAULT_MAX_CONCURRENT = 4
+/** Relative to the engine's base URL: GET {url}/models answers on every OpenAI-compatible server. */
+export const DEFAULT_HEALTH_PATH = 'models'
+export const DEFAULT_REQUEST_TIMEOUT_S = 60
+export const DEFAULT_START_TIMEOUT_S = 300
+export const DEFAULT_STOP_GRACE_S = 10
+
+export interface EngineSpec {
+  /** The engine's name (the flag's NAME, the file's table name): logs and pages show it. */
+  name: string
+  /** The model announced to the leader: what chat clients put in `model`. */
+  model: string
+  /** The `model` sent to the engine (vLLM insists on its served name); default `model`. */
+  upstreamModel: string
+  /** 'builtin', or the OpenAI-compatible base URL (…/v1); `{port}` is replaced for a started engine. */
+  url: string
+  /** Words of the command the agent starts and supervises (no shell); null: already running. */
+  command: string[] | null
+  env: Record<string, string>
+  maxConcurrent: number
+  /** Relative to the base URL, or absolute from its origin when it starts with '/'. */
+  healthPath: string
+  /** Sent as a bearer token to the engine (vLLM --api-key, llama-server --api-key). */
+  apiKey: string | null
+  /** The longest wait for the engine's first byte, and between two chunks. */
+  requestTimeoutS: number
+  /** How long a started engine may take to answer its health check (loading weights). */
+  startTimeoutS: number
+  /** After SIGTERM, how long a started engine has to exit before SIGKILL. */
+  stopGraceS: number
+}
+
+export class FellowConfigError extends Error {}
+
+const NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'
+const MODEL = '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$'
+
+const EngineTable = Type.Object(
+  {
+    url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+    command: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 8000 }), Type.Array(Type.String({ maxLength: 4000 }), { minItems: 1, maxItems: 500 })])),
+    model: Type.Optional(Type.String({ pattern: MODEL })),
+    upstream_model: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+    health_path: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }))),
+    api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+    request_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
+    start_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
+    stop_grace_s: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+  },
+  { additionalProperties: false },
+)
+const FileShape = Type.Object(
+  {
+    engines: Type.Optional(Type.Record(Type.String({ pattern: NAME }), EngineTable)),
+  },
+  { additionalProperties: false },
+)
+type EngineTable = Static<typeof EngineTable>
+
+/**
+ * A command line split into words the way a POSIX shell splits a simple command: whitespace
+ * separates, single quotes keep everything, double quotes keep all but \" and \\, a backslash
+ * escapes the next character. No variables, globs, pipes or redirections: the words are run as
+ * they are (write `sh -c '...'` for a shell).
+ */
+export function splitWords(line: string): string[] {
+  const words: string[] = []
+  let word = ''
+  let inWord = false
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!
+    if (c === "'") {
+      const end = line.indexOf("'", i + 1)
+      if (end < 0) throw new FellowConfigError('unterminated single quote')
+      word += line.slice(i + 1, end)
+      i = end
+      inWord = true
+    } else if (c === '"') {
+      let j = i + 1
+      for (; j < line.length && line[j] !== '"'; j++) {
+        if (line[j] === '\\' && (line[j + 1] === '"' || line[j + 1] === '\\')) j++
+        word += line[j]
+      }
+      if (j >= line.length) throw new FellowConfigError('unterminated double quote')
+      i = j
+      inWord = true
+    } else if (c === '\\') {
+      if (i + 1 >= line.length) throw new FellowConfigError('a backslash at the end')
+      word += line[++i]
+      inWord = true
+    } else if (/\s/.test(c)) {
+      if (inWord) words.push(word)
+      word = ''
+      inWord = false
+    } else {
+      word += c
+      inWord = true
+    }
+  }
+  if (inWord) words.push(word)
+  return words
+}
+
+function checkUrl(url: string, where: string, allowPort: boolean): void {
+  if (url === 'builtin') return
+  let u: URL
+  try {
+    u = new URL(allowPort ? url.replaceAll('{port}', '1') : url)
+  } catch {
+    throw new FellowConfigError(`${where}: not a URL: ${JSON.stringify(url)}`)
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new FellowConfigError(`${where}: the URL must be http or https, got ${u.protocol}`)
+}
+
+function spec(name: string, t: EngineTable, where: string): EngineSpec {
+  if (!new RegExp(NAME).test(name)) throw new FellowConfigError(`${where}: the engine name must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`)
+  let command: string[] | null = null
+  if (t.command !== undefined) {
+    try {
+      command = typeof t.command === 'string' ? splitWords(t.command) : t.command
+    } catch (e) {
+      throw new FellowConfigError(`${where}: the command cannot be split into words: ${(e as Error).message}`)
+    }
+    if (command.length === 0) throw new FellowConfigError(`${where}: the command is empty`)
+  }
+  if (command === null && t.url === undefined) throw new FellowConfigError(`${where}: give a url (an engine already running) or a command (one the agent starts)`)
+  if (command !== null && !command.some((w) => w.includes('{port}')) && t.url === undefined) {
+    throw new FellowConfigError(`${where}: the command must take {port} (the free loopback port the agent picks), or give the url it listens on`)
+  }
+  const url = t.url ?? 'http://127.0.0.1:{port}/v1'
+  checkUrl(url, where, command !== null)
+  if (url === 'builtin' && command !== null) throw new FellowConfigError(`${where}: the built-in engine takes no command`)
+  if (url.includes('{port}') && command === null) throw new FellowConfigError(`${where}: {port} in the url needs a command that listens on it`)
+  const model = t.model ?? (url === 'builtin' ? BUILTIN_MODEL : name)
+  if (!new RegExp(MODEL).test(model)) throw new FellowConfigError(`${where}: the model name must be 1 to 200 letters, digits or ._:/@+- (set model = "...")`)
+  return {
+    name,
+    model,
+    upstreamModel: t.upstream_model ?? model,
+    url: url.replace(/\/+$/, ''),
+    command,
+    env: t.env ?? {},
+    maxConcurrent: t.max_concurrent ?? DEFAULT_MAX_CONCURRENT,
+    healthPath: t.health_path ?? DEFAULT_HEALTH_PATH,
+    apiKey: t.api_key ?? null,
+    requestTimeoutS: t.request_timeout_s ?? DEFAULT_REQUEST_TIMEOUT_S,
+    startTimeoutS: t.start_timeout_s ?? DEFAULT_START_TIMEOUT_S,
+    stopGraceS: t.stop_grace_s ?? DEFAULT_STOP_GRACE_S,
+  }
+}
+
+/** `NAME=VALUE` of a repeated flag. */
+function nameValue(flag: string, arg: string): [string, string] {
+  const at = arg.indexOf('=')
+  if (at <= 0 || at === arg.length - 1) throw new FellowConfigError(`${flag} takes NAME=${flag === '--engine' ? 'URL' : 'COMMAND'}, got ${JSON.stringify(arg)}`)
+  return [arg.slice(0, at), arg.slice(at + 1)]
+}
+
+/** The engines of a config file's text (TOML); `file` names it in errors. */
+export function enginesFromToml(text: string, file: string): EngineSpec[] {
+  let data: unknown
+  try {
+    data = Bun.TOML.parse(text)
+  } catch (e) {
+    throw new FellowConfigError(`${file}: not valid TOML: ${(e as Error).message}`)
+  }
+  if (!Value.Check(FileShape, data)) {
+    const first = Value.Errors(FileShape, data).First()
+    const path = first?.path.replace(/^\//, '').replaceAll('/', '.') || '(top level)'
+    const words = first?.schema && 'additionalProperties' in first.schema && first.message.includes('additional') ? 'unknown setting' : (first?.message ?? 'invalid')
+    throw new FellowConfigError(`${file}: ${path}: ${words}`)
+  }
+  const shaped = data as Static<typeof FileShape>
+  return Object.entries(shaped.engines ?? {}).map(([name, t]) => spec(name, t, `${file}: engines.${name}`))
+}
+
+export interface EngineFlags {
+  engine?: string[]
+  engineCmd?: string[]
+  config?: string
+}
+
+/**
+ * The engines this fellow serves: the config file's, then the flags'. A name or model declared
+ * twice is refused. None declared: the built-in tiny-llm, the zero-setup default.
+ */
+export function loadEngines(flags: EngineFlags, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): EngineSpec[] {
+  const out: EngineSpec[] = []
+  if (flags.config !== undefined) {
+    let text: string
+    try {
+      text = readFile(flags.config)
+    } catch (e) {
+      throw new FellowConfigError(`--config ${flags.config}: cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    }
+    out.push(...enginesFromToml(text, flags.config))
+  }
+  for (const arg of flags.engine ?? []) {
+    const [name, url] = nameValue('--engine', arg)
+    out.push(spec(name, { url }, `--engine ${name}`))
+  }
+  for (const arg of flags.engineCmd ?? []) {
+    const [name, command] = nameValue('--engine-cmd', arg)
+    out.push(spec(name, { command }, `--engine-cmd ${name}`))
+  }
+  const names = new Set<string>()
+  const models = new Set<string>()
+  for (const e of out) {
+    if (names.has(e.name)) throw new FellowConfigError(`the engine ${e.name} is declared twice`)
+    if (models.has(e.model)) throw new FellowConfigError(`the model ${e.model} is served by two engines; give one of them another model = "..."`)
+    names.add(e.name)
+    models.add(e.model)
+  }
+  if (out.length === 0) out.push(spec('builtin', { url: 'builtin' }, 'the built-in engine'))
+  return out
+}
