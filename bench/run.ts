@@ -3,7 +3,7 @@
 //
 //   bun run build && bun run bench                 full run (100 / 10,000 / 100,000 fellows, 10,000 sockets)
 //   bun run bench -- --quick                       under 2 minutes (at most 10,000 fellows, 1,000 sockets)
-//   bun run bench -- --only heartbeat,relay        a subset (heartbeat signals relay inference startup admin)
+//   bun run bench -- --only heartbeat,relay        a subset (heartbeat signals relay inference engines startup admin)
 //   bun run bench -- --bin /path/to/svc            measure another build (before/after comparisons)
 //   bun run bench -- --profile [--only relay]      one scenario (default: heartbeats, --fellows 10000) with the
 //                                                  leader run from source under `bun --cpu-prof`; prints where time goes
@@ -22,9 +22,10 @@ import { signals, type SignalsResult } from './scenarios/signals'
 import { relay, type RelayResult } from './scenarios/relay'
 import { startup, startupFigures, type StartupResult } from './scenarios/startup'
 import { adminList, inference, type AdminListResult, type InferenceResult } from './scenarios/external'
+import { engines, type EnginesResult } from './scenarios/engines'
 import { summarize } from './profile'
 
-const SCENARIOS = ['heartbeat', 'signals', 'relay', 'inference', 'startup', 'admin'] as const
+const SCENARIOS = ['heartbeat', 'signals', 'relay', 'inference', 'engines', 'startup', 'admin'] as const
 type Scenario = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -46,7 +47,7 @@ const plan = quick
   ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
   : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
 const CONNECTIONS = 64
-const TARGET = { hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, inferAddedMs: 1, readyMs: 150, idleRssBytes: 60 * 1024 * 1024 }
+const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, inferAddedMs: 1, readyMs: 150, idleRssBytes: 60 * 1024 * 1024 }
 
 const resultsDir = join(ROOT, 'bench/results')
 mkdirSync(resultsDir, { recursive: true })
@@ -246,6 +247,32 @@ await scenario('inference', async () => {
     })
   })
   details.inference = runs
+})
+
+await scenario('engines', async () => {
+  const r: EnginesResult = await engines({ rounds: quick ? 2 : 5 })
+  for (const s of r.byStreams) {
+    const ratio = s.leader.tokensPerS / s.direct.tokensPerS
+    const judged = s.streams === 1
+    rows.push({
+      scenario: `engine tokens/s, ${s.streams} stream(s), ${r.tokens} tokens each at ${r.tokenMs} ms/token (leader + agent vs the engine directly)`,
+      leader: fmt.int(s.leader.tokensPerS),
+      floor: fmt.int(s.direct.tokensPerS),
+      ratio,
+      target: judged ? `>= ${TARGET.engineRatio}x direct` : '—',
+      met: judged ? ratio >= TARGET.engineRatio : null,
+    })
+    const added = median(s.leader.firstTokenMs) - median(s.direct.firstTokenMs)
+    rows.push({
+      scenario: `engine first-token latency, ${s.streams} stream(s), p50 (added: ${fmt.ms(added)})`,
+      leader: fmt.ms(median(s.leader.firstTokenMs)),
+      floor: fmt.ms(median(s.direct.firstTokenMs)),
+      ratio: median(s.direct.firstTokenMs) / median(s.leader.firstTokenMs),
+      target: judged ? `<= ${TARGET.engineFirstTokenAddedMs} ms added` : '—',
+      met: judged ? added <= TARGET.engineFirstTokenAddedMs : null,
+    })
+  }
+  details.engines = r
 })
 
 await scenario('startup', async () => {

@@ -55,6 +55,27 @@ export function InferencePage(props: { ctx: PageCtx }) {
     <Layout ctx={props.ctx} title="Inference" script="inference.js">
       <h1>Inference</h1>
       <p class="lead">Chat with a model served by the machines of your pools.</p>
+      <section class="card" aria-labelledby="serving-title">
+        <h2 id="serving-title">Who serves what</h2>
+        <p class="hint">Machines of your pools serving each model now (only while their engine answers its health check), and how many requests each holds against what it takes at once.</p>
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">Models and the machines serving them</caption>
+            <thead>
+              <tr>
+                <th scope="col">Model</th>
+                <th scope="col">Machine</th>
+                <th scope="col">Load</th>
+              </tr>
+            </thead>
+            <tbody id="serving-body">
+              <tr>
+                <td colspan="3" class="empty">Loading…</td>
+              </tr>
+            </tbody>
+          </table>
+        </div>
+      </section>
       <section class="card" aria-labelledby="chat-title">
         <h2 id="chat-title" class="sr-only">Chat</h2>
         <form id="chat-form" method="post">

@@ -30,6 +30,20 @@ export function inferenceClient(): void {
     if (hint) hint.textContent = names.length ? `Models you can use: ${names.join(', ')}.` : 'No models yet: train one in a pool first, or type a model name.'
   }
 
+  /** Which machines serve which model, with their load (requests held / taken at once). */
+  async function loadServing() {
+    const body = $('serving-body')
+    const r = await svc.api('GET', '/api/v1/inference/serving')
+    const row = (cells: (string | Node)[]) => el('tr', {}, ...cells.map((c) => el('td', {}, c)))
+    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: r.error ?? 'Not available.' }))])
+    const items = (r.data?.items ?? []) as { model: string; fellows: { id: string; hostname: string; capacity: number; in_flight: number }[] }[]
+    svc.render(body, items, () =>
+      items.length
+        ? items.flatMap((m) => m.fellows.map((f) => row([m.model, f.hostname, `${f.in_flight} of ${f.capacity}`])))
+        : [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: 'No machine of your pools serves a model right now.' }))],
+    )
+  }
+
   const bubble = (who: string, text: string) => {
     if (log.querySelector('.empty')) log.replaceChildren()
     const body = el('span', { text })
@@ -57,8 +71,8 @@ export function inferenceClient(): void {
         if (payload === '[DONE]') return text
         try {
           const chunk = JSON.parse(payload)
-          const delta = chunk.choices?.[0]?.delta?.content ?? chunk.choices?.[0]?.message?.content ?? ''
           if (chunk.error) throw new Error(chunk.error.message ?? 'The model reported an error.')
+          const delta = chunk.choices?.[0]?.delta?.content ?? chunk.choices?.[0]?.message?.content ?? ''
           text += delta
           out.textContent = text
           log.scrollTop = log.scrollHeight
@@ -86,12 +100,13 @@ export function inferenceClient(): void {
     if (!res.ok) {
       let detail = `The request failed (HTTP ${res.status}).`
       try {
-        detail = (await res.json()).detail ?? detail
+        // The chat API answers errors in OpenAI's shape: {error: {message, ...}}.
+        const j = await res.json()
+        detail = j.error?.message ?? j.detail ?? detail
       } catch {
         // not JSON: keep the generic sentence
       }
       if (!token && (res.status === 401 || res.status === 403)) detail += ' Paste a personal API token under "Use a personal API token".'
-      if (res.status === 404) detail = 'No data yet: this leader does not serve chat completions yet, or the model is unknown.'
       throw new Error(detail)
     }
     const out = bubble('Assistant', '…')
@@ -143,4 +158,5 @@ export function inferenceClient(): void {
   })
 
   void loadModels()
+  svc.poll(loadServing, 5000)
 }

@@ -2,7 +2,12 @@
 // coming online, invite and accept, admin deactivation, language switch, redirects, axe, screenshots.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { startLeader, type Leader } from '../helpers/leader'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
+import { freeBase } from '../helpers/listen'
 import { expectAccessible, hasChromium, launch, shot, watchErrors } from './support'
 
 const PASSWORD = 'correct-horse-battery'
@@ -16,6 +21,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
   let bob: BrowserContext
   let page: Page
   let poolUrl = ''
+  let joinToken = ''
+  let fellow: Subprocess | null = null
   const errors: string[] = []
 
   beforeAll(async () => {
@@ -28,6 +35,7 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
   }, 30_000)
 
   afterAll(async () => {
+    fellow?.kill('SIGKILL')
     await browser?.close()
     await leader?.stop()
   })
@@ -87,8 +95,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(await page.evaluate('navigator.clipboard.readText()')).toBe(command.trim())
 
     // Play the machine: register with the join token from the command, then heartbeat once.
-    const joinToken = /svc_join_[A-Za-z0-9_-]+/.exec(command)?.[0]
-    expect(joinToken).toBeDefined()
+    joinToken = /svc_join_[A-Za-z0-9_-]+/.exec(command)?.[0] ?? ''
+    expect(joinToken).not.toBe('')
     const gpus = [{ index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }]
     const reg = await fetch(leader.url + '/api/v1/workers/register', {
       method: 'POST',
@@ -220,6 +228,24 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.waitForSelector('#chat-msg.error:not(:empty)')
     expect(await page.locator('#chat-log').innerText()).toContain('Hello there')
     expect(await page.locator('#chat-send').isEnabled()).toBe(true)
+  }, T)
+
+  test('the inference page lists who serves what and streams an answer from a real fellow', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-browser-fellow-'))
+    fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leader.url, '--join-token', joinToken, '--state-dir', join(dir, 'state'), '--advertise-host', '127.0.0.1', '--p2p-port-base', String(freeBase()), '--hostname', 'chat-box-1'], {
+      env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'ignore', stderr: 'ignore',
+    })
+    await page.goto(leader.url + '/ops/inference')
+    const row = page.locator('#serving-body tr', { hasText: 'chat-box-1' })
+    await row.waitFor({ timeout: 15_000 })
+    expect(await row.innerText()).toMatch(/tiny-llm\s+chat-box-1\s+0 of 4/)
+    await page.fill('#chat-model', 'tiny-llm')
+    await page.fill('#chat-prompt', 'It was the best of')
+    await page.click('#chat-send')
+    // The reply streams in; the built-in model's default length is 64 words.
+    await page.waitForFunction("(document.querySelector('#chat-log .msg:last-child span')?.textContent ?? '').split(' ').length >= 64", undefined, { timeout: 10_000 })
+    expect(await page.locator('#chat-msg').innerText()).toBe('')
+    await expectAccessible(page, 'inference with a fellow')
   }, T)
 
   test('every other page renders without script errors, passes axe and is photographed', async () => {
