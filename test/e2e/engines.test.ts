@@ -3,8 +3,8 @@
 // test/fixtures/engine-standin.ts, a separate process speaking llama-server's and vLLM's wire
 // format chunk for chunk (no real engine can be installed from the registries this project
 // reaches; docs/operations.md says so). One fellow is given a running engine (--engine), the
-// other starts and supervises its own (--config with a command). The official `openai` client
-// talks to the leader.
+// other starts and supervises its own (--engine-cmd) and has a second one from a config file
+// (--config). The official `openai` client talks to the leader.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -62,7 +62,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
   let supervised: Fellow
   const modelFellows = async () => (await openai.models.list()).data.find((m) => m.id === MODEL) as unknown as { fellows: number } | undefined
 
-  test('two fellows, one --engine and one supervised --config engine, serve the model; /api/v1/models counts both', async () => {
+  test('two fellows, one --engine and one --engine-cmd (plus a --config engine), serve the model; /api/v1/models counts both', async () => {
     const ext = await startStandin(['--flavor', 'llama', '--model', MODEL, '--token-ms', '2'])
     external.proc = ext.proc
     external.url = ext.url
@@ -72,20 +72,25 @@ describe('OpenAI-compatible engines behind the leader', () => {
     openai = new OpenAI({ baseURL: `${c.leader.url}/api/v1`, apiKey: token.body.token, maxRetries: 0, timeout: 30_000 })
     viaFlag = startFellow(c, 'flag', ['--engine', `${MODEL}=${ext.url}/v1`])
     const toml = join(c.leader.dir, 'fellow.toml')
-    writeFileSync(
-      toml,
-      [
-        `[engines.${MODEL}]`,
-        `command = ["${process.execPath}", "${STANDIN}", "--port", "{port}", "--flavor", "vllm", "--model", "${MODEL}", "--token-ms", "2"]`,
-        'max_concurrent = 4',
-        'request_timeout_s = 2',
-        'stop_grace_s = 2',
-        'env = { STANDIN_NOTE = "from fellow.toml" }',
-      ].join('\n'),
-    )
-    supervised = startFellow(c, 'supervised', ['--config', toml])
+    // The second model is the external engine under another name, with its own limits.
+    writeFileSync(toml, ['[engines.extra]', `url = "${ext.url}/v1"`, 'model = "standin-extra"', `upstream_model = "${MODEL}"`, 'max_concurrent = 2', 'request_timeout_s = 2'].join('\n'))
+    const cmd = `${MODEL}=${process.execPath} '${STANDIN}' --port {port} --flavor vllm --model ${MODEL} --token-ms 2`
+    supervised = startFellow(c, 'supervised', ['--engine-cmd', cmd, '--config', toml])
     await waitOnline(c, 2)
     await until(async () => ((await modelFellows())?.fellows === 2 ? true : null), 'both fellows serving the model', poll(20_000))
+    // Who serves what, with each engine's max_concurrent as the capacity.
+    const serving = await c.api<{ items: { model: string; fellows: { hostname: string; capacity: number; in_flight: number }[] }[] }>('GET', '/api/v1/inference/serving')
+    expect(serving.body.items.map((m) => [m.model, m.fellows.map((f) => `${f.hostname}:${f.capacity}`).sort()])).toEqual([
+      [MODEL, ['flag:4', 'supervised:4']],
+      ['standin-extra', ['supervised:2']],
+    ])
+  })
+
+  test('a model from the config file is served through its engine, with the upstream model name the engine knows', async () => {
+    const r = await openai.chat.completions.create({ model: 'standin-extra', messages: [{ role: 'user', content: 'from the file' }], max_tokens: 5 })
+    expect(r.choices[0]!.message.content).toBe('echo: from the file w0 ')
+    expect(r.model).toBe('standin-extra')
+    expect((await stats(external.url)).last_request).toMatchObject({ model: MODEL, max_tokens: 5, stream: true, stream_options: { include_usage: true } })
   })
 
   test('the openai client streams a chat completion through the leader, with usage as the engine counted it', async () => {

@@ -1,0 +1,64 @@
+// Supervising an engine the agent starts (--engine-cmd), with a real subprocess: the engine
+// stand-in (test/fixtures/engine-standin.ts). Healthy only once its health check answers; stopped
+// with SIGTERM, or SIGKILL after the grace period; a command that cannot start is retried and
+// never announced.
+import { afterEach, describe, expect, test } from 'bun:test'
+import { resolve } from 'node:path'
+import { OpenAiEngine } from '../../src/agent/engines'
+import { loadEngines } from '../../src/agent/fellow-config'
+import { createLogger } from '../../src/log'
+import { systemClock } from '../../src/time'
+import { until } from '../helpers/until'
+
+const STANDIN = resolve(import.meta.dir, '../fixtures/engine-standin.ts')
+const running: OpenAiEngine[] = []
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((e) => e.stop()))
+})
+
+function supervised(args: string, settings: string[] = []) {
+  const lines: Record<string, unknown>[] = []
+  const log = createLogger('info', (l) => lines.push(JSON.parse(l)))
+  const health: boolean[] = []
+  const toml = ['[engines.s]', `command = "${process.execPath} ${STANDIN} --port {port} ${args}"`, ...settings].join('\n')
+  const spec = loadEngines({ config: 'fellow.toml' }, () => toml)[0]!
+  const engine = new OpenAiEngine(spec, { log, clock: systemClock, onHealth: (e) => health.push(e.healthy) })
+  running.push(engine)
+  return { engine, lines, health, said: (msg: string) => lines.filter((l) => l.msg === msg) }
+}
+
+describe('a supervised engine', () => {
+  test('is healthy only once its health check answers (a loading engine answers 503 first)', async () => {
+    const s = supervised('--startup-ms 600 --model s')
+    s.engine.start()
+    await until(() => (s.said('engine started').length === 1 ? true : null), 'started', { timeoutMs: 5000, everyMs: 20 })
+    expect(s.engine.healthy).toBe(false)
+    await until(() => (s.engine.healthy ? true : null), 'healthy', { timeoutMs: 10_000, everyMs: 50 })
+    expect(s.health).toEqual([true])
+    // Its output reached the agent's log, line by line, named by engine and stream.
+    await until(() => (s.said('engine output').some((l) => String(l.line).startsWith('listening on')) ? true : null), 'its stdout in the log', { timeoutMs: 5000, everyMs: 20 })
+    expect(s.said('engine output')[0]).toMatchObject({ engine: 's', stream: 'stdout' })
+  })
+
+  test('an engine that ignores SIGTERM is killed after the grace period', async () => {
+    const s = supervised('--ignore-sigterm --model s', ['stop_grace_s = 1'])
+    s.engine.start()
+    await until(() => (s.engine.healthy ? true : null), 'healthy', { timeoutMs: 10_000, everyMs: 50 })
+    const pid = Number(s.said('engine started')[0]!.pid)
+    await s.engine.stop()
+    expect(s.said('engine did not stop after SIGTERM; killing it')).toHaveLength(1)
+    expect(() => process.kill(pid, 0)).toThrow()
+    expect(s.health).toEqual([true, false])
+  })
+
+  test('a command that cannot start is retried with backoff and never healthy', async () => {
+    const lines: Record<string, unknown>[] = []
+    const spec = loadEngines({ engineCmd: ['gone=/nonexistent/engine --port {port}'] })[0]!
+    const engine = new OpenAiEngine(spec, { log: createLogger('info', (l) => lines.push(JSON.parse(l))), clock: systemClock, onHealth: () => {} })
+    running.push(engine)
+    engine.start()
+    await until(() => (lines.filter((l) => l.msg === 'engine command could not start').length >= 2 ? true : null), 'two attempts', { timeoutMs: 10_000, everyMs: 50 })
+    expect(engine.healthy).toBe(false)
+    expect(lines.find((l) => l.msg === 'engine command could not start')).toMatchObject({ engine: 'gone', command: '/nonexistent/engine' })
+  })
+})
