@@ -293,6 +293,11 @@ export const jobs = sqliteTable(
     assignments: text('assignments', { mode: 'json' }).$type<{ stage: number; fellow_id: string }[]>().notNull(), // [{stage, fellow_id}]
     step: integer('step').notNull(),
     loss: real('loss'),
+    // The runner its fellows start (a name their operators declared; `mlp` is built in): placed only
+    // on fellows that offer it. Never a command line: the fellow maps the name to its own command.
+    runner: text('runner').notNull().default('mlp'),
+    // The step the job's last re-placement resumed from (a checkpoint in the artifact store), if any.
+    resumedFromStep: integer('resumed_from_step'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     finishedAt: integer('finished_at'),
