@@ -11,7 +11,7 @@ import { P2PListeners } from './p2p'
 import { Work } from './work'
 import { waitForLeader } from './health'
 import { InferenceServer } from './inference'
-import { loadEngines, type EngineSpec } from './fellow-config'
+import { loadEngines, type EngineSpec, type RunnerSpec } from './fellow-config'
 import { ensureStateDir, loadState, saveState, type FellowState } from './state'
 import { VERSION } from '../version'
 import { sleep, systemClock, type TimerClock } from '../time'
@@ -34,6 +34,8 @@ export interface AgentOptions {
   clock?: TimerClock
   /** The engines its operator declared (src/agent/fellow-config.ts); default: the built-in tiny-llm. */
   engines?: EngineSpec[]
+  /** The runners its operator declared; the built-in mlp is always offered. */
+  runners?: RunnerSpec[]
 }
 
 const LOG_SHIP_MS = 2000
@@ -73,7 +75,10 @@ export class Agent {
       log: o.log,
       clock,
     })
-    this.work = new Work({ client: this.client, log: o.log, stateDir: o.stateDir, counters: this.counters, clock, onReleased: (r) => this.onReleased(r) })
+    this.work = new Work({
+      client: this.client, log: o.log, stateDir: o.stateDir, counters: this.counters, clock, onReleased: (r) => this.onReleased(r),
+      runners: o.runners ?? [], leaderUrl: o.leaderUrl, nodeToken: () => this.state?.node_token ?? null,
+    })
     this.inference = new InferenceServer(
       { client: this.client, log: o.log, fellowId: () => this.state!.fellow_id, signal: this.stopper.signal, clock },
       o.engines ?? loadEngines({}),
@@ -258,6 +263,7 @@ export class Agent {
         hardware,
         servables: this.inference.servables(),
         capacity: this.inference.capacity(),
+        runners: this.work.runnerNames(),
       })
       if (this.heartbeatFailures > 0) log.info('heartbeat recovered', { after_failures: this.heartbeatFailures })
       this.heartbeatFailures = 0

@@ -7,6 +7,7 @@
 // touches the engine's health, which only its health check decides.
 import { countTokens, generate } from './textgen'
 import { Backoff } from './backoff'
+import { LineLimiter, readLines } from './lines'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
@@ -119,12 +120,15 @@ export class OpenAiEngine implements Engine {
   private cancelCheck: (() => void) | null = null
   private readonly backoff = new Backoff({ baseMs: 1000, maxMs: 60_000 })
   private readonly stopper = new AbortController()
+  /** Output lines logged per second (an engine logging every token must not flood the leader). */
+  private readonly output: LineLimiter
 
   constructor(
     readonly spec: EngineSpec,
     private readonly deps: OpenAiEngineDeps,
   ) {
     this.base = spec.url
+    this.output = new LineLimiter(200, deps.clock, (n) => deps.log.warn('engine output suppressed', { engine: spec.name, lines: n, limit_per_s: 200 }))
   }
 
   get healthy(): boolean {
@@ -198,27 +202,10 @@ export class OpenAiEngine implements Engine {
   }
 
   /** The engine's output, line by line, into the agent's log (and so to the leader). */
-  private async pipe(stream: ReadableStream<Uint8Array>, which: 'stdout' | 'stderr'): Promise<void> {
-    const dec = new TextDecoder()
-    let rest = ''
-    try {
-      for await (const chunk of stream) {
-        rest += dec.decode(chunk, { stream: true })
-        let nl: number
-        while ((nl = rest.indexOf('\n')) >= 0) {
-          const line = rest.slice(0, nl).replace(/\r$/, '')
-          rest = rest.slice(nl + 1)
-          if (line !== '') this.deps.log.info('engine output', { engine: this.spec.name, stream: which, line })
-        }
-        if (rest.length > 64 * 1024) {
-          this.deps.log.info('engine output', { engine: this.spec.name, stream: which, line: rest })
-          rest = ''
-        }
-      }
-    } catch {
-      // the process went away
-    }
-    if (rest !== '') this.deps.log.info('engine output', { engine: this.spec.name, stream: which, line: rest })
+  private pipe(stream: ReadableStream<Uint8Array>, which: 'stdout' | 'stderr'): Promise<void> {
+    return readLines(stream, (line) => {
+      if (this.output.allow()) this.deps.log.info('engine output', { engine: this.spec.name, stream: which, line })
+    })
   }
 
   private schedule(ms: number): void {

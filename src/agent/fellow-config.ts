@@ -1,7 +1,8 @@
-// What this machine's operator lets the fellow run: its inference engines, declared with flags
-// (`--engine NAME=URL`, `--engine-cmd 'NAME=COMMAND'`) or in a config file (`--config fellow.toml`).
-// Only the operator declares these; nothing the leader or a pool member sends becomes a URL or a
-// command line here (a request names a model, and a model maps to a declared engine or to nothing).
+// What this machine's operator lets the fellow run: its inference engines and its training
+// runners, declared with flags (`--engine NAME=URL`, `--engine-cmd 'NAME=COMMAND'`,
+// `--runner 'NAME=COMMAND'`) or in a config file (`--config fellow.toml`). Only the operator
+// declares these; nothing the leader or a pool member sends becomes a URL or a command line here
+// (a request names a model and a job names a runner; each maps to a declared one or to nothing).
 import { readFileSync } from 'node:fs'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
@@ -61,12 +62,34 @@ const EngineTable = Type.Object(
   },
   { additionalProperties: false },
 )
-const FileShape = Type.Object(
+const RunnerTable = Type.Object(
   {
-    engines: Type.Optional(Type.Record(Type.String({ pattern: NAME }), EngineTable)),
+    command: Type.Union([Type.String({ minLength: 1, maxLength: 8000 }), Type.Array(Type.String({ maxLength: 4000 }), { minItems: 1, maxItems: 500 })]),
+    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }))),
+    stop_grace_s: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
   },
   { additionalProperties: false },
 )
+const FileShape = Type.Object(
+  {
+    engines: Type.Optional(Type.Record(Type.String({ pattern: NAME }), EngineTable)),
+    runners: Type.Optional(Type.Record(Type.String({ pattern: NAME }), RunnerTable)),
+  },
+  { additionalProperties: false },
+)
+
+/** The built-in runner (the MLP of src/agent/mlp.ts): offered by every fellow. */
+export const BUILTIN_RUNNER = 'mlp'
+
+export interface RunnerSpec {
+  /** What a job names in `runner`. */
+  name: string
+  /** Words of the command started for each of a job's stages on this fellow (no shell). */
+  command: string[]
+  env: Record<string, string>
+  /** After SIGTERM (STOP), how long the runner has to exit before SIGKILL. */
+  stopGraceS: number
+}
 type EngineTable = Static<typeof EngineTable>
 
 /**
@@ -168,8 +191,21 @@ function nameValue(flag: string, arg: string): [string, string] {
   return [arg.slice(0, at), arg.slice(at + 1)]
 }
 
-/** The engines of a config file's text (TOML); `file` names it in errors. */
-export function enginesFromToml(text: string, file: string): EngineSpec[] {
+function runnerSpec(name: string, t: Static<typeof RunnerTable>, where: string): RunnerSpec {
+  if (!new RegExp(NAME).test(name)) throw new FellowConfigError(`${where}: the runner name must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`)
+  if (name === BUILTIN_RUNNER) throw new FellowConfigError(`${where}: '${BUILTIN_RUNNER}' is the built-in runner's name; give yours another`)
+  let command: string[]
+  try {
+    command = typeof t.command === 'string' ? splitWords(t.command) : t.command
+  } catch (e) {
+    throw new FellowConfigError(`${where}: the command cannot be split into words: ${(e as Error).message}`)
+  }
+  if (command.length === 0) throw new FellowConfigError(`${where}: the command is empty`)
+  return { name, command, env: t.env ?? {}, stopGraceS: t.stop_grace_s ?? DEFAULT_STOP_GRACE_S }
+}
+
+/** A config file's text (TOML), checked; `file` names it in errors. */
+function parseFile(text: string, file: string): Static<typeof FileShape> {
   let data: unknown
   try {
     data = Bun.TOML.parse(text)
@@ -182,8 +218,12 @@ export function enginesFromToml(text: string, file: string): EngineSpec[] {
     const words = first?.schema && 'additionalProperties' in first.schema && first.message.includes('additional') ? 'unknown setting' : (first?.message ?? 'invalid')
     throw new FellowConfigError(`${file}: ${path}: ${words}`)
   }
-  const shaped = data as Static<typeof FileShape>
-  return Object.entries(shaped.engines ?? {}).map(([name, t]) => spec(name, t, `${file}: engines.${name}`))
+  return data as Static<typeof FileShape>
+}
+
+/** The engines of a config file's text (TOML); `file` names it in errors. */
+export function enginesFromToml(text: string, file: string): EngineSpec[] {
+  return Object.entries(parseFile(text, file).engines ?? {}).map(([name, t]) => spec(name, t, `${file}: engines.${name}`))
 }
 
 export interface EngineFlags {
@@ -192,21 +232,48 @@ export interface EngineFlags {
   config?: string
 }
 
+export interface WorkloadFlags extends EngineFlags {
+  runner?: string[]
+}
+
+function readConfig(path: string, readFile: (path: string) => string): string {
+  try {
+    return readFile(path)
+  } catch (e) {
+    throw new FellowConfigError(`--config ${path}: cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+}
+
+/**
+ * The runners this fellow offers besides the built-in `mlp`: the config file's, then the flags'
+ * (`--runner 'NAME=COMMAND'`). A name declared twice is refused.
+ */
+export function loadRunners(flags: WorkloadFlags, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): RunnerSpec[] {
+  const out: RunnerSpec[] = []
+  if (flags.config !== undefined) {
+    const file = parseFile(readConfig(flags.config, readFile), flags.config)
+    out.push(...Object.entries(file.runners ?? {}).map(([name, t]) => runnerSpec(name, t, `${flags.config}: runners.${name}`)))
+  }
+  for (const arg of flags.runner ?? []) {
+    const at = arg.indexOf('=')
+    if (at <= 0 || at === arg.length - 1) throw new FellowConfigError(`--runner takes NAME=COMMAND, got ${JSON.stringify(arg)}`)
+    out.push(runnerSpec(arg.slice(0, at), { command: arg.slice(at + 1) }, `--runner ${arg.slice(0, at)}`))
+  }
+  const names = new Set<string>()
+  for (const r of out) {
+    if (names.has(r.name)) throw new FellowConfigError(`the runner ${r.name} is declared twice`)
+    names.add(r.name)
+  }
+  return out
+}
+
 /**
  * The engines this fellow serves: the config file's, then the flags'. A name or model declared
  * twice is refused. None declared: the built-in tiny-llm, the zero-setup default.
  */
 export function loadEngines(flags: EngineFlags, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): EngineSpec[] {
   const out: EngineSpec[] = []
-  if (flags.config !== undefined) {
-    let text: string
-    try {
-      text = readFile(flags.config)
-    } catch (e) {
-      throw new FellowConfigError(`--config ${flags.config}: cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
-    }
-    out.push(...enginesFromToml(text, flags.config))
-  }
+  if (flags.config !== undefined) out.push(...enginesFromToml(readConfig(flags.config, readFile), flags.config))
   for (const arg of flags.engine ?? []) {
     const [name, url] = nameValue('--engine', arg)
     out.push(spec(name, { url }, `--engine ${name}`))

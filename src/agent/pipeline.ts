@@ -7,7 +7,8 @@
 // backward will never come, and stage 0 restarts from the step after the last one whose
 // gradient it applied. A stage that took over for a lost fellow starts from the job's seed.
 import { createStage, type Stage } from './mlp'
-import { isRetryable, type LeaderClient } from './client'
+import { type LeaderClient } from './client'
+import { StatusReporter } from './reports'
 import { Link, type Counters } from './transport'
 import { parseTrainConfig, type StageAssignment, type TrainConfig } from './job'
 import { readCheckpoint, writeCheckpoint, purgeCheckpoints } from './state'
@@ -47,7 +48,7 @@ export class PipelineWorker {
   private window: number[] = []
   private lastReport: { at: number; step: number }
   private completed = false
-  private reports: Promise<void> = Promise.resolve()
+  private readonly reporter: StatusReporter
 
   constructor(
     private readonly deps: WorkerDeps,
@@ -55,6 +56,7 @@ export class PipelineWorker {
   ) {
     const a = assignment
     this.lastReport = { at: deps.clock.now(), step: 0 }
+    this.reporter = new StatusReporter(deps, deps.jobId)
     this.cfg = parseTrainConfig(a.config)
     this.stage = createStage({ stage: a.stage, stages: a.stages, seed: this.cfg.seed, hidden: this.cfg.hidden, lr: this.cfg.lr, batch: this.cfg.batch })
     this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
@@ -253,18 +255,7 @@ export class PipelineWorker {
     return dx
   }
 
-  /** Reports go out in order, off the training path, with a few retries for a flaky leader. */
   private report(r: StatusReport): void {
-    const { client, log } = this.deps
-    this.reports = this.reports.then(async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await client.jobStatus(this.jobId, r)
-        } catch (e) {
-          if (!isRetryable(e) || attempt >= 5) return log.warn('job status report failed', { job_id: this.jobId, status: r.status, error: (e as Error).message })
-          await sleep(this.deps.clock, 250 * 2 ** attempt)
-        }
-      }
-    })
+    this.reporter.report(r)
   }
 }

@@ -2,7 +2,9 @@
 // places two on one fellow); a START for another job replaces the current one, because the
 // leader's view of what this fellow runs is the one that counts.
 import { parseAssignment, type StageAssignment } from './job'
-import { PipelineWorker, type WorkerDeps } from './pipeline'
+import { PipelineWorker, type WorkerDeps, type WorkerStatus } from './pipeline'
+import { RunnerWorker } from './runner'
+import { BUILTIN_RUNNER, type RunnerSpec } from './fellow-config'
 import { purgeCheckpoints } from './state'
 import type { Channel, JobKey } from './p2p'
 import type { Counters } from './transport'
@@ -20,6 +22,27 @@ export interface WorkDeps {
   clock: TimerClock
   /** STOP without a job: this fellow was released or removed. */
   onReleased: (reason: string) => void
+  /** The runners this machine's operator declared (besides the built-in mlp). */
+  runners?: RunnerSpec[]
+  leaderUrl?: string
+  nodeToken?: () => string | null
+}
+
+/** One stage of one job on this fellow: the built-in MLP in process, or a declared runner's process. */
+export interface StageWorker {
+  readonly jobId: string
+  readonly status: WorkerStatus
+  readonly step: number
+  readonly loss: number | null
+  readonly stage: { stage: number; stages: number }
+  assignment: StageAssignment
+  start(): void
+  deliver(channel: Channel, frame: Frame): boolean
+  pause(): void
+  resume(): void
+  checkpoint(): void
+  reconfigure(a: StageAssignment): void
+  stop(reason: string): void
 }
 
 const SEEN_MAX = 512
@@ -27,7 +50,7 @@ const samePeer = (a: { fellow_id: string; address: string | null } | null, b: ty
 const sameKey = (a: Buffer | null | undefined, b: typeof a) => (a && b ? a.equals(b) : !a && !b)
 
 export class Work {
-  worker: PipelineWorker | null = null
+  worker: StageWorker | null = null
   // A signal can reach us twice (socket and heartbeat); ids make handling idempotent.
   private readonly seen = new Set<string>()
 
@@ -92,7 +115,12 @@ export class Work {
     if (this.worker) this.end(this.worker, reason)
   }
 
-  private end(w: PipelineWorker, reason: string): void {
+  /** Names of the runners this fellow offers, for its heartbeats. */
+  runnerNames(): string[] {
+    return [BUILTIN_RUNNER, ...(this.d.runners ?? []).map((r) => r.name)]
+  }
+
+  private end(w: StageWorker, reason: string): void {
     w.stop(reason)
     if (this.worker === w) this.worker = null
   }
@@ -116,9 +144,15 @@ export class Work {
       return
     }
     if (w) this.end(w, `replaced by ${s.signal} for job ${s.job_id}`)
+    const runner = typeof s.payload?.runner === 'string' ? s.payload.runner : BUILTIN_RUNNER
+    const spec = runner === BUILTIN_RUNNER ? null : ((this.d.runners ?? []).find((r) => r.name === runner) ?? null)
+    // The leader places a job only on fellows that offer its runner; one it sent anyway is refused.
+    if (runner !== BUILTIN_RUNNER && !spec) return this.refuse(s.job_id, `this fellow does not offer the runner '${runner}' (its operator declares runners with --runner or [runners.NAME])`)
     try {
       const deps: WorkerDeps = { jobId: s.job_id, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock }
-      this.worker = new PipelineWorker(deps, a)
+      this.worker = spec
+        ? new RunnerWorker({ ...deps, leaderUrl: this.d.leaderUrl ?? client.leaderUrl, nodeToken: this.d.nodeToken ?? (() => null) }, a, spec)
+        : new PipelineWorker(deps, a)
       this.worker.start()
     } catch (e) {
       this.worker = null

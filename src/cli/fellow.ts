@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util'
 import { loadFellowConfig } from '../config'
 import { Agent } from '../agent/agent'
 import { LogBuffer, agentLogger } from '../agent/logship'
-import { FellowConfigError, loadEngines, type EngineSpec } from '../agent/fellow-config'
+import { FellowConfigError, loadEngines, loadRunners, type EngineSpec, type RunnerSpec } from '../agent/fellow-config'
 import { UsageError } from './usage'
 
 /** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */
@@ -41,6 +41,7 @@ export async function runFellow(argv: string[]): Promise<number> {
       once: { type: 'boolean' },
       engine: { type: 'string', multiple: true },
       'engine-cmd': { type: 'string', multiple: true },
+      runner: { type: 'string', multiple: true },
       config: { type: 'string' },
     },
   })
@@ -56,8 +57,10 @@ export async function runFellow(argv: string[]): Promise<number> {
     hostname: values.hostname,
   })
   let engines: EngineSpec[]
+  let runners: RunnerSpec[]
   try {
     engines = loadEngines({ engine: values.engine, engineCmd: values['engine-cmd'], config: values.config })
+    runners = loadRunners({ runner: values.runner, config: values.config })
   } catch (e) {
     if (!(e instanceof FellowConfigError)) throw e
     process.stderr.write(`svc: configuration error: ${e.message}\n`)
@@ -78,6 +81,7 @@ export async function runFellow(argv: string[]): Promise<number> {
     log,
     logs,
     engines,
+    runners,
   })
   const onSignal = (sig: string) => agent.shutdown(sig)
   process.on('SIGTERM', onSignal)

@@ -31,7 +31,11 @@ fellow options (flags win over the SVC_* variables named):
   --engine-cmd 'NAME=CMD'  start CMD and serve the model NAME with it; {port} in CMD is replaced
                            by a free loopback port; restarted when it exits, stopped with the
                            agent; repeatable
-  --config FILE            a TOML file of engines ([engines.NAME] with url or command, model,
+  --runner 'NAME=CMD'      offer the training runner NAME: jobs with "runner": "NAME" start CMD
+                           for their stage here (the runner contract: docs/workloads.md);
+                           repeatable; the built-in runner mlp is always offered
+  --config FILE            a TOML file of engines and runners ([runners.NAME] with command, env,
+                           stop_grace_s) and of engines ([engines.NAME] with url or command, model,
                            max_concurrent, health_path, env, api_key, ...; docs/operations.md)
                            No engine declared: the built-in tiny-llm model is served.
 `

@@ -36,6 +36,8 @@ export interface LiveFellow {
   servables: string[]
   /** Requests each served model takes at once, as the last heartbeat said (absent: 1). */
   capacity: Record<string, number> | null
+  /** The runners its operator declared, as its last heartbeat said; null: an agent that says none (offers `mlp`). */
+  runners: string[] | null
   /** Said goodbye (a clean stop): offline until its next heartbeat, whatever its last one's age. */
   signedOff?: boolean
 }
@@ -114,6 +116,7 @@ export class FellowRegistry {
         address: f.address,
         servables: [],
         capacity: null,
+        runners: null,
       }
       this.byId.set(f.id, live)
       this.move(f.id, null, live.poolId)
@@ -199,6 +202,7 @@ export class FellowRegistry {
     if (hb.hardware !== undefined) f.hardware = hb.hardware
     if (hb.servables !== undefined) f.servables = hb.servables
     if (hb.capacity !== undefined || hb.servables !== undefined) f.capacity = hb.capacity ?? null
+    if (hb.runners !== undefined) f.runners = hb.runners
     this.unsaved.add(f.id)
     const saved = this.persisted.get(f.id)
     if (!saved || saved.status !== f.status || now - saved.at >= this.persistEveryMs()) this.due.add(f.id)

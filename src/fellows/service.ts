@@ -241,6 +241,7 @@ export class Fellows {
       address: input.address ?? null,
       servables: prev?.servables ?? [],
       capacity: prev?.capacity ?? null,
+      runners: prev?.runners ?? null,
     }
     this.registry.put(live, prev ? null : 'registered')
     return {

@@ -15,6 +15,8 @@ export const SubmitBody = t.Object(
     stages: t.Optional(t.Integer({ minimum: 1, maximum: 64 })),
     min_free_vram_mb: t.Optional(t.Integer({ minimum: 0, maximum: 10_000_000 })),
     config: t.Optional(t.Record(t.String({ maxLength: 100 }), t.Unknown(), { maxProperties: 200 })),
+    /** The runner the fellows start, by the name their operators declared it; default the built-in `mlp`. */
+    runner: t.Optional(t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' })),
   },
   { additionalProperties: false },
 )
@@ -36,6 +38,9 @@ export const Job = t.Object({
   assignments: t.Array(Assignment),
   step: t.Integer(),
   loss: t.Nullable(t.Number()),
+  runner: t.String(),
+  /** The step the last re-placement resumed from (a stored checkpoint); null: never resumed. */
+  resumed_from_step: t.Nullable(t.Integer()),
   created_by: t.Nullable(t.String()),
   created_at: Timestamp,
   updated_at: Timestamp,

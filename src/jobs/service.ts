@@ -40,6 +40,8 @@ function toJob(r: JobRow): Job {
     assignments: r.assignments,
     step: r.step,
     loss: r.loss,
+    runner: r.runner,
+    resumed_from_step: r.resumedFromStep,
     created_by: r.createdBy,
     created_at: iso(r.createdAt),
     updated_at: iso(r.updatedAt),
@@ -110,6 +112,8 @@ export class JobService {
         assignments: [],
         step: 0,
         loss: null,
+        runner: input.runner ?? 'mlp',
+        resumedFromStep: null,
         createdAt: now,
         updatedAt: now,
         finishedAt: null,
@@ -122,7 +126,7 @@ export class JobService {
     const r = this.row(job.id)!
     // Still queued without a reason: the pass skipped its pool, which has no free online fellow.
     if (r.status === 'queued' && r.reason === null) {
-      const reason = pendingReason(r.stages, r.minFreeVramMb, 0)
+      const reason = pendingReason(r.stages, r.minFreeVramMb, 0, r.runner)
       this.ctx.db.update(jobs).set({ reason }).where(eq(jobs.id, r.id)).run()
       return toJob({ ...r, reason })
     }
@@ -305,6 +309,7 @@ export class JobService {
           relay_url: `${this.ctx.cfg.baseUrl}/api/v1/relay/${r.id}`,
           p2p_key: jobP2PKey(this.ctx.cfg.secretKey, r.id, assignments.map((x) => x.fellow_id)),
           config: r.config,
+          runner: r.runner,
           ...extra,
         },
       })
@@ -340,16 +345,16 @@ export class JobService {
     if (visit.size === 0) return 0
     busy ??= this.busyFellows()
     const queued = this.ctx.db
-      .select({ id: jobs.id, poolId: jobs.poolId, stages: jobs.stages, minFreeVramMb: jobs.minFreeVramMb, reason: jobs.reason })
+      .select({ id: jobs.id, poolId: jobs.poolId, stages: jobs.stages, minFreeVramMb: jobs.minFreeVramMb, runner: jobs.runner, reason: jobs.reason })
       .from(jobs)
       .where(and(eq(jobs.status, 'queued'), eq(jobs.poolNamed, true), inArray(jobs.poolId, [...visit])))
       .orderBy(asc(jobs.createdAt))
       .all()
     let placed = 0
     for (const r of queued) {
-      const p = place(this.candidates(r.poolId, busy), r.stages, r.minFreeVramMb)
+      const p = place(this.candidates(r.poolId, busy), r.stages, r.minFreeVramMb, r.runner)
       if (!p.ok) {
-        const reason = pendingReason(r.stages, r.minFreeVramMb, p.eligible)
+        const reason = pendingReason(r.stages, r.minFreeVramMb, p.eligible, r.runner, p.lacking)
         if (reason !== r.reason) this.ctx.db.update(jobs).set({ reason, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
         continue
       }
@@ -373,9 +378,10 @@ export class JobService {
       const lost = assignments.find((a) => a.fellow_id === fellowId)
       if (!lost) continue
       const busy = this.busyFellows()
-      const p = place(this.candidates(r.poolId, busy), 1, r.minFreeVramMb)
+      const p = place(this.candidates(r.poolId, busy), 1, r.minFreeVramMb, r.runner)
       if (!p.ok) {
-        const reason = `fellow ${fellowId} went offline and no other fellow with >= ${r.minFreeVramMb} MiB free is online to take stage ${lost.stage}`
+        const offering = r.runner === 'mlp' ? '' : ` offering the runner '${r.runner}'`
+        const reason = `fellow ${fellowId} went offline and no other fellow${offering} with >= ${r.minFreeVramMb} MiB free is online to take stage ${lost.stage}`
         this.signalAll({ ...r, assignments: assignments.filter((a) => a.fellow_id !== fellowId) }, 'STOP', { reason })
         this.setStatus(r.id, 'failed', { reason })
         continue

@@ -205,7 +205,7 @@ export function openApiDocument(app: AnyElysia, cfg: Config) {
       version: VERSION,
       description:
         'See docs/api.md. Each operation carries its policy class in x-policy and the credentials it takes in security. ' +
-        'Errors are RFC 9457 problem+json (OpenAI\'s error shape on /api/v1/models and /api/v1/chat/*).',
+        'Errors are RFC 9457 problem+json (OpenAI\'s error shape on /api/v1/models, /api/v1/chat/* and /api/v1/embeddings).',
     },
     servers: [{ url: cfg.baseUrl }],
     paths,

@@ -59,6 +59,9 @@ export const RegisterResponse = Type.Object({
 })
 export type RegisterResult = Static<typeof RegisterResponse>
 
+/** A runner's name: what a job names and a fellow's operator declares (never a command). */
+export const RUNNER_NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'
+
 export const HeartbeatBody = Type.Object(
   {
     /** Only read when no credential is presented (SVC_REQUIRE_NODE_AUTH=0); otherwise the token decides. */
@@ -75,6 +78,8 @@ export const HeartbeatBody = Type.Object(
     servables: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
     /** Requests each served model takes at once (its engine's max_concurrent); a model left out takes 1. */
     capacity: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Int({ minimum: 1, maximum: 10_000 }), { maxProperties: 100 })),
+    /** The runners this machine's operator declared (the built-in `mlp` included): jobs naming one are placed here. */
+    runners: Type.Optional(Type.Array(Type.String({ pattern: RUNNER_NAME }), { maxItems: 64 })),
   },
   { additionalProperties: false },
 )
@@ -112,6 +117,8 @@ export const StartPayload = Type.Object({
   p2p_key: Type.Optional(Type.String({ pattern: P2P_KEY_PATTERN })),
   resume: Type.Optional(Type.Boolean()),
   reconfigured: Type.Optional(Type.Boolean()),
+  /** The runner to start, by name; absent from older leaders: the built-in `mlp`. */
+  runner: Type.Optional(Type.String({ pattern: RUNNER_NAME })),
 })
 export type StartPayload = Static<typeof StartPayload>
 

@@ -84,14 +84,14 @@ describe('OpenAI-compatible engines behind the leader', () => {
       [MODEL, ['flag:4', 'supervised:4']],
       ['standin-extra', ['supervised:2']],
     ])
-  })
+  }, 30_000)
 
   test('a model from the config file is served through its engine, with the upstream model name the engine knows', async () => {
     const r = await openai.chat.completions.create({ model: 'standin-extra', messages: [{ role: 'user', content: 'from the file' }], max_tokens: 5 })
     expect(r.choices[0]!.message.content).toBe('echo: from the file w0 ')
     expect(r.model).toBe('standin-extra')
     expect((await stats(external.url)).last_request).toMatchObject({ model: MODEL, max_tokens: 5, stream: true, stream_options: { include_usage: true } })
-  })
+  }, 30_000)
 
   test('the openai client streams a chat completion through the leader, with usage as the engine counted it', async () => {
     const stream = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello there' }], stream: true, stream_options: { include_usage: true }, max_tokens: 6 })
@@ -106,7 +106,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
     expect(text).toBe('echo: hello there w0 w1 w2 ')
     expect(finish).toBe('length')
     expect(usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 6, total_tokens: 8 })
-  })
+  }, 30_000)
 
   test('8 concurrent requests spread over both fellows', async () => {
     const before = [answered(viaFlag), answered(supervised)]
@@ -117,7 +117,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
     await until(() => (answered(viaFlag) + answered(supervised) - before[0]! - before[1]! >= 8 ? true : null), 'the fellows logged 8 answers', poll(5000))
     expect(answered(viaFlag) - before[0]!).toBeGreaterThan(0)
     expect(answered(supervised) - before[1]!).toBeGreaterThan(0)
-  })
+  }, 30_000)
 
   test('tool calls pass both ways: tools reach the engine, the deltas come back merged (non-streamed) and as deltas (streamed)', async () => {
     const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
@@ -131,7 +131,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
     // What reached an engine: the passed fields, and a stream with usage whatever the caller asked.
     const seen = [await stats(external.url), ...(await Promise.all(started(supervised).slice(-1).map((s) => stats(s.url))))].map((s) => s.last_request).filter((x) => x !== null)
     expect(seen.some((b) => JSON.stringify(b!.tools) === JSON.stringify(tools) && b!.seed === 7 && b!.stream === true)).toBe(true)
-  })
+  }, 30_000)
 
   test('embeddings are routed the same way', async () => {
     const r = await openai.embeddings.create({ model: MODEL, input: ['alpha', 'beta'] })
@@ -140,7 +140,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
       [1, 8],
     ])
     expect(r.model).toBe(MODEL)
-  })
+  }, 30_000)
 
   test('a client that disconnects mid-stream makes the engine abort its request', async () => {
     const engines = [external.url, started(supervised).at(-1)!.url]
@@ -155,7 +155,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
       const now = await Promise.all(engines.map(stats))
       return now.some((s, i) => s.aborted > before[i]!.aborted) ? true : null
     }, 'the engine saw its request aborted', poll(10_000))
-  })
+  }, 30_000)
 
   test('bad engine answers (HTML, a malformed chunk, a mid-stream error, silence) reach the caller as OpenAI errors, and the fellows stay healthy', async () => {
     for (const [magic, words] of [
@@ -176,7 +176,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
     expect((await modelFellows())?.fellows).toBe(2)
     const ok = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'still fine' }], max_tokens: 4 })
     expect(ok.choices[0]!.message.content).toBe('echo: still fine w0 ')
-  })
+  }, 30_000)
 
   test('killing the supervised engine withdraws its model at once; the supervisor brings it back', async () => {
     const before = started(supervised)
@@ -190,7 +190,7 @@ describe('OpenAI-compatible engines behind the leader', () => {
     expect(supervised.logs.some((l) => l.includes('"engine exited; restarting"'))).toBe(true)
     // Its output reached the fellow's log (and so the leader's log shipping).
     expect(supervised.logs.some((l) => l.includes('"engine output"'))).toBe(true)
-  })
+  }, 30_000)
 
   test('stopping the agent stops its engine (SIGTERM) and the cluster stops cleanly', async () => {
     const pid = started(supervised).at(-1)!.pid
@@ -203,5 +203,5 @@ describe('OpenAI-compatible engines behind the leader', () => {
         return true
       }
     }, 'the supervised engine gone', poll(5000))
-  })
+  }, 30_000)
 })

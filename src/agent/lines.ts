@@ -1,0 +1,68 @@
+// A child process's output, line by line: what the agent ships as log lines and reads progress
+// from. A line longer than `maxChars` is passed on in pieces rather than held without bound.
+import type { TimerClock } from '../time'
+
+export async function readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void, maxChars = 64 * 1024): Promise<void> {
+  const dec = new TextDecoder()
+  let rest = ''
+  try {
+    for await (const chunk of stream) {
+      rest += dec.decode(chunk, { stream: true })
+      let nl: number
+      while ((nl = rest.indexOf('\n')) >= 0) {
+        const line = rest.slice(0, nl).replace(/\r$/, '')
+        rest = rest.slice(nl + 1)
+        if (line !== '') onLine(line)
+      }
+      if (rest.length > maxChars) {
+        onLine(rest)
+        rest = ''
+      }
+    }
+  } catch {
+    // the process went away
+  }
+  if (rest !== '') onLine(rest)
+}
+
+/**
+ * At most `perSecond` lines a second go on; the rest are counted and said in one line when their
+ * second is over, so a child that floods its output cannot flood the agent's log (and the
+ * leader's) with it.
+ */
+export class LineLimiter {
+  private windowStart = -Infinity
+  private passed = 0
+  private suppressed = 0
+  private cancel: (() => void) | null = null
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly clock: TimerClock,
+    private readonly onSuppressed: (count: number) => void,
+  ) {}
+
+  /** True when this line may be logged. */
+  allow(): boolean {
+    const t = this.clock.now()
+    if (t - this.windowStart >= 1000) {
+      this.flush()
+      this.windowStart = t
+      this.passed = 0
+    }
+    if (this.passed < this.perSecond) {
+      this.passed++
+      return true
+    }
+    if (this.suppressed++ === 0) this.cancel = this.clock.setTimeout(() => this.flush(), this.windowStart + 1000 - t)
+    return false
+  }
+
+  /** Says what is counted so far (its second is over, or the child exited). */
+  flush(): void {
+    this.cancel?.()
+    this.cancel = null
+    if (this.suppressed > 0) this.onSuppressed(this.suppressed)
+    this.suppressed = 0
+  }
+}

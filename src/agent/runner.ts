@@ -1,0 +1,290 @@
+// A job's stage run by a runner its operator declared (`--runner NAME=COMMAND`, [runners.NAME]):
+// the agent starts the command as a child process with the runner contract's environment
+// (docs/workloads.md), carries its activation and gradient frames between SVC_DATA_URL (a
+// loopback HTTP endpoint of the agent, in the relay's frame encoding) and the neighbours over p2p,
+// the relay or auto, reads its progress from stdout, and maps the control signals to process
+// signals: PAUSE/resume SIGSTOP/SIGCONT, CHECKPOINT SIGUSR1, STOP SIGTERM then SIGKILL. Exit 0
+// finishes the stage (the last stage's completes the job); any other exit fails the job with the
+// last lines of the runner's stderr as the reason.
+import { mkdirSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { Link } from './transport'
+import { LineLimiter, readLines } from './lines'
+import { StatusReporter } from './reports'
+import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
+import type { StageAssignment } from './job'
+import type { WorkerDeps, WorkerStatus } from './pipeline'
+import type { RunnerSpec } from './fellow-config'
+import type { Channel } from './p2p'
+
+/** The largest frame body a runner may send at once (the leader's relay takes 64 MiB frames). */
+const MAX_SEND_BYTES = 256 << 20
+const MAX_FRAME_BYTES = 64 << 20
+const MAX_WAIT_MS = 30_000
+const STDERR_TAIL = 20
+/** Progress lines are reported at most this often (the last one always). */
+const REPORT_EVERY_MS = 500
+/** Output lines logged (and shipped to the leader) per second; the rest are counted. */
+const LOG_LINES_PER_S = 200
+
+export interface RunnerDeps extends WorkerDeps {
+  leaderUrl: string
+  /** The fellow's node token, passed as SVC_RELAY_TOKEN (SPEC: training subprocesses read it). */
+  nodeToken: () => string | null
+}
+
+const CHANNELS: Record<string, Channel> = { activations: 'activations', gradients: 'gradients' }
+
+export class RunnerWorker {
+  status: WorkerStatus = 'running'
+  step = 0
+  loss: number | null = null
+  readonly link: Link
+  readonly stage: { stage: number; stages: number }
+  private proc: ReturnType<typeof Bun.spawn> | null = null
+  private server: ReturnType<typeof Bun.serve> | null = null
+  private readonly secret = randomBytes(24).toString('base64url')
+  private readonly stopper = new AbortController()
+  private readonly reporter: StatusReporter
+  private readonly stderrTail: string[] = []
+  private stopping = false
+  private lastReportAt = -Infinity
+  private pendingReport: ReturnType<typeof setTimeout> | null = null
+  private lastProgress = { at: 0, step: 0 }
+  private readonly output: LineLimiter
+  readonly checkpointDir: string
+
+  constructor(
+    private readonly deps: RunnerDeps,
+    public assignment: StageAssignment,
+    private readonly spec: RunnerSpec,
+  ) {
+    const a = assignment
+    this.stage = { stage: a.stage, stages: a.stages }
+    this.reporter = new StatusReporter(deps, deps.jobId)
+    this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
+    this.checkpointDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'checkpoints')
+    this.output = new LineLimiter(LOG_LINES_PER_S, deps.clock, (n) => deps.log.warn('runner output suppressed', { job_id: deps.jobId, runner: spec.name, lines: n, limit_per_s: LOG_LINES_PER_S }))
+  }
+
+  get jobId(): string {
+    return this.deps.jobId
+  }
+
+  start(): void {
+    const { log } = this.deps
+    mkdirSync(this.checkpointDir, { recursive: true, mode: 0o700 })
+    this.link.start()
+    this.server = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, maxRequestBodySize: MAX_SEND_BYTES, fetch: (req) => this.data(req) })
+    const env: Record<string, string> = {
+      ...(process.env as Record<string, string>),
+      ...this.spec.env,
+      SVC_LEADER_URL: this.deps.leaderUrl,
+      SVC_RELAY_TOKEN: this.deps.nodeToken() ?? '',
+      SVC_JOB_ID: this.jobId,
+      SVC_STAGE: String(this.stage.stage),
+      SVC_STAGES: String(this.stage.stages),
+      SVC_JOB_CONFIG: JSON.stringify(this.assignment.config),
+      SVC_CHECKPOINT_DIR: this.checkpointDir,
+      SVC_DATA_URL: `http://127.0.0.1:${this.server.port}/${this.secret}`,
+      SVC_RUNNER_CONTRACT: '1',
+    }
+    if (this.assignment.resume && existsSync(this.checkpointDir)) env.SVC_RESUME_FROM = this.checkpointDir
+    try {
+      this.proc = Bun.spawn(this.spec.command, { env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+    } catch (e) {
+      return this.fail(`runner ${this.spec.name} could not start: ${(e as Error).message}`)
+    }
+    log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport })
+    this.report({ status: 'running', step: this.step })
+    void readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
+    void readLines(this.proc.stderr as ReadableStream<Uint8Array>, (l) => {
+      this.stderrTail.push(l.slice(0, 400))
+      if (this.stderrTail.length > STDERR_TAIL) this.stderrTail.shift()
+      if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stderr', line: l })
+    })
+    const proc = this.proc
+    void proc.exited.then((code) => this.exited(code, proc.signalCode === null ? null : String(proc.signalCode)))
+  }
+
+  deliver(channel: Channel, frame: Frame): boolean {
+    return this.link.deliver(channel, frame)
+  }
+
+  pause(): void {
+    if (this.status !== 'running' || !this.proc) return
+    this.proc.kill('SIGSTOP')
+    this.status = 'paused'
+    this.deps.log.info('stage paused', { job_id: this.jobId, step: this.step })
+    this.report({ status: 'paused', step: this.step })
+  }
+
+  resume(): void {
+    if (this.status !== 'paused' || !this.proc) return
+    this.proc.kill('SIGCONT')
+    this.status = 'running'
+    this.deps.log.info('stage resumed', { job_id: this.jobId, step: this.step })
+    this.report({ status: 'running', step: this.step })
+  }
+
+  /** SIGUSR1: the runner writes a checkpoint into SVC_CHECKPOINT_DIR and says so on stdout. */
+  checkpoint(): void {
+    if (this.status !== 'running' || !this.proc) return
+    this.status = 'checkpointing'
+    this.proc.kill('SIGUSR1')
+  }
+
+  reconfigure(a: StageAssignment): void {
+    this.assignment = a
+    this.link.setNeighbours(a.prev, a.next, a.p2pKey ?? null)
+    this.deps.log.info('stage reconfigured', { job_id: this.jobId, stage: a.stage, prev: a.prev?.fellow_id ?? null, next: a.next?.fellow_id ?? null })
+  }
+
+  stop(reason: string): void {
+    if (this.status === 'stopped') return
+    this.stopping = true
+    this.status = 'stopped'
+    const p = this.proc
+    if (p && p.exitCode === null && p.signalCode === null) {
+      p.kill('SIGCONT') // a paused runner must run to hear SIGTERM
+      p.kill('SIGTERM')
+      const timer = setTimeout(() => p.kill('SIGKILL'), this.spec.stopGraceS * 1000)
+      void p.exited.then(() => clearTimeout(timer))
+    }
+    this.close()
+    this.deps.log.info('stage stopped', { job_id: this.jobId, reason, step: this.step })
+  }
+
+  private close(): void {
+    this.stopper.abort()
+    this.link.close()
+    this.server?.stop(true)
+    this.server = null
+  }
+
+  /** One line of the runner's stdout: progress or checkpoint JSON, or a log line. */
+  private stdout(line: string): void {
+    const { log } = this.deps
+    let j: Record<string, unknown> | null = null
+    if (line.startsWith('{')) {
+      try {
+        const v = JSON.parse(line) as unknown
+        if (typeof v === 'object' && v !== null && !Array.isArray(v)) j = v as Record<string, unknown>
+      } catch {
+        // a log line that starts with a brace
+      }
+    }
+    if (j && typeof j.checkpoint === 'string') {
+      if (this.status === 'checkpointing') this.status = 'running'
+      log.info('checkpoint written', { job_id: this.jobId, runner: this.spec.name, step: this.step, path: j.checkpoint })
+      this.report({ status: 'checkpointed', step: this.step })
+      return
+    }
+    if (j && typeof j.step === 'number' && Number.isInteger(j.step) && j.step >= 0) {
+      this.step = j.step
+      if (typeof j.loss === 'number' && Number.isFinite(j.loss)) this.loss = j.loss
+      const throughput = typeof j.throughput === 'number' && Number.isFinite(j.throughput) && j.throughput >= 0 ? j.throughput : null
+      this.progress(throughput)
+      return
+    }
+    if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stdout', line })
+  }
+
+  /** A progress report, at most every REPORT_EVERY_MS (the latest figures win). */
+  private progress(throughput: number | null): void {
+    if (this.pendingReport) return
+    const send = () => {
+      this.pendingReport = null
+      const now = this.deps.clock.now()
+      const rate = throughput ?? Math.max(0, ((this.step - this.lastProgress.step) * 1000) / Math.max(1, now - this.lastProgress.at))
+      this.lastProgress = { at: now, step: this.step }
+      this.lastReportAt = now
+      this.report({ status: 'running', step: this.step, loss: this.loss, throughput: rate })
+    }
+    const wait = this.lastReportAt + REPORT_EVERY_MS - this.deps.clock.now()
+    if (wait <= 0) send()
+    else this.pendingReport = setTimeout(send, wait)
+  }
+
+  private flushProgress(): void {
+    if (!this.pendingReport) return
+    clearTimeout(this.pendingReport)
+    this.pendingReport = null
+    this.report({ status: 'running', step: this.step, loss: this.loss })
+  }
+
+  private exited(code: number | null, signal: string | null): void {
+    this.flushProgress()
+    this.output.flush()
+    if (this.stopping) {
+      this.deps.log.info('runner stopped', { job_id: this.jobId, runner: this.spec.name, code, signal })
+      return
+    }
+    this.close()
+    if (code === 0) {
+      this.status = 'stopped'
+      const last = this.stage.stage === this.stage.stages - 1
+      this.deps.log.info(last ? 'runner completed the job' : 'runner finished its stage', { job_id: this.jobId, runner: this.spec.name, step: this.step })
+      // The last stage's exit completes the job; an earlier stage has only finished its part.
+      if (last) this.report({ status: 'completed', step: this.step, loss: this.loss })
+      return
+    }
+    const tail = this.stderrTail.slice(-5).join(' | ')
+    this.fail(`runner ${this.spec.name} (stage ${this.stage.stage}) exited with ${code !== null ? `code ${code}` : `signal ${signal}`}${tail ? `: ${tail}` : ''}`)
+  }
+
+  private fail(reason: string): void {
+    if (this.status === 'stopped') return
+    this.status = 'error'
+    this.close()
+    this.deps.log.error('stage failed', { job_id: this.jobId, reason })
+    this.report({ status: 'failed', step: this.step, reason: reason.slice(0, 1000) })
+  }
+
+  private report(r: Parameters<StatusReporter['report']>[0]): void {
+    this.reporter.report(r)
+  }
+
+  /**
+   * SVC_DATA_URL: POST {url}/activations or /gradients sends frames to the neighbour (202 once
+   * handed on; 503 when it cannot be reached: send again), GET the same waits up to `wait_ms` for
+   * frames from the neighbour (200 with frames, 204 without).
+   */
+  private async data(req: Request): Promise<Response> {
+    const url = new URL(req.url)
+    const [secret, name, ...rest] = url.pathname.slice(1).split('/')
+    const channel = name !== undefined && Object.hasOwn(CHANNELS, name) ? CHANNELS[name]! : null
+    if (secret !== this.secret || channel === null || rest.length > 0) return new Response('not found\n', { status: 404 })
+    if (req.method === 'POST') {
+      let frames: Frame[]
+      try {
+        frames = decodeFrames(new Uint8Array(await req.arrayBuffer()), { maxFrameBytes: MAX_FRAME_BYTES })
+      } catch (e) {
+        return new Response(`bad frames: ${(e as Error).message}\n`, { status: 400 })
+      }
+      for (const f of frames) {
+        // The agent's own fields: a runner cannot send frames as another job or stage.
+        const frame = { meta: { ...f.meta, job_id: this.jobId, from: this.stage.stage }, data: f.data }
+        if (!(await this.link.send(channel, frame))) return new Response('the neighbour cannot be reached now; send again\n', { status: 503, headers: { 'retry-after': '1' } })
+      }
+      return Response.json({ sent: frames.length }, { status: 202 })
+    }
+    if (req.method === 'GET') {
+      const wait = Math.min(MAX_WAIT_MS, Math.max(0, Number(url.searchParams.get('wait_ms') ?? 0) || 0))
+      const max = Math.min(1024, Math.max(1, Number(url.searchParams.get('max') ?? 64) || 64))
+      const signal = AbortSignal.any([req.signal, this.stopper.signal])
+      const out: Frame[] = []
+      const first = await this.link.inbox.take([channel], signal, wait)
+      if (first) out.push(first.frame)
+      while (out.length < max) {
+        const more = await this.link.inbox.take([channel], signal, 0)
+        if (!more) break
+        out.push(more.frame)
+      }
+      if (out.length === 0) return new Response(null, { status: 204 })
+      return new Response(encodeFrames(out), { headers: { 'content-type': 'application/octet-stream', 'x-frame-count': String(out.length) } })
+    }
+    return new Response('method not allowed\n', { status: 405, headers: { allow: 'GET, POST' } })
+  }
+}

@@ -1,0 +1,81 @@
+// Jobs run the runners their fellows' operators declared (issue 21), end to end with the built
+// dist/svc as leader and fellows: a 2-stage job whose stages are the example runners of
+// examples/runners (Python, standard library only, on one fellow; TypeScript on the other,
+// declared under the same name), exchanging frames through SVC_DATA_URL over the relay.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { resolve } from 'node:path'
+import { killAll, nodes, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
+import { until } from '../helpers/until'
+
+afterAll(killAll)
+
+const PY = resolve(import.meta.dir, '../../examples/runners/pipeline.py')
+const TS = resolve(import.meta.dir, '../../examples/runners/pipeline.ts')
+const python = Bun.which('python3')
+
+type Job = { id: string; status: string; reason: string | null; step: number; loss: number | null; runner: string; assignments: { stage: number; fellow_id: string }[] }
+
+describe.skipIf(!python)('runners declared by the operator', () => {
+  let c: Cluster
+  let py: Fellow
+  let ts: Fellow
+  const job = async (id: string) => (await c.api<Job>('GET', `/api/v1/jobs/${id}`)).body
+  const submit = async (body: Record<string, unknown>) => {
+    const r = await c.api<Job>('POST', '/api/v1/jobs', { pool_id: c.poolId, ...body })
+    expect(r.status).toBe(201)
+    return r.body
+  }
+
+  test('fellows announce their runners; a job naming a runner nobody offers waits with a reason naming it', async () => {
+    c = await startCluster('tunnel')
+    py = startFellow(c, 'py', ['--runner', `toy=${python} ${PY}`, '--runner', "bad=sh -c 'echo the runner broke >&2; exit 3'", '--runner', "flood=sh -c 'yes flooding the log | head -c 20000000; sleep 60'"])
+    ts = startFellow(c, 'ts', ['--runner', `toy=${process.execPath} ${TS}`])
+    await waitOnline(c, 2)
+    const j = await submit({ name: 'nobody offers', runner: 'torch', stages: 1 })
+    const waiting = await until(async () => {
+      const r = await job(j.id)
+      return r.reason?.includes("offering the runner 'torch'") ? r : null
+    }, 'the pending reason', poll(10_000))
+    expect(waiting.status).toBe('queued')
+    expect(waiting.reason).toBe("needs 1 fellow offering the runner 'torch' online and free; pool has 0 (2 more without that runner)")
+    expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
+  }, 60_000)
+
+  test('a 2-stage job: a Python stage and a TypeScript stage exchange frames through SVC_DATA_URL, report their loss and complete', async () => {
+    const j = await submit({ name: 'toy pipeline', runner: 'toy', stages: 2, config: { steps: 80, lr: 0.5 } })
+    expect(j.runner).toBe('toy')
+    const done = await until(async () => {
+      const r = await job(j.id)
+      if (r.status === 'failed') throw new Error(`job failed: ${r.reason}`)
+      return r.status === 'completed' ? r : null
+    }, 'the job completed', poll(60_000))
+    expect(done.step).toBe(80)
+    expect(done.loss).not.toBeNull()
+    expect(done.loss!).toBeLessThan(1e-6) // learned y = 3x
+    const ids = new Set(done.assignments.map((a) => a.fellow_id))
+    expect(ids).toEqual(new Set([py.id(), ts.id()]))
+    // The runners' other output reached the fellows' logs.
+    await until(() => ([...py.logs, ...ts.logs].some((l) => l.includes('"runner started"')) ? true : null), 'runner logs', poll(5000))
+  }, 60_000)
+
+  test('a runner that exits at once fails its job with its last stderr lines; the fellow stays online', async () => {
+    const j = await submit({ name: 'broken', runner: 'bad', stages: 1 })
+    const failed = await until(async () => {
+      const r = await job(j.id)
+      return r.status === 'failed' ? r : null
+    }, 'the job failed', poll(20_000))
+    expect(failed.reason).toBe('runner bad (stage 0) exited with code 3: the runner broke')
+    expect((await nodes(c)).find((n) => n.fellow_id === py.id())?.state).toBe('online')
+  }, 60_000)
+
+  test('a runner that floods stdout does not flood the log; cancelling stops it and the fellow stays online', async () => {
+    const j = await submit({ name: 'flood', runner: 'flood', stages: 1 })
+    await until(() => (py.logs.some((l) => l.includes('"runner output suppressed"')) ? true : null), 'the flood suppressed', poll(20_000))
+    // 20 MB of lines, at most 200 a second logged.
+    expect(py.logs.filter((l) => l.includes('flooding the log')).length).toBeLessThan(2000)
+    expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
+    await until(async () => ((await nodes(c)).find((n) => n.fellow_id === py.id())?.status === 'idle' ? true : null), 'the fellow idle again', poll(15_000))
+    expect((await nodes(c)).find((n) => n.fellow_id === py.id())?.state).toBe('online')
+    await stopCluster(c)
+  }, 60_000)
+})
