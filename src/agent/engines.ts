@@ -7,7 +7,7 @@
 // touches the engine's health, which only its health check decides.
 import { countTokens, generate } from './textgen'
 import { Backoff } from './backoff'
-import { LineLimiter, readLines } from './lines'
+import { LineLimiter, childEnv, readLines } from './lines'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
@@ -178,7 +178,7 @@ export class OpenAiEngine implements Engine {
     this.startedAt = this.deps.clock.now()
     let proc: ReturnType<typeof Bun.spawn>
     try {
-      proc = Bun.spawn(argv, { env: { ...process.env, ...spec.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+      proc = Bun.spawn(argv, { env: { ...childEnv(), ...spec.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
     } catch (e) {
       const ms = this.backoff.next()
       log.error('engine command could not start', { engine: spec.name, command: argv[0], error: (e as Error).message, retry_ms: ms })

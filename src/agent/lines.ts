@@ -66,3 +66,14 @@ export class LineLimiter {
     this.suppressed = 0
   }
 }
+
+/**
+ * The environment a child (an engine, a runner) inherits from the agent: everything but the
+ * agent's own SVC_* settings, so a join token given as SVC_JOIN_TOKEN never reaches it. A runner
+ * gets the SVC_* variables of its contract explicitly.
+ */
+export function childEnv(): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('SVC_')) out[k] = v
+  return out
+}

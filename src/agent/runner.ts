@@ -10,7 +10,7 @@ import { mkdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { Link } from './transport'
-import { LineLimiter, readLines } from './lines'
+import { LineLimiter, childEnv, readLines } from './lines'
 import { StatusReporter } from './reports'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import type { StageAssignment } from './job'
@@ -78,7 +78,7 @@ export class RunnerWorker {
     this.link.start()
     this.server = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, maxRequestBodySize: MAX_SEND_BYTES, fetch: (req) => this.data(req) })
     const env: Record<string, string> = {
-      ...(process.env as Record<string, string>),
+      ...childEnv(),
       ...this.spec.env,
       SVC_LEADER_URL: this.deps.leaderUrl,
       SVC_RELAY_TOKEN: this.deps.nodeToken() ?? '',

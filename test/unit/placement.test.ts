@@ -43,3 +43,17 @@ describe('declaring runners', () => {
     expect(refused(() => loadRunners({ config: 'f.toml' }, () => '[runners.x]\nenv = {}\n'))).toContain('f.toml: runners.x')
   })
 })
+
+describe('what a child process inherits', () => {
+  test("the agent's SVC_* settings (a join token among them) never reach an engine or a runner", async () => {
+    const { childEnv } = await import('../../src/agent/lines')
+    process.env.SVC_JOIN_TOKEN = 'svc_join_secret_for_the_test_only'
+    try {
+      const env = childEnv()
+      expect(Object.keys(env).some((k) => k.startsWith('SVC_'))).toBe(false)
+      expect(env.PATH).toBe(process.env.PATH!)
+    } finally {
+      delete process.env.SVC_JOIN_TOKEN
+    }
+  })
+})
