@@ -295,6 +295,8 @@ export class OpenAiEngine implements Engine {
 
   async *chat(req: InferRequest, signal: AbortSignal): AsyncGenerator<EngineEvent> {
     const t = this.timed(signal)
+    // Read to its end: the connection goes back to the pool. Left early: closed, so the engine stops.
+    let clean = false
     try {
       const res = await fetch(`${this.base}/chat/completions`, { method: 'POST', headers: this.headers(true), body: JSON.stringify(this.chatBody(req)), signal: t.signal })
       t.touch()
@@ -303,6 +305,7 @@ export class OpenAiEngine implements Engine {
       if (type.startsWith('application/json')) {
         // An engine that ignores `stream`: its one answer, as events.
         yield* eventsOfCompletion(JSON.parse(await boundedText(res, 64 << 20)) as unknown)
+        clean = true
         return
       }
       if (!type.startsWith('text/event-stream')) {
@@ -312,7 +315,10 @@ export class OpenAiEngine implements Engine {
       let finished = false
       for await (const data of sseData(res.body!)) {
         t.touch()
-        if (data === '[DONE]') return
+        if (data === '[DONE]') {
+          clean = true
+          return
+        }
         let chunk: unknown
         try {
           chunk = JSON.parse(data)
@@ -325,12 +331,13 @@ export class OpenAiEngine implements Engine {
         }
       }
       if (!finished) throw new EngineError('the engine ended the stream before finishing the answer')
+      clean = true
     } catch (e) {
       if (signal.aborted) return
       throw t.fail(e)
     } finally {
       t.done()
-      t.abort() // a stream left early (error, client gone) is closed upstream too
+      if (!clean) t.abort()
     }
   }
 

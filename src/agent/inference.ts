@@ -12,7 +12,7 @@ import { LeaderError, isRetryable, type InferFrame, type LeaderClient } from './
 import { BUILTIN_MODEL, type EngineSpec } from './fellow-config'
 import { MODEL_BYTES } from './textgen'
 import { VERSION } from '../version'
-import type { InferRequest } from '../wire/inference'
+import { RESULT_CHUNK_CHARS, type InferRequest } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
@@ -23,6 +23,8 @@ const MAX_SLOTS = 48
 /** Content frames merge up to this many characters (the leader takes 65,536 per frame). */
 const MERGE_CHARS = 16_384
 const MAX_FRAMES_PER_POST = 4096
+/** About this many characters of frames go in one post (the leader takes 1 MiB bodies by default). */
+const POST_CHARS = 384 * 1024
 
 export interface InferenceDeps {
   client: LeaderClient
@@ -170,7 +172,10 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
   try {
     if (req.kind === 'embeddings') {
       const { result, usage } = await engine.embeddings(req, signal)
-      out.push({ done: true, usage, result })
+      // In pieces: a result of many inputs is far larger than one post may be.
+      const text = JSON.stringify(result)
+      for (let at = 0; at < text.length; at += RESULT_CHUNK_CHARS) out.push({ result_chunk: text.slice(at, at + RESULT_CHUNK_CHARS) })
+      out.push({ done: true, usage })
     } else {
       let finish: string | undefined
       let usage: InferFrame['usage']
@@ -235,10 +240,23 @@ export class FramePoster {
 
   private async drain(): Promise<void> {
     try {
-      while (this.pending.length > 0 && !this.gone.aborted) await this.send(this.pending.splice(0, MAX_FRAMES_PER_POST))
+      while (this.pending.length > 0 && !this.gone.aborted) await this.send(this.pending.splice(0, this.batchSize()))
     } finally {
       this.posting = null
     }
+  }
+
+  /** How many pending frames the next post takes: at most MAX_FRAMES_PER_POST, and about POST_CHARS. */
+  private batchSize(): number {
+    let chars = 0
+    let n = 0
+    for (const f of this.pending) {
+      const size = 32 + (f.delta?.length ?? 0) + (f.result_chunk?.length ?? 0) + (f.tool_calls ? JSON.stringify(f.tool_calls).length : 0) + (f.error?.length ?? 0)
+      if (n > 0 && (chars + size > POST_CHARS || n >= MAX_FRAMES_PER_POST)) break
+      chars += size
+      n++
+    }
+    return n
   }
 
   private async send(frames: InferFrame[]): Promise<void> {

@@ -34,6 +34,8 @@ interface Live {
   completionFrames: number
   usage: TokenUsage | null
   finishReason: string | null
+  /** A result sent in pieces (result_chunk), joined at done. */
+  resultText: string
   end: Ending | null
   reader: ((o: Output) => void) | null
   readerTimer: ReturnType<typeof setTimeout> | null
@@ -41,6 +43,9 @@ interface Live {
 }
 
 type Waiter = (r: InferRequest | null) => void
+
+/** The largest whole result (embeddings) a request may carry, in UTF-16 code units. */
+const MAX_RESULT_CHARS = 64 << 20
 
 export class MemoryInferenceHub implements InferenceHub {
   private readonly live = new Map<string, Live>()
@@ -76,7 +81,7 @@ export class MemoryInferenceHub implements InferenceHub {
     const pickedUp = new Promise<Ending | null>((r) => (pick = r))
     const l: Live = {
       id: newId(), fellowId, job, promptChars, state: 'queued', since: this.opts.now(), deltas: [], chars: 0,
-      completionFrames: 0, usage: null, finishReason: null, end: null, reader: null, readerTimer: null, pick,
+      completionFrames: 0, usage: null, finishReason: null, resultText: '', end: null, reader: null, readerTimer: null, pick,
     }
     this.live.set(l.id, l)
     this.promptChars += promptChars
@@ -141,12 +146,19 @@ export class MemoryInferenceHub implements InferenceHub {
     if (!l) return 'gone'
     if (l.state !== 'dispatched' || (fellowId !== null && fellowId !== l.fellowId)) return 'not_yours'
     let incoming = 0
+    let resultChars = 0
     for (const f of frames) {
       incoming += f.delta?.length ?? 0
       if (f.tool_calls !== undefined) incoming += 256 * f.tool_calls.length
+      resultChars += f.result_chunk?.length ?? 0
     }
-    // Refused whole, so the fellow can resend the same batch once the client caught up.
-    if (l.chars + incoming > this.maxBuffered || this.held() + incoming > this.maxHeld) return 'full'
+    // Refused whole, so the fellow can resend the same batch once the client caught up. A result
+    // is read only when whole, so its pieces count against the leader's budget, not the request's.
+    if (l.chars + incoming > this.maxBuffered || this.held() + incoming + resultChars > this.maxHeld) return 'full'
+    if (l.resultText.length + resultChars > MAX_RESULT_CHARS) {
+      this.finish(l, { ok: false, code: 'fellow_failed', message: `The answer of the engine serving ${l.job.model} is larger than ${MAX_RESULT_CHARS / (1 << 20)} Mi characters.` })
+      return 'ok'
+    }
     // Any post, even an empty one, shows the fellow is alive: it restarts the frame timeout.
     l.since = this.opts.now()
     for (const f of frames) {
@@ -163,6 +175,10 @@ export class MemoryInferenceHub implements InferenceHub {
       }
       if (f.usage) l.usage = f.usage
       if (f.finish_reason !== undefined) l.finishReason = f.finish_reason
+      if (f.result_chunk !== undefined) {
+        l.resultText += f.result_chunk
+        this.promptChars += f.result_chunk.length // held until the request ends
+      }
       if (f.error !== undefined) {
         // An engine that refused the request (4xx) says the caller's request was at fault.
         const refused = f.error_status !== undefined && f.error_status < 500
@@ -172,7 +188,16 @@ export class MemoryInferenceHub implements InferenceHub {
         break
       }
       if (f.done) {
-        this.finish(l, this.success(l, f.result))
+        let result = f.result
+        if (result === undefined && l.resultText !== '') {
+          try {
+            result = JSON.parse(l.resultText) as unknown
+          } catch {
+            this.finish(l, { ok: false, code: 'fellow_failed', message: `The fellow serving ${l.job.model} sent a result that is not JSON.` })
+            break
+          }
+        }
+        this.finish(l, this.success(l, result))
         break
       }
     }
@@ -248,7 +273,8 @@ export class MemoryInferenceHub implements InferenceHub {
     l.state = 'ended'
     l.end = end
     this.live.delete(l.id)
-    this.promptChars -= l.promptChars
+    this.promptChars -= l.promptChars + l.resultText.length
+    l.resultText = ''
     const b = (this.busy.get(l.fellowId) ?? 1) - 1
     if (b > 0) this.busy.set(l.fellowId, b)
     else this.busy.delete(l.fellowId)

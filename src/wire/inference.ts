@@ -75,6 +75,9 @@ export const InferUsage = Type.Object(
 )
 export type InferUsage = Static<typeof InferUsage>
 
+/** The largest piece of a result a frame carries (a post stays under the leader's 1 MiB body limit). */
+export const RESULT_CHUNK_CHARS = 128 * 1024
+
 export const InferFrame = Type.Object(
   {
     /** Content text. */
@@ -94,6 +97,11 @@ export const InferFrame = Type.Object(
     error_status: Type.Optional(Int({ minimum: 400, maximum: 599 })),
     /** A whole answer that is not a token stream (embeddings): the engine's JSON, with `done`. */
     result: Type.Optional(Type.Unknown()),
+    /**
+     * The same as JSON text in pieces, for an answer larger than one post may carry: the pieces
+     * are joined in order and parsed at `done`.
+     */
+    result_chunk: Type.Optional(Type.String({ maxLength: RESULT_CHUNK_CHARS })),
   },
   { additionalProperties: false },
 )

@@ -140,6 +140,10 @@ describe('OpenAI-compatible engines behind the leader', () => {
       [1, 8],
     ])
     expect(r.model).toBe(MODEL)
+    // A result far larger than one post of the transport (1 MiB bodies): sent in pieces.
+    const big = await openai.embeddings.create({ model: MODEL, input: Array.from({ length: 200 }, (_, i) => `text ${i}`), dimensions: 1024, encoding_format: 'float' })
+    expect(big.data).toHaveLength(200)
+    expect(big.data.every((d, i) => d.index === i && d.embedding.length === 1024)).toBe(true)
   }, 30_000)
 
   test('a client that disconnects mid-stream makes the engine abort its request', async () => {
