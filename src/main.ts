@@ -54,6 +54,10 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./cli/admin')).runAdmin(rest)
     case 'fellow':
       return (await import('./cli/fellow')).runFellow(rest)
+    case 'runner':
+      // Started by the fellow agent for a stage of a job with runner `mlp` (docs/workloads.md).
+      if (rest.length !== 1 || rest[0] !== 'mlp') throw new UsageError(`runner takes one name, mlp (the built-in runner), got: ${rest.join(' ') || 'nothing'}`)
+      return (await import('./agent/mlp-runner')).runMlpRunner()
     case 'health':
       return health(rest)
     case '-h':

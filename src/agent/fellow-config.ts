@@ -4,6 +4,7 @@
 // declares these; nothing the leader or a pool member sends becomes a URL or a command line here
 // (a request names a model and a job names a runner; each maps to a declared one or to nothing).
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 
@@ -80,6 +81,16 @@ const FileShape = Type.Object(
 
 /** The built-in runner (the MLP of src/agent/mlp.ts): offered by every fellow. */
 export const BUILTIN_RUNNER = 'mlp'
+
+/**
+ * The built-in runner is this program itself: `svc runner mlp` from the compiled binary, or
+ * `bun src/main.ts runner mlp` when the agent runs from source (tests, development).
+ */
+export function builtinRunner(): RunnerSpec {
+  const compiled = Bun.main.startsWith('/$bunfs/') || Bun.main.includes('~BUN')
+  const self = compiled ? [process.execPath] : [process.execPath, join(import.meta.dir, '..', 'main.ts')]
+  return { name: BUILTIN_RUNNER, command: [...self, 'runner', BUILTIN_RUNNER], env: {}, stopGraceS: DEFAULT_STOP_GRACE_S }
+}
 
 export interface RunnerSpec {
   /** What a job names in `runner`. */

@@ -6,12 +6,17 @@
 // RECONFIGURE keeps it simple: the neighbours change, every stage forgets forwards whose
 // backward will never come, and stage 0 restarts from the step after the last one whose
 // gradient it applied. A stage that took over for a lost fellow starts from the job's seed.
+//
+// The logic (MlpStageRun) reads and writes through a StageIO: in process, the agent's Link to the
+// neighbours (PipelineWorker, kept for tests and embedding); in a runner process started as
+// `svc runner mlp`, the runner contract's SVC_DATA_URL and stdout (src/agent/mlp-runner.ts).
 import { createStage, type Stage } from './mlp'
 import { type LeaderClient } from './client'
 import { StatusReporter } from './reports'
 import { Link, type Counters } from './transport'
 import { parseTrainConfig, type StageAssignment, type TrainConfig } from './job'
-import { readCheckpoint, writeCheckpoint, purgeCheckpoints } from './state'
+import { readCheckpoint, writeCheckpoint, type CheckpointMeta } from './state'
+import type { Channel } from './p2p'
 import type { Frame } from '../wire/frames'
 import type { StatusReport } from '../wire/jobs'
 import { sleep, type TimerClock } from '../time'
@@ -28,38 +33,56 @@ export interface WorkerDeps {
   clock: TimerClock
 }
 
+/** Where a stage's frames, reports and checkpoints go. */
+export interface StageIO {
+  start(): void
+  close(): void
+  /** Aborted when the neighbours change, so a wait for a lost step's gradient ends at once. */
+  readonly epochSignal: AbortSignal
+  send(channel: Channel, frame: Frame): Promise<boolean>
+  take(channels: Channel[], signal: AbortSignal, timeoutMs?: number): Promise<{ channel: Channel; frame: Frame } | null>
+  report(r: StatusReport): void
+  /** Writes the weights; returns where. */
+  saveCheckpoint(meta: CheckpointMeta, weights: Uint8Array): string
+  loadCheckpoint(): { meta: CheckpointMeta; weights: Uint8Array } | null
+}
+
+export interface StageRunDeps {
+  jobId: string
+  log: Logger
+  clock: TimerClock
+}
+
 const toBytes = (a: Float32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
 // Frames from a socket or a relay body are views at any offset; a copy is always aligned.
 const toF32 = (b: Uint8Array) => new Float32Array(b.slice().buffer)
 const mean = (xs: number[]) => xs.reduce((s, v) => s + v, 0) / Math.max(1, xs.length)
 const nextTick = () => new Promise<void>((r) => setImmediate(r))
 
-export class PipelineWorker {
+/** One stage of the built-in MLP, stepping through a StageIO. */
+export class MlpStageRun {
   status: WorkerStatus = 'running'
   /** Last step this stage finished (stage 0: whose gradient it applied). */
   step = 0
   loss: number | null = null
-  readonly link: Link
   readonly stage: Stage
-  private readonly cfg: TrainConfig
+  protected readonly cfg: TrainConfig
   private readonly stopper = new AbortController()
   private wakeGate: (() => void) | null = null
   private epoch = 0
   private window: number[] = []
   private lastReport: { at: number; step: number }
   private completed = false
-  private readonly reporter: StatusReporter
 
   constructor(
-    private readonly deps: WorkerDeps,
-    public assignment: StageAssignment,
+    protected readonly deps: StageRunDeps,
+    public assignment: Pick<StageAssignment, 'stage' | 'stages' | 'config' | 'resume'> & Partial<StageAssignment>,
+    protected readonly io: StageIO,
   ) {
     const a = assignment
     this.lastReport = { at: deps.clock.now(), step: 0 }
-    this.reporter = new StatusReporter(deps, deps.jobId)
     this.cfg = parseTrainConfig(a.config)
     this.stage = createStage({ stage: a.stage, stages: a.stages, seed: this.cfg.seed, hidden: this.cfg.hidden, lr: this.cfg.lr, batch: this.cfg.batch })
-    this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
     if (a.resume) this.restore()
   }
 
@@ -68,15 +91,15 @@ export class PipelineWorker {
   }
 
   start(): void {
-    this.link.start()
-    this.deps.log.info('stage started', { job_id: this.jobId, stage: this.stage.stage, stages: this.stage.stages, transport: this.assignment.transport, steps: this.cfg.steps, from_step: this.step + 1 })
+    this.io.start()
+    this.deps.log.info('stage started', { job_id: this.jobId, stage: this.stage.stage, stages: this.stage.stages, transport: this.assignment.transport ?? null, steps: this.cfg.steps, from_step: this.step + 1 })
     this.report({ status: 'running', step: this.step })
     void (this.stage.isFirst ? this.runFirst() : this.runRest()).catch((e: Error) => this.fail(e))
   }
 
-  deliver(channel: 'activations' | 'gradients', frame: Frame): boolean {
-    return this.link.deliver(channel, frame)
-  }
+  /** Stage 0 only: every step sent and its gradient applied. */
+  done: Promise<void> = new Promise((r) => (this.finished = r))
+  private finished!: () => void
 
   pause(): void {
     if (this.status !== 'running') return
@@ -93,12 +116,10 @@ export class PipelineWorker {
     this.report({ status: 'running', step: this.step })
   }
 
-  reconfigure(a: StageAssignment): void {
-    this.assignment = a
-    this.link.setNeighbours(a.prev, a.next, a.p2pKey ?? null)
+  /** The neighbours changed: forwards whose backward will never come are forgotten; stage 0 goes on from the last applied step. */
+  protected newEpoch(): void {
     this.epoch++
     this.stage.dropPending()
-    this.deps.log.info('stage reconfigured', { job_id: this.jobId, stage: a.stage, prev: a.prev?.fellow_id ?? null, next: a.next?.fellow_id ?? null, resume_from: this.step + 1 })
   }
 
   /** Weights to disk under the state dir; serialize() is synchronous, so no update interleaves. */
@@ -107,7 +128,7 @@ export class PipelineWorker {
     this.status = 'checkpointing'
     try {
       const meta = { job_id: this.jobId, stage: this.stage.stage, stages: this.stage.stages, step: this.step, ts: new Date().toISOString() }
-      const path = writeCheckpoint(this.deps.stateDir, meta, this.stage.serialize())
+      const path = this.io.saveCheckpoint(meta, this.stage.serialize())
       this.deps.log.info('checkpoint written', { job_id: this.jobId, step: this.step, path })
       this.report({ status: 'checkpointed', step: this.step })
     } catch (e) {
@@ -117,18 +138,17 @@ export class PipelineWorker {
     }
   }
 
-  stop(reason: string, opts: { purge?: boolean } = {}): void {
+  stop(reason: string): void {
     if (this.status === 'stopped') return
     this.status = 'stopped'
     this.stopper.abort()
     this.wakeGate?.()
-    this.link.close()
-    if (opts.purge) purgeCheckpoints(this.deps.stateDir)
+    this.io.close()
     this.deps.log.info('stage stopped', { job_id: this.jobId, reason, step: this.step })
   }
 
   private restore(): void {
-    const cp = readCheckpoint(this.deps.stateDir, this.jobId, this.stage.stage)
+    const cp = this.io.loadCheckpoint()
     if (!cp || cp.meta.stages !== this.stage.stages) return
     try {
       this.stage.load(cp.weights)
@@ -144,7 +164,7 @@ export class PipelineWorker {
     this.status = 'error'
     this.deps.log.error('stage failed', { job_id: this.jobId, error: e.message })
     this.report({ status: 'failed', step: this.step, reason: `stage ${this.stage.stage}: ${e.message}`.slice(0, 1000) })
-    this.link.close()
+    this.io.close()
   }
 
   /** Resolves true when stepping may go on, false once stopped. */
@@ -176,8 +196,8 @@ export class PipelineWorker {
         next++
         continue
       }
-      const signal = this.link.epochSignal
-      if (!(await this.link.send('activations', this.frame(next, stage.batch, out)))) {
+      const signal = this.io.epochSignal
+      if (!(await this.io.send('activations', this.frame(next, stage.batch, out)))) {
         await sleep(this.deps.clock, 1000, signal) // refused or unreachable: do not spin, try the step again
         continue
       }
@@ -187,6 +207,7 @@ export class PipelineWorker {
       this.step = next++
     }
     if (this.status !== 'stopped') this.deps.log.info('stage 0 sent every step', { job_id: this.jobId, steps: cfg.steps })
+    this.finished()
   }
 
   private async awaitGradient(step: number, epoch: AbortSignal): Promise<Frame | null> {
@@ -194,7 +215,7 @@ export class PipelineWorker {
     const { clock } = this.deps
     const deadline = clock.now() + this.cfg.resendMs
     for (;;) {
-      const got = await this.link.inbox.take(['gradients'], signal, deadline - clock.now())
+      const got = await this.io.take(['gradients'], signal, deadline - clock.now())
       if (!got) return null
       if (got.frame.meta.step === step) return got.frame
     }
@@ -204,7 +225,7 @@ export class PipelineWorker {
     const { stage } = this
     let awaiting: number | null = null
     for (;;) {
-      const got = await this.link.inbox.take(['gradients', 'activations'], this.stopper.signal)
+      const got = await this.io.take(['gradients', 'activations'], this.stopper.signal)
       if (!got || this.status === 'stopped' || this.status === 'error') return
       const { step, rows } = got.frame.meta
       if (typeof step !== 'number' || typeof rows !== 'number') continue
@@ -214,16 +235,16 @@ export class PipelineWorker {
           const out = stage.forward(toF32(got.frame.data), rows)
           if (stage.isLast) {
             const dx = this.finishStep(step, out, rows)
-            await this.link.send('gradients', this.frame(step, rows, dx))
+            await this.io.send('gradients', this.frame(step, rows, dx))
           } else {
             awaiting = step
-            await this.link.send('activations', this.frame(step, rows, out))
+            await this.io.send('activations', this.frame(step, rows, out))
           }
         } else if (step === awaiting) {
           awaiting = null
           const dx = stage.backward(toF32(got.frame.data))
           this.step = step
-          await this.link.send('gradients', this.frame(step, rows, dx))
+          await this.io.send('gradients', this.frame(step, rows, dx))
         }
       } catch (e) {
         this.deps.log.warn('dropped a frame that does not fit this stage', { job_id: this.jobId, step, error: (e as Error).message })
@@ -256,6 +277,42 @@ export class PipelineWorker {
   }
 
   private report(r: StatusReport): void {
-    this.reporter.report(r)
+    this.io.report(r)
+  }
+}
+
+/** The MLP stage inside the agent, its frames through the agent's Link (p2p, relay or auto). */
+export class PipelineWorker extends MlpStageRun {
+  readonly link: Link
+  declare assignment: StageAssignment
+
+  constructor(deps: WorkerDeps, assignment: StageAssignment) {
+    const a = assignment
+    const link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
+    const reporter = new StatusReporter(deps, deps.jobId)
+    super(deps, assignment, {
+      start: () => link.start(),
+      close: () => link.close(),
+      get epochSignal() {
+        return link.epochSignal
+      },
+      send: (channel, frame) => link.send(channel, frame),
+      take: (channels, signal, timeoutMs) => link.inbox.take(channels, signal, timeoutMs),
+      report: (r) => reporter.report(r),
+      saveCheckpoint: (meta, weights) => writeCheckpoint(deps.stateDir, meta, weights),
+      loadCheckpoint: () => readCheckpoint(deps.stateDir, deps.jobId, a.stage),
+    })
+    this.link = link
+  }
+
+  deliver(channel: Channel, frame: Frame): boolean {
+    return this.link.deliver(channel, frame)
+  }
+
+  reconfigure(a: StageAssignment): void {
+    this.assignment = a
+    this.link.setNeighbours(a.prev, a.next, a.p2pKey ?? null)
+    this.newEpoch()
+    this.deps.log.info('stage reconfigured', { job_id: this.jobId, stage: a.stage, prev: a.prev?.fellow_id ?? null, next: a.next?.fellow_id ?? null, resume_from: this.step + 1 })
   }
 }

@@ -24,7 +24,7 @@ const MAX_FRAME_BYTES = 64 << 20
 const MAX_WAIT_MS = 30_000
 const STDERR_TAIL = 20
 /** Progress lines are reported at most this often (the last one always). */
-const REPORT_EVERY_MS = 500
+const REPORT_EVERY_MS = 50
 /** Output lines logged (and shipped to the leader) per second; the rest are counted. */
 const LOG_LINES_PER_S = 200
 

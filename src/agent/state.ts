@@ -105,6 +105,8 @@ export function readCheckpoint(dir: string, jobId: string, stage: number): { met
   }
 }
 
+/** The in-process MLP's checkpoints and every runner's job directories (their checkpoints). */
 export function purgeCheckpoints(dir: string): void {
   rmSync(checkpointsDir(dir), { recursive: true, force: true })
+  rmSync(join(dir, 'jobs'), { recursive: true, force: true })
 }

@@ -1,10 +1,10 @@
 // What each control signal does to this fellow's work. One job at a time (the leader never
 // places two on one fellow); a START for another job replaces the current one, because the
 // leader's view of what this fellow runs is the one that counts.
-import { parseAssignment, type StageAssignment } from './job'
+import { parseAssignment, parseTrainConfig, type StageAssignment } from './job'
 import { PipelineWorker, type WorkerDeps, type WorkerStatus } from './pipeline'
 import { RunnerWorker } from './runner'
-import { BUILTIN_RUNNER, type RunnerSpec } from './fellow-config'
+import { BUILTIN_RUNNER, builtinRunner, type RunnerSpec } from './fellow-config'
 import { purgeCheckpoints } from './state'
 import type { Channel, JobKey } from './p2p'
 import type { Counters } from './transport'
@@ -26,6 +26,8 @@ export interface WorkDeps {
   runners?: RunnerSpec[]
   leaderUrl?: string
   nodeToken?: () => string | null
+  /** Run the built-in MLP inside the agent (tests with a fake clock) instead of as `svc runner mlp`. */
+  inProcessMlp?: boolean
 }
 
 /** One stage of one job on this fellow: the built-in MLP in process, or a declared runner's process. */
@@ -145,11 +147,13 @@ export class Work {
     }
     if (w) this.end(w, `replaced by ${s.signal} for job ${s.job_id}`)
     const runner = typeof s.payload?.runner === 'string' ? s.payload.runner : BUILTIN_RUNNER
-    const spec = runner === BUILTIN_RUNNER ? null : ((this.d.runners ?? []).find((r) => r.name === runner) ?? null)
+    const spec = runner === BUILTIN_RUNNER ? (this.d.inProcessMlp ? null : builtinRunner()) : ((this.d.runners ?? []).find((r) => r.name === runner) ?? null)
     // The leader places a job only on fellows that offer its runner; one it sent anyway is refused.
     if (runner !== BUILTIN_RUNNER && !spec) return this.refuse(s.job_id, `this fellow does not offer the runner '${runner}' (its operator declares runners with --runner or [runners.NAME])`)
     try {
       const deps: WorkerDeps = { jobId: s.job_id, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock }
+      // The built-in MLP is a runner like any other (`svc runner mlp`), unless told to run in process.
+      if (runner === BUILTIN_RUNNER) parseTrainConfig(a.config) // a bad config fails at START with its reason
       this.worker = spec
         ? new RunnerWorker({ ...deps, leaderUrl: this.d.leaderUrl ?? client.leaderUrl, nodeToken: this.d.nodeToken ?? (() => null) }, a, spec)
         : new PipelineWorker(deps, a)

@@ -8,6 +8,7 @@ commands:
   admin send-test-mail EMAIL          send a test mail with the SVC_SMTP_* settings
   admin backup FILE                   write a consistent copy of the state database to FILE
   fellow --leader URL --join-token T  run the fellow agent on this machine (until SIGTERM/SIGINT)
+  runner mlp                          the built-in training runner; the agent starts it (docs/workloads.md)
 
 options:
   --db PATH           state database for admin commands (default: SVC_JOIN_STATE_DB or ./state/join_state.sqlite3)

@@ -3,7 +3,8 @@
 // examples/runners (Python, standard library only, on one fellow; TypeScript on the other,
 // declared under the same name), exchanging frames through SVC_DATA_URL over the relay.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { resolve } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { killAll, nodes, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
 import { until } from '../helpers/until'
 
@@ -56,6 +57,29 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     expect(ids).toEqual(new Set([py.id(), ts.id()]))
     // The runners' other output reached the fellows' logs.
     await until(() => ([...py.logs, ...ts.logs].some((l) => l.includes('"runner started"')) ? true : null), 'runner logs', poll(5000))
+  }, 60_000)
+
+  test('the built-in mlp runs as `svc runner mlp`: CHECKPOINT writes into SVC_CHECKPOINT_DIR, PAUSE stops the process (SIGSTOP) and resume continues it', async () => {
+    const j = await submit({ name: 'long mlp', stages: 1, config: { steps: 100_000_000, report_every: 50 } })
+    expect(j.runner).toBe('mlp')
+    const running = await until(async () => {
+      const r = await job(j.id)
+      return r.status === 'running' && r.step > 0 ? r : null
+    }, 'the job running', poll(20_000))
+    const fellow = [py, ts].find((f) => f.id() === running.assignments[0]!.fellow_id)!
+    const started = fellow.logs.map((l) => JSON.parse(l) as { msg?: string; job_id?: string; runner?: string; pid?: number }).find((l) => l.msg === 'runner started' && l.job_id === j.id)!
+    expect(started.runner).toBe('mlp')
+    const procState = () => readFileSync(`/proc/${started.pid}/stat`, 'utf8').split(') ')[1]![0]
+    expect((await c.api('POST', `/api/v1/jobs/${j.id}/checkpoint`)).status).toBeLessThan(300)
+    const bin = join(fellow.dir, 'state', 'jobs', j.id, 'stage-0', 'checkpoints', 'mlp-stage-0.bin')
+    await until(() => (existsSync(bin) ? true : null), 'the checkpoint file', poll(10_000))
+    expect((await c.api('POST', `/api/v1/jobs/${j.id}/pause`)).status).toBeLessThan(300)
+    await until(() => (procState() === 'T' ? true : null), 'the runner stopped (SIGSTOP)', poll(10_000))
+    expect((await job(j.id)).status).toBe('paused')
+    expect((await c.api('POST', `/api/v1/jobs/${j.id}/resume`)).status).toBeLessThan(300)
+    await until(() => (procState() !== 'T' ? true : null), 'the runner continued (SIGCONT)', poll(10_000))
+    expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
+    await until(() => (existsSync(`/proc/${started.pid}`) ? null : true), 'the runner gone after cancel', poll(15_000))
   }, 60_000)
 
   test('a runner that exits at once fails its job with its last stderr lines; the fellow stays online', async () => {
