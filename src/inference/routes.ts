@@ -10,11 +10,25 @@ import { FellowParams } from '../fellows/model'
 import { asOpenAiError, awaitPickUp, collectCompletion, collectEmbeddings, completionStream } from './openai'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
-import type { Inference } from './service'
+import type { Inference, OpenedCompletion } from './service'
 import * as M from './model'
 
 export interface InferenceRouteDeps {
   inference: Inference
+}
+
+/**
+ * A routed request, once a fellow picked it up; the client going away cancels it. Nothing is
+ * written until then (and, without stream, until the answer is complete): no idle timeout for the
+ * request; the dispatch and frame timeouts bound it instead, and an SSE stream sends keep-alive
+ * comments.
+ */
+async function pickedUp(opened: OpenedCompletion, request: Request, server: { timeout(r: Request, s: number): void } | null): Promise<OpenedCompletion> {
+  if (request.signal.aborted) opened.ticket.cancel()
+  else request.signal.addEventListener('abort', () => opened.ticket.cancel(), { once: true })
+  server?.timeout(request, 0)
+  await awaitPickUp(opened)
+  return opened
 }
 
 function chatRoutes(base: AppBase, inference: Inference) {
@@ -37,14 +51,7 @@ function chatRoutes(base: AppBase, inference: Inference) {
       .post(
         '/api/v1/chat/completions',
         async ({ caller, body, request, server }) => {
-          const opened = inference.open(caller, body)
-          if (request.signal.aborted) opened.ticket.cancel()
-          else request.signal.addEventListener('abort', () => opened.ticket.cancel(), { once: true })
-          // Nothing is written until a fellow picks the request up (and, without stream, until the
-          // answer is complete): no idle timeout for this request; the dispatch and frame timeouts
-          // bound it instead, and an SSE stream sends keep-alive comments.
-          server?.timeout(request, 0)
-          await awaitPickUp(opened)
+          const opened = await pickedUp(inference.open(caller, body), request, server)
           if (opened.stream) return completionStream(opened)
           // A Response either way (the stream is one); the body is built field by field in openai.ts.
           return Response.json(await collectCompletion(opened))
@@ -54,11 +61,7 @@ function chatRoutes(base: AppBase, inference: Inference) {
       .post(
         '/api/v1/embeddings',
         async ({ caller, body, request, server }) => {
-          const opened = inference.openEmbeddings(caller, body)
-          if (request.signal.aborted) opened.ticket.cancel()
-          else request.signal.addEventListener('abort', () => opened.ticket.cancel(), { once: true })
-          server?.timeout(request, 0)
-          await awaitPickUp(opened)
+          const opened = await pickedUp(inference.openEmbeddings(caller, body), request, server)
           return Response.json(await collectEmbeddings(opened))
         },
         { policy: 'operator', body: M.EmbeddingsBody, response: { 200: M.EmbeddingList } },
