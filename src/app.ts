@@ -40,6 +40,9 @@ import { Servables } from './servables/service'
 import { Inference } from './inference/service'
 import { inferenceRoutes } from './inference/routes'
 import { servableRoutes } from './servables/routes'
+import { ArtifactService } from './artifacts/service'
+import { artifactRoutes } from './artifacts/routes'
+import { blobStoreFor } from './artifacts/store'
 import { Accounts } from './accounts/service'
 import type { Ctx } from './context'
 import type { LoopSpec } from './loops'
@@ -61,6 +64,7 @@ export interface Services {
   poolTelemetry: PoolTelemetry
   servables: Servables
   inference: Inference
+  artifacts: ArtifactService
   /** Background loops of the features (liveness, scheduling, roll-up...), started by `serve`. */
   loops: LoopSpec[]
   /** Flushes buffered state and closes hubs before the database closes. */
@@ -79,6 +83,7 @@ export function createServices(ctx: Ctx): Services {
   const servables = new Servables(ctx)
   const inference = new Inference(ctx, registry, servables, { onServed: (id, usage, now) => meter.served(registry.get(id)?.ownerUserId ?? null, now, usage.prompt_tokens + usage.completion_tokens) })
   const accounts = new Accounts(ctx)
+  const artifacts = new ArtifactService(ctx, blobStoreFor(ctx.cfg.artifactStore, ctx.cfg.stateDir))
   return {
     accounts,
     pools: new Pools(ctx),
@@ -96,7 +101,8 @@ export function createServices(ctx: Ctx): Services {
     poolTelemetry: views,
     servables,
     inference,
-    loops: [...accounts.loops(), ...fellows.loops(), ...jobs.loops(), ...rollup.loops(), ...inference.loops()],
+    artifacts,
+    loops: [...accounts.loops(), ...fellows.loops(), ...jobs.loops(), ...rollup.loops(), ...inference.loops(), ...artifacts.loops()],
     close: async () => {
       registry.flush({ all: true })
       rollup.tick()
@@ -151,6 +157,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(jobRoutes(base, ctx, services.jobs))
     .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))
     .use(servableRoutes(base, services.servables))
+    .use(artifactRoutes(base, services.artifacts))
     .use(inferenceRoutes(base, ctx, services))
     .use(statsRoutes(base, ctx, services.publicStats, services.rollup))
     .use(

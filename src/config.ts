@@ -36,6 +36,11 @@ export interface SmtpConfig {
   ca: string | null
 }
 
+/** Where artifact blobs live (SVC_ARTIFACTS_URL): files under the state directory, or an S3 bucket. */
+export type ArtifactStoreConfig =
+  | { kind: 'local' }
+  | { kind: 's3'; bucket: string; prefix: string; endpoint: string | null; region: string; accessKeyId: string; secretAccessKey: string; sessionToken: string | null }
+
 export interface Config {
   host: string
   port: number
@@ -100,6 +105,11 @@ export interface Config {
   tokenlessJoinWindowS: number
   /** Bytes of shipped log lines kept for all fellows together (SVC_LOG_MAX_TOTAL_BYTES). */
   logMaxTotalBytes: number
+  artifactStore: ArtifactStoreConfig
+  /** The largest artifact a fellow may upload (SVC_ARTIFACT_MAX_BYTES). */
+  artifactMaxBytes: number
+  /** Artifact bytes one pool may hold, stored plus being uploaded (SVC_ARTIFACT_POOL_QUOTA_BYTES). */
+  artifactPoolQuotaBytes: number
   smtp: SmtpConfig | null
   imprintFile: string | null
   privacyFile: string | null
@@ -124,7 +134,9 @@ export const CONFIG_VARIABLES = [
   'SVC_MAX_QUEUED_JOBS_PER_USER', 'SVC_MAX_QUEUED_JOBS_PER_POOL', 'SVC_MAX_PENDING_INVITES_PER_USER', 'SVC_MAX_INVITE_MAILS_PER_ADDRESS', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
   'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
   'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_ALLOW_TOKENLESS_JOIN', 'SVC_TOKENLESS_JOIN_RATE_MAX', 'SVC_TOKENLESS_JOIN_MAX',
-  'SVC_TOKENLESS_JOIN_WINDOW_S', 'SVC_LOG_MAX_TOTAL_BYTES', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
+  'SVC_TOKENLESS_JOIN_WINDOW_S', 'SVC_LOG_MAX_TOTAL_BYTES', 'SVC_ARTIFACTS_URL', 'SVC_ARTIFACTS_S3_ENDPOINT',
+  'SVC_ARTIFACTS_S3_REGION', 'SVC_ARTIFACTS_S3_ACCESS_KEY_ID', 'SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY',
+  'SVC_ARTIFACT_MAX_BYTES', 'SVC_ARTIFACT_POOL_QUOTA_BYTES', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
   'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_SMTP_CA_FILE', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
   'SVC_LEGAL_LANG', 'SVC_A11Y_CONTACT', 'SVC_ACCESSIBILITY_FILE', 'SVC_DGS_VIDEO_URL',
   'SVC_LOG_LEVEL',
@@ -237,6 +249,31 @@ function smtpConfig(env: Env): SmtpConfig | null {
   return { host, port, user, password, from, tls, ca: caFile === null ? null : readFileSync(caFile, 'utf8') }
 }
 
+/**
+ * SVC_ARTIFACTS_URL: unset keeps blobs under the state directory; `s3://bucket/prefix` puts them in
+ * a bucket. Endpoint, region and keys have their own variables, each falling back to the AWS_* one
+ * every S3 tool reads; they are resolved here, so Bun's client never reads the environment itself.
+ */
+function artifactStore(env: Env): ArtifactStoreConfig {
+  const v = str(env, 'SVC_ARTIFACTS_URL')
+  if (v === null) return { kind: 'local' }
+  // A bucket name as S3 allows it; a prefix of plain key characters (no `..`, no empty segment).
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/([A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*)?\/?)?$/.exec(v)
+  if (m === null || (m[2] ?? '').split('/').some((seg) => seg === '.' || seg === '..')) {
+    throw new ConfigError('SVC_ARTIFACTS_URL', `expected s3://bucket or s3://bucket/prefix (unset: files under SVC_STATE_DIR), got ${JSON.stringify(v)}`)
+  }
+  const either = (name: string, ...fallbacks: string[]) => [name, ...fallbacks].map((n) => str(env, n)).find((x) => x !== null) ?? null
+  const endpointName = str(env, 'SVC_ARTIFACTS_S3_ENDPOINT') !== null ? 'SVC_ARTIFACTS_S3_ENDPOINT' : str(env, 'AWS_ENDPOINT_URL_S3') !== null ? 'AWS_ENDPOINT_URL_S3' : 'AWS_ENDPOINT_URL'
+  const endpoint = str(env, endpointName) === null ? null : url(env, endpointName, '')
+  const accessKeyId = either('SVC_ARTIFACTS_S3_ACCESS_KEY_ID', 'AWS_ACCESS_KEY_ID')
+  const secretAccessKey = either('SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY', 'AWS_SECRET_ACCESS_KEY')
+  if (accessKeyId === null) throw new ConfigError('SVC_ARTIFACTS_S3_ACCESS_KEY_ID', 'required with an s3:// SVC_ARTIFACTS_URL (or set AWS_ACCESS_KEY_ID)')
+  if (secretAccessKey === null) throw new ConfigError('SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY', 'required with an s3:// SVC_ARTIFACTS_URL (or set AWS_SECRET_ACCESS_KEY)')
+  const region = either('SVC_ARTIFACTS_S3_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION') ?? 'us-east-1'
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError('SVC_ARTIFACTS_S3_REGION', `not a region name: ${JSON.stringify(region)}`)
+  return { kind: 's3', bucket: m[1]!, prefix: m[2] ?? '', endpoint, region, accessKeyId, secretAccessKey, sessionToken: str(env, 'AWS_SESSION_TOKEN') }
+}
+
 /** BCP 47 language tag, loosely: a primary subtag and optional subtags. Falls back to `en`. */
 export function parseLangTag(v: string | null): string {
   if (v === null) return 'en'
@@ -298,6 +335,8 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
   if (maxInflightBodyBytes < relayMaxFrameBytes + 1024 * 1024) {
     throw new ConfigError('SVC_MAX_INFLIGHT_BODY_BYTES', 'must be at least SVC_RELAY_MAX_FRAME_BYTES plus 1 MiB (one relay push)')
   }
+  const artifactMaxBytes = int(env, 'SVC_ARTIFACT_MAX_BYTES', 10 * 1024 ** 3, 1, 2 ** 50)
+  const artifactPoolQuotaBytes = int(env, 'SVC_ARTIFACT_POOL_QUOTA_BYTES', 50 * 1024 ** 3, 0, 2 ** 53 - 1)
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
   const cfg: Omit<Config, 'secretKey'> = {
     host,
@@ -347,6 +386,9 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     tokenlessJoinMax: int(env, 'SVC_TOKENLESS_JOIN_MAX', 30, 1, 1_000_000),
     tokenlessJoinWindowS: int(env, 'SVC_TOKENLESS_JOIN_WINDOW_S', 60, 1, 86_400),
     logMaxTotalBytes: int(env, 'SVC_LOG_MAX_TOTAL_BYTES', 16 * 1024 * 1024, 64 * 1024, 16 * 1024 * 1024 * 1024),
+    artifactStore: artifactStore(env),
+    artifactMaxBytes,
+    artifactPoolQuotaBytes,
     smtp: smtpConfig(env),
     imprintFile: readableFile(env, 'SVC_IMPRINT_FILE'),
     privacyFile: readableFile(env, 'SVC_PRIVACY_FILE'),

@@ -30,8 +30,9 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
   app.listen({
     hostname: cfg.host,
     port: cfg.port,
-    // Relay pushes carry up to one frame cap; JSON routes enforce their own smaller limit.
-    maxRequestBodySize: cfg.relayMaxFrameBytes + 1024 * 1024,
+    // Relay pushes carry up to one frame cap, an artifact upload up to one artifact (streamed to
+    // disk, never buffered); every route's body reader enforces its own, smaller, limit.
+    maxRequestBodySize: Math.max(cfg.relayMaxFrameBytes + 1024 * 1024, cfg.artifactMaxBytes),
     // Long polls (relay pop, inference requests) hold a request for up to 30 s.
     idleTimeout: 120,
   })

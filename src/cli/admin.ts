@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
+import { blobStoreFor } from '../artifacts/store'
 import { systemClock } from '../time'
 import { createLogger } from '../log'
 import { Accounts } from '../accounts/service'
@@ -78,6 +79,9 @@ export async function runAdmin(argv: string[]): Promise<number> {
       const cfg = loadConfig(values.db ? { ...process.env, SVC_JOIN_STATE_DB: values.db } : process.env, { withoutSecret: true })
       const { path, bytes } = backupDatabase(cfg.dbPath, file)
       process.stdout.write(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
+      // The copy holds the artifacts' rows, not their bytes: say where those are, so they are kept too.
+      const blobs = blobStoreFor(cfg.artifactStore, cfg.stateDir).location
+      process.stdout.write(`artifact bytes are not in this file: back up ${blobs} alongside (docs/operations.md, Backup and restore)\n`)
       return 0
     }
     default:

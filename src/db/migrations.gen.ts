@@ -8,6 +8,7 @@ import m5 from '../../migrations/0005_admin_indexes.sql' with { type: 'text' }
 import m6 from '../../migrations/0006_job_pool_named.sql' with { type: 'text' }
 import m7 from '../../migrations/0007_invite_safety.sql' with { type: 'text' }
 import m8 from '../../migrations/0008_job_runner.sql' with { type: 'text' }
+import m9 from '../../migrations/0009_artifacts.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -19,4 +20,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0006_job_pool_named', sql: m6 },
   { tag: '0007_invite_safety', sql: m7 },
   { tag: '0008_job_runner', sql: m8 },
+  { tag: '0009_artifacts', sql: m9 },
 ]

@@ -327,6 +327,70 @@ export const servables = sqliteTable(
   (t) => [uniqueIndex('servables_pool_name_version_uq').on(t.poolId, t.name, t.version), index('servables_name_idx').on(t.name)],
 )
 
+/**
+ * The artifact store's index: checkpoints and model files fellows uploaded. The bytes are never in
+ * this file: a row names a content-addressed blob (sha256) in the blob store (src/artifacts/store.ts),
+ * which several rows may share. A blob no row names is garbage, collected by the artifacts loop.
+ */
+export const artifacts = sqliteTable(
+  'artifacts',
+  {
+    id: text('id').primaryKey(),
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    // Cascade, not set null: a checkpoint is a stage of its job, useless without it, and a purge
+    // (svc admin / POST /admin/jobs/purge) is how an operator frees what jobs left behind. Set null
+    // would keep orphans counting against the pool's quota with nothing left to resume.
+    jobId: text('job_id').references(() => jobs.id, { onDelete: 'cascade' }),
+    stage: integer('stage'),
+    kind: text('kind', { enum: ['checkpoint', 'model', 'file'] }).notNull(),
+    name: text('name').notNull(),
+    sizeBytes: integer('size_bytes').notNull(),
+    sha256: text('sha256').notNull(),
+    step: integer('step'),
+    fellowId: text('fellow_id').references(() => fellows.id, { onDelete: 'set null' }),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [
+    // A job's artifacts, and the latest checkpoint of one of its stages (highest step).
+    index('artifacts_job_idx').on(t.jobId, t.stage, t.step),
+    index('artifacts_pool_idx').on(t.poolId, t.createdAt),
+    // Whether a blob is still named, when an artifact is deleted and when garbage is collected.
+    index('artifacts_sha256_idx').on(t.sha256),
+  ],
+)
+
+/**
+ * Uploads under way: what the fellow declared (size, SHA-256) and how many bytes have arrived in the
+ * temp file `<state>/artifacts/uploads/<id>`. Declared sizes count against the pool's quota until
+ * the upload completes or is dropped (checksum mismatch, idle for a day, its job deleted).
+ */
+export const artifactUploads = sqliteTable(
+  'artifact_uploads',
+  {
+    id: text('id').primaryKey(),
+    poolId: text('pool_id')
+      .notNull()
+      .references(() => pools.id, { onDelete: 'cascade' }),
+    jobId: text('job_id').references(() => jobs.id, { onDelete: 'cascade' }),
+    stage: integer('stage'),
+    kind: text('kind', { enum: ['checkpoint', 'model', 'file'] }).notNull(),
+    name: text('name').notNull(),
+    sizeBytes: integer('size_bytes').notNull(),
+    sha256: text('sha256').notNull(),
+    step: integer('step'),
+    // Cascade: only the fellow that began an upload may continue it.
+    fellowId: text('fellow_id')
+      .notNull()
+      .references(() => fellows.id, { onDelete: 'cascade' }),
+    receivedBytes: integer('received_bytes').notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('artifact_uploads_pool_idx').on(t.poolId), index('artifact_uploads_updated_idx').on(t.updatedAt), index('artifact_uploads_job_idx').on(t.jobId)],
+)
+
 /** Per-member contribution totals, added to by the metrics roll-up loop. */
 export const contributions = sqliteTable('contributions', {
   userId: text('user_id')

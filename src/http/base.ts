@@ -6,7 +6,14 @@ import { bodyPlugin, BodyBudget } from './body'
 
 export function createBase(deps: PolicyDeps, budget = new BodyBudget(deps.cfg.maxInflightBodyBytes)) {
   const gate = requestGate(deps)
-  const limits = { maxJsonBytes: deps.cfg.maxBodyBytes, maxBinaryBytes: deps.cfg.relayMaxFrameBytes + 1024 * 1024, budget, timeoutMs: deps.cfg.bodyTimeoutS * 1000 }
+  const limits = {
+    maxJsonBytes: deps.cfg.maxBodyBytes,
+    maxBinaryBytes: deps.cfg.relayMaxFrameBytes + 1024 * 1024,
+    // The one streamed body is an artifact upload (its route checks its own, smaller, remainder).
+    maxStreamBytes: deps.cfg.artifactMaxBytes,
+    budget,
+    timeoutMs: deps.cfg.bodyTimeoutS * 1000,
+  }
   return new Elysia({ name: 'base' }).use(bodyPlugin(limits, deps.index, gate)).use(policyPlugin(gate))
 }
 

@@ -1,5 +1,6 @@
 // Request bodies: JSON only on state-changing routes (415 otherwise), at most SVC_MAX_BODY_BYTES;
-// binary (application/octet-stream) only on routes that declare `detail.body = 'binary'`.
+// binary (application/octet-stream) only on routes that declare `detail.body = 'binary'`, read
+// whole, or handed over unread as a BodyStream where the route also declares `x-body-stream`.
 // The caller is authorized before a byte is read, and the bytes being read across all requests
 // are bounded: an anonymous caller holding half-sent 65 MiB bodies took the leader from 60 to
 // 540 MiB with 8 connections (issue 26, item 1).
@@ -197,23 +198,81 @@ function protoKeyPath(value: unknown, path: string): string | null {
   return null
 }
 
+/**
+ * The body of a streamed binary route (detail['x-body-stream']), unread: what the parser hands the
+ * handler instead of bytes, so an artifact of gigabytes goes to disk a chunk at a time. Reading
+ * keeps the rules of the other bodies: the caller was authorized before this exists, a declared
+ * length over the limit is refused before a byte is read, each chunk's bytes count against the
+ * shared budget until the consumer asks for the next one, and a body that stalls for the body
+ * timeout is cut (408). There is no deadline for the whole body: gigabytes take minutes.
+ */
+export class BodyStream {
+  constructor(
+    private request: Request,
+    readonly limit: number,
+    private budget: BodyBudget,
+    private idleTimeoutMs: number,
+  ) {}
+
+  /** Content-Length, when the client sent one (and it is a number). */
+  get declaredBytes(): number | null {
+    const v = this.request.headers.get('content-length')
+    return v !== null && /^\d{1,16}$/.test(v) ? Number(v) : null
+  }
+
+  async *chunks(): AsyncGenerator<Uint8Array> {
+    const declared = this.declaredBytes
+    if (declared !== null && declared > this.limit) throw new AppError('payload_too_large', `The body is larger than ${this.limit} bytes.`)
+    if (this.request.body === null) return
+    const reader = this.request.body.getReader()
+    let size = 0
+    try {
+      for (;;) {
+        let next: Awaited<ReturnType<typeof reader.read>>
+        try {
+          next = await within(reader.read(), this.idleTimeoutMs)
+        } catch (e) {
+          if (e instanceof AppError) throw e
+          // The client went away (or its connection broke) mid-body: a refusal, not a 500.
+          throw new AppError('bad_request', 'The request body was cut off before its end.')
+        }
+        if (next.done) return
+        const chunk = next.value
+        size += chunk.byteLength
+        if (size > this.limit) throw new AppError('payload_too_large', `The body is larger than ${this.limit} bytes.`)
+        this.budget.take(chunk.byteLength)
+        try {
+          yield chunk
+        } finally {
+          this.budget.give(chunk.byteLength)
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => {})
+    }
+  }
+}
+
 export interface BodyLimits {
   maxJsonBytes: number
   maxBinaryBytes: number
+  /** The largest streamed body (BodyStream). */
+  maxStreamBytes: number
   budget: BodyBudget
   timeoutMs: number
 }
 
-export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, budget, timeoutMs }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
+export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budget, timeoutMs }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
   return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route, server }) => {
     // Credential, route class and CSRF first: a refused caller's body is never read.
     gate(request, route, server)
     const ct = (contentType ?? '').trim().toLowerCase()
-    const binary = index.lookup(request.method, route).binary
-    if (binary) {
+    const meta = index.lookup(request.method, route)
+    if (meta.binary) {
       // Unread, and refused by the handler once it has checked the caller's job: a fellow of another
       // pool learns "not found" there, not that it sent the wrong type to a job it cannot see.
       if (ct !== 'application/octet-stream') return { unsupportedMediaType: ct }
+      if (meta.stream) return new BodyStream(request, maxStreamBytes, budget, timeoutMs)
       return readLimited(request, maxBinaryBytes, budget, timeoutMs)
     }
     if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {

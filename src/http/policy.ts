@@ -12,7 +12,7 @@ import type { Config } from '../config'
 import type { AnonymousCaller, Caller, CredentialResolver, NodeCaller, UserCaller } from '../caller'
 import type { Logger } from '../log'
 
-export const POLICY_CLASSES = ['public', 'page', 'node', 'chat', 'session', 'operator', 'admin'] as const
+export const POLICY_CLASSES = ['public', 'page', 'node', 'chat', 'session', 'operator', 'member', 'admin'] as const
 export type PolicyClass = (typeof POLICY_CLASSES)[number]
 
 export const SESSION_COOKIE = 'svc_session'
@@ -25,6 +25,8 @@ export interface RouteMeta {
   declared: boolean
   /** Takes application/octet-stream instead of JSON (declared with detail['x-body'] = 'binary'). */
   binary: boolean
+  /** A binary body the handler reads itself, chunk by chunk (detail['x-body-stream']): never buffered whole. */
+  stream: boolean
   /** Also open to `Authorization: Bearer <SVC_METRICS_TOKEN>` (declared with detail['x-metrics-token']). */
   metricsToken: boolean
 }
@@ -34,11 +36,12 @@ declare module 'elysia' {
     /** The route's policy class, recorded by the `policy` macro (and shown in the OpenAPI document). */
     'x-policy'?: PolicyClass
     'x-body'?: 'binary'
+    'x-body-stream'?: boolean
     'x-metrics-token'?: boolean
   }
 }
 
-const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, metricsToken: false }
+const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false }
 
 /** Route classes by "METHOD path", filled once the app is composed. */
 export class PolicyIndex {
@@ -52,6 +55,7 @@ export class PolicyIndex {
         policy: ok ? (declared as PolicyClass) : 'admin',
         declared: ok,
         binary: r.hooks?.detail?.['x-body'] === 'binary',
+        stream: r.hooks?.detail?.['x-body'] === 'binary' && r.hooks?.detail?.['x-body-stream'] === true,
         metricsToken: r.hooks?.detail?.['x-metrics-token'] === true,
       })
     }
@@ -145,6 +149,16 @@ export function authorize(
         return { kind: 'anonymous', open: true }
       }
       if (presented.caller.kind !== 'user') throw forbidden('This route is for operators, not fellows.')
+      return presented.caller
+    case 'member':
+      // What both a pool's people and its fellows read (an artifact: the operator downloads it, a
+      // fellow taking over a stage resumes from it). The service scopes either by pool. Without a
+      // credential it is an operator route: SVC_REQUIRE_OPERATOR_AUTH=0 opens it, nothing else does.
+      if (presented.kind === 'invalid') throw unauthorized('The credential is wrong, expired or revoked.')
+      if (presented.kind === 'none') {
+        if (flags.requireOperatorAuth) throw unauthorized()
+        return { kind: 'anonymous', open: true }
+      }
       return presented.caller
     case 'admin':
       if (presented.kind !== 'valid') throw unauthorized()

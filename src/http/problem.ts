@@ -30,12 +30,17 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   owner_cannot_leave: [409, 'Owner Cannot Leave'],
   pool_node_limit: [409, 'Pool Node Limit Reached'],
   job_queue_full: [409, 'Job Queue Full'],
+  // 409, not quota_exceeded's 403: a pool's storage fills and empties (deletes, GC), like a job queue;
+  // quota_exceeded is a person's plan, which waiting does not change.
+  artifact_quota_exceeded: [409, 'Artifact Quota Exceeded'],
   invite_limit: [409, 'Invite Limit Reached'],
   mail_disabled: [409, 'Mail Disabled'],
   request_timeout: [408, 'Request Timeout'],
   gone: [410, 'Gone'],
   payload_too_large: [413, 'Payload Too Large'],
   unsupported_media_type: [415, 'Unsupported Media Type'],
+  range_not_satisfiable: [416, 'Range Not Satisfiable'],
+  checksum_mismatch: [422, 'Checksum Mismatch'],
   rate_limited: [429, 'Too Many Requests'],
   locked_out: [429, 'Temporarily Locked'],
   internal_error: [500, 'Internal Server Error'],

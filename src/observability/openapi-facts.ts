@@ -40,7 +40,8 @@ export const ERROR_TEXT: Record<number, string> = {
   410: 'Gone: the request or resource no longer exists.',
   413: 'The request body is too large.',
   415: 'Unsupported Content-Type.',
-  422: 'Validation failed: `errors` lists each refused field.',
+  416: 'The requested byte range lies outside the body; Content-Range says its size.',
+  422: 'Validation failed: `errors` lists each refused field (or, `checksum_mismatch`, uploaded bytes do not match their SHA-256).',
   429: 'Too many requests or a full queue: retry after Retry-After seconds.',
   502: 'An upstream (SMTP server, fellow) failed.',
   503: 'Temporarily unavailable: retry after Retry-After seconds.',
@@ -155,6 +156,20 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
       204: none('Nothing arrived within wait_ms.'),
     },
   },
+  'POST /api/v1/artifacts/uploads': { errors: [409, 413] },
+  'PUT /api/v1/artifacts/uploads/{upload_id}': {
+    bodyDescription: 'The next bytes of the artifact, from ?offset= (where the upload stands), at most as many as it still expects; streamed to disk.',
+    errors: [409, 413, 415, 422],
+  },
+  'GET /api/v1/artifacts/{id}/content': {
+    parameters: [{ name: 'Range', in: 'header', description: 'One byte range (bytes=a-b, bytes=a-, bytes=-n), answered with 206; anything else is ignored.', schema: { type: 'string', pattern: '^[\\x20-\\x7e]{0,100}$' } }],
+    responses: {
+      200: media('The bytes; ETag is the quoted SHA-256, Content-Disposition an attachment.', 'application/octet-stream', { type: 'string', format: 'binary' }),
+      206: media('The requested range; Content-Range says which.', 'application/octet-stream', { type: 'string', format: 'binary' }),
+    },
+    errors: [410, 416, 503],
+  },
+  'DELETE /api/v1/artifacts/{id}': { responses: { 204: none('Deleted; its blob goes with a later collection unless another artifact names it.') } },
   'POST /api/v1/chat/completions': {
     responses: { 200: media('With `stream: true`: chat.completion.chunk events, then [DONE].', 'text/event-stream') },
     errors: [404, 410, 502, 503, 504],

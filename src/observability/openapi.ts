@@ -96,6 +96,8 @@ function securityOf(route: RouteFacts, method: string, cfg: Config): Requirement
       return [cookie]
     case 'operator':
       return [{ apiToken: [] }, cookie]
+    case 'member':
+      return [{ apiToken: [] }, cookie, { nodeToken: [] }]
     case 'admin':
       return [{ apiToken: [] }, cookie, ...(route.metricsToken && cfg.metricsToken !== null ? [{ metricsToken: [] }] : [])]
   }

@@ -1,7 +1,7 @@
 // A small world on a running leader, made and mended through its API only, for fuzzers that walk
 // every operation: an admin and a member (each with a session and an API token), a victim user for
 // the admin's row actions, a spare API token to revoke, and a chain of pool -> join session ->
-// fellow -> job -> invite -> servable. Operations may end any of it (logout, revocation, deletion,
+// fellow -> job -> invite -> servable -> artifact (and an open upload). Operations may end any of it (logout, revocation, deletion,
 // plan changes): heal() puts it back before the next one. The chain's fellow answers inference
 // requests like the reference agent, so chat completions end in 200, not in a 504.
 import { call, mintToken, registerUser, GPU, type Session } from './e2e'
@@ -23,6 +23,9 @@ export interface Chain {
   jobId: string
   inviteId: string
   model: string
+  /** A checkpoint of the job its fellow uploaded, and an upload it opened and never sent. */
+  artifactId: string
+  uploadId: string
 }
 
 type Json = Record<string, any>
@@ -101,7 +104,10 @@ export class FuzzWorld {
         if (path.includes('/api-tokens/')) return [this.spareTokenId]
         if (path.includes('/join-sessions/')) return [c.joinSessionId]
         if (path.includes('/admin/users/')) return [this.victim.id]
+        if (path.includes('/artifacts/')) return [c.artifactId, ...old('artifact')]
         return [c.poolId, ...old('id')]
+      case 'upload_id':
+        return [c.uploadId, ...old('upload_id')]
       case 'pool_id':
         // Chat routed to an old pool, whose fellow is gone, is a designed 503 ("no fellow serves it").
         return path.startsWith('/api/v1/chat/') ? [c.poolId] : [c.poolId, ...old('pool_id')]
@@ -180,6 +186,13 @@ export class FuzzWorld {
     await call(this.url, 'POST', `/api/v1/pools/${pool.id}/join`, { bearer: this.member.token })
     const invite = await call(this.url, 'POST', `/api/v1/pools/${pool.id}/invites`, { bearer, body: { email: this.victim.email } })
     const servable = await call(this.url, 'POST', '/api/v1/servables', { bearer: fellow.node_token, body: { name: 'fuzz-model', version: '1', format: 'gguf', size_bytes: 1, job_id: job.id } })
+    const ckpt = new TextEncoder().encode(`fuzz checkpoint ${n}`)
+    const sha256 = new Bun.CryptoHasher('sha256').update(ckpt).digest('hex')
+    const up = await this.must('POST', '/api/v1/artifacts/uploads', { bearer: fellow.node_token, body: { kind: 'checkpoint', name: `fuzz-${n}.ckpt`, size_bytes: ckpt.byteLength, sha256, job_id: job.id, stage: 0, step: 1 } }, 201)
+    const put = await fetch(`${this.url}/api/v1/artifacts/uploads/${up.upload_id}?offset=0`, { method: 'PUT', headers: { authorization: `Bearer ${fellow.node_token}`, 'content-type': 'application/octet-stream' }, body: ckpt })
+    if (put.status !== 201) throw new Error(`world: artifact upload answered ${put.status} ${await put.text()}`)
+    const artifact = ((await put.json()) as Json).artifact
+    const pending = await this.must('POST', '/api/v1/artifacts/uploads', { bearer: fellow.node_token, body: { kind: 'file', name: 'pending.bin', size_bytes: 1024, sha256 } }, 201)
     const chain: Chain = {
       poolId: pool.id,
       joinSessionId: join.id,
@@ -189,19 +202,25 @@ export class FuzzWorld {
       jobId: job.id,
       inviteId: invite.body.id ?? '',
       model: servable.body.name ?? 'fuzz-model',
+      artifactId: artifact.id,
+      uploadId: pending.upload_id,
     }
-    for (const [name, id] of [['id', chain.poolId], ['pool_id', chain.poolId], ['fellow_id', chain.fellowId], ['job_id', chain.jobId]] as const) this.remember(name, id)
+    for (const [name, id] of [['id', chain.poolId], ['pool_id', chain.poolId], ['fellow_id', chain.fellowId], ['job_id', chain.jobId], ['artifact', chain.artifactId], ['upload_id', chain.uploadId]] as const) this.remember(name, id)
     return chain
   }
 
-  /** The chain's fellow: long-polls for inference requests and answers each with one delta and done. */
+  /** The chain's fellow: long-polls for inference requests and answers each with one delta and done (embeddings: one result). */
   private async serveInference(): Promise<void> {
     while (!this.stopped) {
       const c = this.chain
       try {
         const r = await call(this.url, 'GET', `/api/v1/infer/requests/${c.fellowId}?wait_ms=500`, { bearer: c.nodeToken })
         if (r.status === 200) {
-          const frames = [{ delta: 'fuzz' }, { done: true, usage: { prompt_tokens: 1, completion_tokens: 1 } }]
+          // An embeddings request wants one whole result in OpenAI's shape (a token stream is a 502).
+          const frames =
+            r.body.kind === 'embeddings'
+              ? [{ done: true, usage: { prompt_tokens: 1, completion_tokens: 0 }, result: { data: [{ index: 0, embedding: [0.5] }] } }]
+              : [{ delta: 'fuzz' }, { done: true, usage: { prompt_tokens: 1, completion_tokens: 1 } }]
           await call(this.url, 'POST', `/api/v1/infer/responses/${encodeURIComponent(r.body.request_id)}`, { bearer: c.nodeToken, body: { frames } })
         } else if (r.status !== 204) await Bun.sleep(50) // the chain is being rebuilt
       } catch {

@@ -21,8 +21,8 @@ export type Expect = 'allowed' | 401 | 403 | 404 | 'refused'
 
 /**
  * What a route's path names. 'none': nothing of anyone (random ids), so only the class decides.
- * 'pool': a resource of the own user's pool (pool, job, fellow, join session, servable, own API
- * token): a person outside the pool must get 404, a fellow of another pool a refusal. 'refused': a
+ * 'pool': a resource of the own user's pool (pool, job, fellow, join session, servable, artifact,
+ * upload, own API token): a person outside the pool must get 404, a fellow of another pool a refusal. 'refused': a
  * resource an outsider must be refused but may learn exists (an invite: 403 email mismatch or 404).
  */
 export type Scope = 'none' | 'pool' | 'refused'
@@ -51,6 +51,9 @@ export function classExpected(cls: PolicyClass, who: CallerKind): Expect {
     case 'operator':
       if (bad) return 401
       return node ? 403 : 'allowed'
+    case 'member':
+      if (bad) return 401
+      return 'allowed' // people and fellows alike; the pool is checked by the service (404)
     case 'admin':
       if (bad) return 401
       return who === 'admin_session' || who === 'admin_token' ? 'allowed' : 403
@@ -61,7 +64,8 @@ export function classExpected(cls: PolicyClass, who: CallerKind): Expect {
 export function expected(cls: PolicyClass, who: CallerKind, scope: Scope = 'none'): Expect {
   const base = classExpected(cls, who)
   if (base !== 'allowed' || scope === 'none') return base
-  if (who === 'other_pool_member' && (cls === 'operator' || cls === 'session' || cls === 'page' || cls === 'chat')) return scope === 'pool' ? 404 : 'refused'
+  if (who === 'other_pool_member' && (cls === 'operator' || cls === 'member' || cls === 'session' || cls === 'page' || cls === 'chat')) return scope === 'pool' ? 404 : 'refused'
+  if (who === 'foreign_node' && cls === 'member') return scope === 'pool' ? 404 : 'refused'
   if (who === 'foreign_node' && cls === 'node') return 'refused'
   return 'allowed'
 }
@@ -101,6 +105,8 @@ export interface OwnRefs {
   apiTokenId: string
   inviteId: string
   servable: string
+  artifactId: string
+  uploadId: string
 }
 
 const RANDOM_ID = '01a20184-99e9-7296-9fc7-75b6e5358e98'
@@ -136,6 +142,7 @@ function bindOne(name: string, path: string, refs: OwnRefs): [string | null, Sco
       if (path.includes('/join-sessions/')) return [refs.joinSessionId, 'pool']
       if (path.includes('/admin/users/')) return [refs.userId, 'none']
       if (path.includes('/pools/')) return [refs.poolId, 'pool']
+      if (path.includes('/artifacts/')) return [refs.artifactId, 'pool']
       return [null, 'none']
     case 'fellow_id':
       return [refs.fellowId, 'pool']
@@ -145,6 +152,8 @@ function bindOne(name: string, path: string, refs: OwnRefs): [string | null, Sco
       return [refs.memberId, 'none']
     case 'invite_id':
       return [refs.inviteId, 'refused']
+    case 'upload_id':
+      return [refs.uploadId, 'pool']
     case 'model':
       return [refs.servable, 'pool']
     case 'channel':

@@ -1,6 +1,7 @@
 // A small populated leader for the suites that walk every route (authorization matrix, fuzzing):
 // an owner with a private pool, a join session, a fellow (with a revoked first node token), a job
-// scheduled on it, a servable manifest, a pending invite and a plain member. Built through the API
+// scheduled on it, a servable manifest, a checkpoint artifact and an open upload, a pending invite
+// and a plain member. Built through the API
 // (no SQL beyond seeding users with the shared password hash): the same paths people use.
 import { seedUser, sessionClient, tokenClient, type Client, type Harness, type SeededUser } from './harness'
 
@@ -20,6 +21,10 @@ export interface Chain {
   revokedNodeToken: string
   jobId: string
   servable: string
+  /** A checkpoint of the job (stage 0) its fellow uploaded. */
+  artifactId: string
+  /** An upload of the fellow's, opened and not yet sent. */
+  uploadId: string
   /** A pending invite of the pool, for an address nobody has. */
   inviteId: string
   /** A plain member of the pool (joined through an invite), never a caller: a target for member routes. */
@@ -49,6 +54,11 @@ export async function buildChain(h: Harness, label: string, over: { role?: 'user
   const job = await ok(session.post('/api/v1/jobs', { name: `${label} job ${n}`, pool_id: pool.id, stages: 1 }), 'submit job')
   const servable = `${label}-model-${n}`
   await ok(node.post('/api/v1/servables', { name: servable, version: '1', format: 'gguf', size_bytes: 1024, job_id: job.id }), 'record servable')
+  const ckpt = new TextEncoder().encode(`${label} checkpoint ${n}`)
+  const sha256 = new Bun.CryptoHasher('sha256').update(ckpt).digest('hex')
+  const up = await ok(node.post('/api/v1/artifacts/uploads', { kind: 'checkpoint', name: `${label}-${n}.ckpt`, size_bytes: ckpt.byteLength, sha256, job_id: job.id, stage: 0, step: 1 }), 'open upload')
+  const artifact = await ok(node.call('PUT', `/api/v1/artifacts/uploads/${up.upload_id}?offset=0`, ckpt, { 'content-type': 'application/octet-stream' }), 'upload checkpoint')
+  const pending = await ok(node.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'pending.bin', size_bytes: 1024, sha256 }), 'open an upload')
   const invite = await ok(session.post(`/api/v1/pools/${pool.id}/invites`, { email: `invitee-${label}-${n}@example.com` }), 'invite')
   // Membership through the invite flow, as a person would join: through the invite's link (the
   // member's address is not verified, so the id alone is refused).
@@ -68,6 +78,8 @@ export async function buildChain(h: Harness, label: string, over: { role?: 'user
     revokedNodeToken: first.node_token,
     jobId: job.id,
     servable,
+    artifactId: artifact.artifact.id,
+    uploadId: pending.upload_id,
     inviteId: invite.id,
     member,
   }
@@ -85,6 +97,8 @@ export function refsOf(c: Chain) {
     apiTokenId: c.token.tokenId,
     inviteId: c.inviteId,
     servable: c.servable,
+    artifactId: c.artifactId,
+    uploadId: c.uploadId,
   }
 }
 

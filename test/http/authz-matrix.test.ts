@@ -79,12 +79,15 @@ async function send(c: Client, method: string, path: string, body: unknown, head
 const KINDS: CallerKind[] = ['none', 'garbage_bearer', 'garbage_cookie', 'revoked_token', 'revoked_node', 'user_session', 'user_token', 'other_pool_member', 'admin_session', 'admin_token', 'own_node', 'foreign_node']
 const routes = h.app.routes
   .filter((r) => r.method !== 'WS')
-  .map((r) => ({ method: r.method, path: r.path, cls: r.hooks?.detail?.['x-policy'] as PolicyClass, body: (r.hooks as { body?: JsonSchema })?.body, known: true }))
-routes.push({ method: 'GET', path: '/api/v1/no-such-route', cls: 'admin', body: undefined, known: false })
-routes.push({ method: 'POST', path: '/api/v1/no-such-route', cls: 'admin', body: undefined, known: false })
+  .map((r) => {
+    const hooks = r.hooks as { body?: JsonSchema; query?: JsonSchema } | undefined
+    return { method: r.method, path: r.path, cls: r.hooks?.detail?.['x-policy'] as PolicyClass, body: hooks?.body, query: hooks?.query, known: true }
+  })
+routes.push({ method: 'GET', path: '/api/v1/no-such-route', cls: 'admin', body: undefined, query: undefined, known: false })
+routes.push({ method: 'POST', path: '/api/v1/no-such-route', cls: 'admin', body: undefined, query: undefined, known: false })
 
 /** Classes whose GET answers data to an allowed caller: with real ids that must be a 2xx, not a 404. */
-const DATA_CLASSES = new Set<PolicyClass>(['session', 'operator', 'admin', 'node'])
+const DATA_CLASSES = new Set<PolicyClass>(['session', 'operator', 'member', 'admin', 'node'])
 
 describe('authorization matrix', () => {
   test('the matrix covers every caller kind the issue names', () => {
@@ -101,10 +104,13 @@ describe('authorization matrix', () => {
       // A fresh own pool for anything that names one or may change one (an admin purge of all jobs
       // would otherwise pull the ids from under the routes after it).
       const own = r.method === 'GET' && !r.path.includes(':') ? world.mine : await buildChain(h, 'route')
-      const { path, scope, bound } = bindPath(r.path, refsOf(own))
-      // Where the path names the own pool, a valid body: validation answers 422 before any lookup,
-      // which would hide whether pool scoping holds.
+      const bound0 = bindPath(r.path, refsOf(own))
+      const { scope, bound } = bound0
+      // Where the path names the own pool, a valid body and query: validation answers 422 before
+      // any lookup, which would hide whether pool scoping holds.
       const valid = scope !== 'none' && r.body !== undefined ? exampleOf(r.body) : {}
+      const query = scope !== 'none' && r.query !== undefined ? new URLSearchParams(Object.entries(exampleOf(r.query) as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)])).toString() : ''
+      const path = query === '' ? bound0.path : `${bound0.path}?${query}`
       // Callers that must be refused go first: a refusal changes nothing, and an allowed call may
       // (a DELETE removes what the next caller would have been refused).
       const wants = KINDS.map((kind) => ({ kind, want: expected(r.cls, kind, scope) }))

@@ -87,6 +87,7 @@ async function newChain(label: string): Promise<Chain> {
   remember('invite', c.inviteId)
   remember('user', c.user.id)
   remember('model', c.servable)
+  remember('artifact', c.artifactId)
   return c
 }
 
@@ -134,6 +135,7 @@ function candidatesFor(name: string, path: string): string[] {
       if (path.includes('/api-tokens/')) return pick('token', [mine.token.tokenId, other.token.tokenId])
       if (path.includes('/join-sessions/')) return pick('join', [mine.joinSessionId])
       if (path.includes('/admin/users/')) return [world.victim.id]
+      if (path.includes('/artifacts/')) return pick('artifact', [mine.artifactId, other.artifactId])
       return pick('pool', [mine.poolId, other.poolId])
     case 'pool_id':
       return pick('pool', [mine.poolId, other.poolId])

@@ -95,6 +95,7 @@ describe('the OpenAPI document', () => {
       chat: () => ['apiToken'],
       session: (unsafe) => [unsafe ? 'csrf+session' : 'session'],
       operator: (unsafe) => ['apiToken', unsafe ? 'csrf+session' : 'session'],
+      member: (unsafe) => ['apiToken', 'nodeToken', unsafe ? 'csrf+session' : 'session'],
       admin: (unsafe) => ['apiToken', unsafe ? 'csrf+session' : 'session'],
     }
     for (const r of routes) {
@@ -126,16 +127,16 @@ describe('the OpenAPI document', () => {
       expect([at, statuses.some((s) => s < 400)]).toEqual([at, true])
       const must = [
         // A refused WebSocket handshake is a 403 (docs/api.md, Signals).
-        ...(['node', 'chat', 'session', 'operator', 'admin'].includes(r.policy) ? (r.path.startsWith('/ws/') ? [403] : [401, 403]) : []),
+        ...(['node', 'chat', 'session', 'operator', 'member', 'admin'].includes(r.policy) ? (r.path.startsWith('/ws/') ? [403] : [401, 403]) : []),
         ...(r.method !== 'get' ? [400, 403, 413, 415] : []),
         // The OpenAI-compatible routes refuse a field with 400, OpenAI's status.
-        ...(r.body ? [r.path.startsWith('/api/v1/chat/') || r.path.startsWith('/api/v1/models') ? 400 : 422] : []),
+        ...(r.body ? [r.path.startsWith('/api/v1/chat/') || r.path.startsWith('/api/v1/models') || r.path === '/api/v1/embeddings' ? 400 : 422] : []),
         ...(r.path.includes('{') && !r.path.startsWith('/ws/') ? [404] : []),
       ]
       for (const s of must) expect([at, s, statuses.includes(s)]).toEqual([at, s, true])
       for (const s of statuses.filter((x) => x >= 400)) {
         const res = deref(doc, op.responses[String(s)])
-        const media = r.path.startsWith('/api/v1/chat/') || r.path.startsWith('/api/v1/models') ? 'application/json' : r.path.startsWith('/api/') || r.path.startsWith('/ws/') || r.path === '/metrics' ? 'application/problem+json' : null
+        const media = r.path.startsWith('/api/v1/chat/') || r.path.startsWith('/api/v1/models') || r.path === '/api/v1/embeddings' ? 'application/json' : r.path.startsWith('/api/') || r.path.startsWith('/ws/') || r.path === '/metrics' ? 'application/problem+json' : null
         if (media !== null) expect([at, s, Object.keys(res.content)]).toEqual([at, s, [media]])
       }
     }

@@ -123,6 +123,25 @@ describe('config', () => {
     expect(errorFor({ SVC_LOG_MAX_TOTAL_BYTES: '1000' }).variable).toBe('SVC_LOG_MAX_TOTAL_BYTES')
   })
 
+  test('artifacts: files under the state dir, 10 GiB each and 50 GiB a pool, unless told; s3:// takes its keys from SVC_ARTIFACTS_S3_* or AWS_*', () => {
+    const d = dir()
+    const cfg = loadConfig({ SVC_STATE_DIR: d })
+    expect(cfg.artifactStore).toEqual({ kind: 'local' })
+    expect([cfg.artifactMaxBytes, cfg.artifactPoolQuotaBytes]).toEqual([10 * 1024 ** 3, 50 * 1024 ** 3])
+    const s3 = loadConfig({ SVC_STATE_DIR: d, SVC_ARTIFACTS_URL: 's3://ckpt-bucket/leader/a', SVC_ARTIFACTS_S3_ENDPOINT: 'http://127.0.0.1:9000/', AWS_ACCESS_KEY_ID: 'AK', AWS_SECRET_ACCESS_KEY: 'SK', AWS_REGION: 'eu-central-1' })
+    expect(s3.artifactStore).toEqual({ kind: 's3', bucket: 'ckpt-bucket', prefix: 'leader/a', endpoint: 'http://127.0.0.1:9000', region: 'eu-central-1', accessKeyId: 'AK', secretAccessKey: 'SK', sessionToken: null })
+    const own = loadConfig({ SVC_STATE_DIR: d, SVC_ARTIFACTS_URL: 's3://b-1', SVC_ARTIFACTS_S3_ACCESS_KEY_ID: 'mine', SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY: 'secret', AWS_ACCESS_KEY_ID: 'theirs', AWS_SECRET_ACCESS_KEY: 'x' })
+    expect(own.artifactStore).toMatchObject({ bucket: 'b-1', prefix: '', endpoint: null, region: 'us-east-1', accessKeyId: 'mine', secretAccessKey: 'secret' })
+    for (const bad of ['/srv/artifacts', 's3://', 's3://B', 's3://bucket/../x', 's3://bucket//x', 'https://bucket/x', 's3://user:pw@bucket/x']) {
+      expect(errorFor({ SVC_ARTIFACTS_URL: bad, AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' }).variable).toBe('SVC_ARTIFACTS_URL')
+    }
+    expect(errorFor({ SVC_ARTIFACTS_URL: 's3://bucket' }).variable).toBe('SVC_ARTIFACTS_S3_ACCESS_KEY_ID')
+    expect(errorFor({ SVC_ARTIFACTS_URL: 's3://bucket', SVC_ARTIFACTS_S3_ACCESS_KEY_ID: 'a' }).variable).toBe('SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY')
+    expect(errorFor({ SVC_ARTIFACTS_URL: 's3://bucket', AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b', SVC_ARTIFACTS_S3_ENDPOINT: 'ftp://x' }).variable).toBe('SVC_ARTIFACTS_S3_ENDPOINT')
+    expect(errorFor({ SVC_ARTIFACT_MAX_BYTES: '0' }).message).toContain('SVC_ARTIFACT_MAX_BYTES: must be between 1')
+    expect(errorFor({ SVC_ARTIFACT_POOL_QUOTA_BYTES: '1.5' }).variable).toBe('SVC_ARTIFACT_POOL_QUOTA_BYTES')
+  })
+
   test('SMTP host without a sender is refused', () => {
     expect(errorFor({ SVC_SMTP_HOST: 'mail.example' }).variable).toBe('SVC_SMTP_FROM')
   })

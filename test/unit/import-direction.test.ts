@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from 'node:path'
 const ROOT = resolve(import.meta.dir, '../..')
 const SRC = join(ROOT, 'src')
 
-const FEATURES = ['accounts', 'pools', 'fellows', 'jobs', 'relay', 'inference', 'admin', 'mail', 'stats', 'pages', 'observability', 'servables', 'health', 'audit']
+const FEATURES = ['accounts', 'pools', 'fellows', 'jobs', 'relay', 'inference', 'admin', 'mail', 'stats', 'pages', 'observability', 'servables', 'artifacts', 'health', 'audit']
 /** Composition and entry points: above every feature, so they may import anything. */
 const ROOTS = new Set(['src/app.ts', 'src/server.ts', 'src/main.ts', 'src/entry.ts'])
 /** Who may import the composition. */

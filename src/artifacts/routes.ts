@@ -1,0 +1,111 @@
+// HTTP surface of the artifact store: fellows upload (open, PUT the bytes, resume), operators of
+// the pool and its fellows list, download and resume from checkpoints; the pool's owner deletes.
+import { Elysia } from 'elysia'
+import { AppError } from '../errors'
+import { BodyStream } from '../http/body'
+import { actorOf } from '../http/callers'
+import { problem } from '../http/problem'
+import { parseRange } from '../http/range'
+import type { AppBase } from '../http/base'
+import type { Caller, NodeCaller } from '../caller'
+import type { ArtifactService } from './service'
+import * as M from './model'
+
+/** Uploads need a node token even with SVC_REQUIRE_NODE_AUTH=0: the token's pool owns the artifact. */
+function uploader(caller: Caller): NodeCaller {
+  if (caller.kind !== 'node') throw new AppError('unauthorized', 'A node token is required: its pool owns the artifact.')
+  return caller
+}
+
+/** `attachment` with the name percent-encoded (RFC 6266 filename*): never rendered inline, never a header break. */
+const disposition = (name: string) => `attachment; filename*=UTF-8''${encodeURIComponent(name)}`
+
+export function artifactRoutes(base: AppBase, artifacts: ArtifactService) {
+  return new Elysia({ name: 'artifacts' })
+    .use(base)
+    .post(
+      '/api/v1/artifacts/uploads',
+      ({ caller, body, set }) => {
+        set.status = 201
+        return artifacts.beginUpload(uploader(caller), body)
+      },
+      { policy: 'node', body: M.UploadBody, response: { 201: M.UploadState } },
+    )
+    .get('/api/v1/artifacts/uploads/:upload_id', ({ caller, params }) => artifacts.uploadState(uploader(caller), params.upload_id), {
+      policy: 'node',
+      params: M.UploadParams,
+      response: { 200: M.UploadState },
+    })
+    .put(
+      '/api/v1/artifacts/uploads/:upload_id',
+      async ({ caller, params, query, body, set }) => {
+        const node = uploader(caller)
+        // The owner first: another fellow learns "not found", not what it should have sent.
+        artifacts.checkUpload(node, params.upload_id)
+        if (!(body instanceof BodyStream)) throw new AppError('unsupported_media_type', 'Send the bytes as application/octet-stream.')
+        const r = await artifacts.write(node, params.upload_id, query.offset, body.chunks(), body.declaredBytes)
+        if (!r.done) return { upload_id: r.state.upload_id, offset: r.state.offset }
+        set.status = 201
+        return { artifact: r.artifact }
+      },
+      {
+        policy: 'node',
+        // Streamed to the upload's temp file, never held whole (src/http/body.ts BodyStream).
+        detail: { 'x-body': 'binary', 'x-body-stream': true },
+        params: M.UploadParams,
+        query: M.OffsetQuery,
+        response: { 200: M.UploadProgress, 201: M.UploadDone },
+      },
+    )
+    .get('/api/v1/artifacts', ({ caller, query }) => ({ items: artifacts.list(caller, query) }), {
+      policy: 'operator',
+      query: M.ArtifactFilter,
+      response: { 200: M.ArtifactList },
+    })
+    .get('/api/v1/artifacts/:id', ({ caller, params }) => artifacts.get(caller, params.id), {
+      policy: 'member',
+      params: M.ArtifactParams,
+      response: { 200: M.Artifact },
+    })
+    .get(
+      '/api/v1/artifacts/:id/content',
+      async ({ caller, params, request }) => {
+        const size = artifacts.get(caller, params.id).size_bytes
+        let range
+        try {
+          range = parseRange(request.headers.get('range'), size)
+        } catch (e) {
+          if (e instanceof AppError) return problem(e.code, e.message, e.extra, { 'content-range': `bytes */${size}` })
+          throw e
+        }
+        const { artifact, body } = await artifacts.open(caller, params.id, range)
+        const headers: Record<string, string> = {
+          'content-type': 'application/octet-stream',
+          'content-length': String(range ? range.end - range.start : size),
+          etag: `"${artifact.sha256}"`,
+          'accept-ranges': 'bytes',
+          // Uploaded bytes from the leader's own origin: a browser must save them, never render or sniff them.
+          'content-disposition': disposition(artifact.name),
+          'x-content-type-options': 'nosniff',
+          'cache-control': 'private, no-cache',
+        }
+        if (range) headers['content-range'] = `bytes ${range.start}-${range.end - 1}/${size}`
+        return new Response(body, { status: range ? 206 : 200, headers })
+      },
+      { policy: 'member', params: M.ArtifactParams },
+    )
+    .delete(
+      '/api/v1/artifacts/:id',
+      ({ caller, clientIp, params, set }) => {
+        artifacts.delete(actorOf(caller, clientIp), params.id)
+        set.status = 204
+      },
+      { policy: 'operator', params: M.ArtifactParams },
+    )
+    .get('/api/v1/jobs/:job_id/checkpoints/latest', ({ caller, params, query }) => artifacts.latestCheckpoint(caller, params.job_id, query.stage ?? 0), {
+      policy: 'member',
+      params: M.JobParams,
+      query: M.LatestQuery,
+      response: { 200: M.Artifact },
+    })
+}

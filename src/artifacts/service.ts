@@ -1,0 +1,324 @@
+// The artifact store: fellows upload checkpoints and model files (resumable, checked against the
+// SHA-256 they declared), operators of the pool and its fellows read them, and a loop drops idle
+// uploads and blobs no artifact names. Rows live in the state database; bytes in the blob store
+// (store.ts) and, while an upload is under way, in its temp file (upload-files.ts).
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
+import { join } from 'node:path'
+import { artifacts, artifactUploads, jobs, poolNodes } from '../db/schema'
+import { AppError, invalid, notFound } from '../errors'
+import { newId } from '../crypto'
+import { recordAudit } from '../audit/service'
+import { iso } from '../time'
+import { memberRole } from '../pools/service'
+import { inScope, scopeOf } from '../pools/scope'
+import { UploadFiles } from './upload-files'
+import { ArtifactCollector, type CollectReport } from './collector'
+import type { BlobStore, ByteRange } from './store'
+import type { Ctx } from '../context'
+import type { Actor, Caller, NodeCaller } from '../caller'
+import type { LoopSpec } from '../loops'
+import type { Artifact, ArtifactFilter, UploadInput, UploadState } from './model'
+
+type Row = typeof artifacts.$inferSelect
+type UploadRow = typeof artifactUploads.$inferSelect
+
+export const COLLECT_INTERVAL_MS = 5 * 60_000
+/** The most artifacts one listing holds (newest first). */
+export const MAX_LIST = 1000
+
+const toArtifact = (r: Row): Artifact => ({
+  id: r.id,
+  pool_id: r.poolId,
+  job_id: r.jobId,
+  stage: r.stage,
+  kind: r.kind,
+  name: r.name,
+  size_bytes: r.sizeBytes,
+  sha256: r.sha256,
+  step: r.step,
+  fellow_id: r.fellowId,
+  created_at: iso(r.createdAt),
+})
+
+const gib = (n: number) => `${(n / 1024 ** 3).toFixed(2)} GiB`
+
+export type WriteResult = { done: false; state: UploadState } | { done: true; artifact: Artifact }
+
+export class ArtifactService {
+  readonly uploads: UploadFiles
+  /** Uploads a request is writing now: one writer each (an upload lives on one leader, see UploadFiles). */
+  private writing = new Set<string>()
+  /** The tail of each blob's turns (inTurn). */
+  private turns = new Map<string, Promise<unknown>>()
+  private collector: ArtifactCollector
+
+  constructor(
+    private ctx: Ctx,
+    readonly store: BlobStore,
+  ) {
+    this.uploads = new UploadFiles(join(ctx.cfg.stateDir, 'artifacts', 'uploads'))
+    this.collector = new ArtifactCollector(ctx, store, this.uploads, { writing: (id) => this.writing.has(id), inTurn: (sha, fn) => this.inTurn(sha, fn) })
+  }
+
+  loops(): LoopSpec[] {
+    return [{ name: 'artifacts-collect', intervalMs: COLLECT_INTERVAL_MS, run: async () => void (await this.collect()) }]
+  }
+
+  // ---- uploads (fellows) ------------------------------------------------------------------------
+
+  /**
+   * Opens an upload. The pool is the fellow's, read in the writing transaction (never from the
+   * body), and the quota check runs in the same transaction as the insert it guards.
+   */
+  beginUpload(node: NodeCaller, input: UploadInput): UploadState {
+    const { cfg, clock } = this.ctx
+    if (input.stage !== undefined && input.job_id === undefined) throw invalid('body /stage: a stage belongs to a job; send job_id too.', { errors: [{ path: '/stage', message: 'needs job_id' }] })
+    if (input.kind === 'checkpoint' && (input.job_id === undefined || input.stage === undefined)) {
+      throw invalid('body: a checkpoint names its job_id and stage, so a fellow taking the stage over can find it.', { errors: [{ path: '/job_id', message: 'required for a checkpoint' }] })
+    }
+    if (input.size_bytes > cfg.artifactMaxBytes) {
+      throw new AppError('payload_too_large', `An artifact may hold at most ${cfg.artifactMaxBytes} bytes (SVC_ARTIFACT_MAX_BYTES); this one declares ${input.size_bytes}.`, { max_bytes: cfg.artifactMaxBytes })
+    }
+    return this.ctx.db.transaction((tx) => {
+      const binding = tx.select({ poolId: poolNodes.poolId }).from(poolNodes).where(eq(poolNodes.fellowId, node.fellowId)).get()
+      if (!binding) throw new AppError('forbidden', 'This fellow belongs to no pool, so it cannot store artifacts.')
+      const poolId = binding.poolId
+      if (input.job_id !== undefined) {
+        const job = tx.select({ poolId: jobs.poolId }).from(jobs).where(eq(jobs.id, input.job_id)).get()
+        if (!job || job.poolId !== poolId) throw notFound('Job')
+      }
+      const stored = tx.select({ n: sql<number>`coalesce(sum(${artifacts.sizeBytes}), 0)` }).from(artifacts).where(eq(artifacts.poolId, poolId)).get()?.n ?? 0
+      const pending = tx.select({ n: sql<number>`coalesce(sum(${artifactUploads.sizeBytes}), 0)` }).from(artifactUploads).where(eq(artifactUploads.poolId, poolId)).get()?.n ?? 0
+      const used = stored + pending
+      const quota = cfg.artifactPoolQuotaBytes
+      if (used + input.size_bytes > quota) {
+        throw new AppError(
+          'artifact_quota_exceeded',
+          `This pool uses ${used} of its ${quota} artifact bytes (${gib(used)} of ${gib(quota)}, stored and being uploaded); ${input.size_bytes} more do not fit. Delete artifacts, or wait for uploads under way.`,
+          { used_bytes: used, quota_bytes: quota },
+        )
+      }
+      const now = clock.now()
+      const row: UploadRow = {
+        id: newId(),
+        poolId,
+        jobId: input.job_id ?? null,
+        stage: input.stage ?? null,
+        kind: input.kind,
+        name: input.name,
+        sizeBytes: input.size_bytes,
+        sha256: input.sha256,
+        step: input.step ?? null,
+        fellowId: node.fellowId,
+        receivedBytes: 0,
+        createdAt: now,
+        updatedAt: now,
+      }
+      tx.insert(artifactUploads).values(row).run()
+      return { upload_id: row.id, offset: 0, size_bytes: row.sizeBytes }
+    })
+  }
+
+  /** An upload of this fellow's; any other (another fellow's, finished, dropped) is "not found". */
+  private ownUpload(node: NodeCaller, id: string): UploadRow {
+    const row = this.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.id, id)).get()
+    if (!row || row.fellowId !== node.fellowId) throw notFound('Upload')
+    return row
+  }
+
+  /** Where the upload stands: the recorded count, unless the temp file holds fewer (a crash lost them). */
+  private async offsetOf(row: UploadRow): Promise<number> {
+    const onDisk = await this.uploads.size(row.id)
+    if (onDisk >= row.receivedBytes) return row.receivedBytes
+    this.ctx.db.update(artifactUploads).set({ receivedBytes: onDisk }).where(eq(artifactUploads.id, row.id)).run()
+    return onDisk
+  }
+
+  async uploadState(node: NodeCaller, id: string): Promise<UploadState> {
+    const row = this.ownUpload(node, id)
+    return { upload_id: row.id, offset: this.writing.has(id) ? row.receivedBytes : await this.offsetOf(row), size_bytes: row.sizeBytes }
+  }
+
+  /** Checks the caller may write the upload, before the route looks at the body. */
+  checkUpload(node: NodeCaller, id: string): void {
+    this.ownUpload(node, id)
+  }
+
+  /**
+   * Appends a PUT's body at `offset`, which must be where the upload stands (else 409 with the
+   * offset to resume from). The bytes received are recorded even when the body breaks off, so the
+   * fellow resumes where it got to. The last byte completes the upload (see complete).
+   */
+  async write(node: NodeCaller, id: string, offset: number, chunks: AsyncIterable<Uint8Array>, declaredBytes: number | null): Promise<WriteResult> {
+    const row = this.ownUpload(node, id)
+    if (this.writing.has(id)) throw new AppError('conflict', 'Another request is writing this upload now.', { offset: row.receivedBytes })
+    this.writing.add(id)
+    try {
+      const at = await this.offsetOf(row)
+      if (offset !== at) throw new AppError('conflict', `The upload stands at byte ${at}, not ${offset}: resume from there.`, { offset: at })
+      const room = row.sizeBytes - at
+      if (declaredBytes !== null && declaredBytes > room) {
+        throw new AppError('payload_too_large', `The body declares ${declaredBytes} byte(s); this upload expects ${room} more.`, { offset: at })
+      }
+      let written = 0
+      try {
+        written = await this.uploads.append(id, at, chunks, room, (n) => (written = n))
+      } catch (e) {
+        if (e instanceof AppError) throw new AppError(e.code, e.message, { ...e.extra, offset: at + written })
+        throw e
+      } finally {
+        // A request that brought nothing changes nothing (a refusal leaves the state as it was).
+        if (written > 0) this.ctx.db.update(artifactUploads).set({ receivedBytes: at + written, updatedAt: this.ctx.clock.now() }).where(eq(artifactUploads.id, id)).run()
+      }
+      if (at + written < row.sizeBytes) return { done: false, state: { upload_id: id, offset: at + written, size_bytes: row.sizeBytes } }
+      return { done: true, artifact: await this.complete(row) }
+    } finally {
+      this.writing.delete(id)
+    }
+  }
+
+  /**
+   * All bytes are in: a wrong hash drops the upload whole (422); a right one moves the file into
+   * the blob store (kept once: a blob already there is reused) and turns the upload into an
+   * artifact in one transaction. An upload dropped meanwhile (its job purged) is "not found"; the
+   * blob it left is garbage for the collector.
+   */
+  private async complete(row: UploadRow): Promise<Artifact> {
+    const digest = await this.uploads.digest(row.id, row.sizeBytes)
+    if (digest !== row.sha256) {
+      this.ctx.db.delete(artifactUploads).where(eq(artifactUploads.id, row.id)).run()
+      await this.uploads.remove(row.id)
+      throw new AppError('checksum_mismatch', `The bytes received hash to ${digest}, not the declared ${row.sha256}; the upload is dropped, start a new one.`, { sha256: digest })
+    }
+    return this.inTurn(row.sha256, async () => {
+      await this.storeCall(() => this.store.putFile(row.sha256, this.uploads.pathOf(row.id)))
+      const artifact = this.ctx.db.transaction((tx) => {
+        const still = tx.select({ id: artifactUploads.id }).from(artifactUploads).where(eq(artifactUploads.id, row.id)).get()
+        if (!still) throw notFound('Upload')
+        const a: Row = {
+          id: newId(),
+          poolId: row.poolId,
+          jobId: row.jobId,
+          stage: row.stage,
+          kind: row.kind,
+          name: row.name,
+          sizeBytes: row.sizeBytes,
+          sha256: row.sha256,
+          step: row.step,
+          fellowId: row.fellowId,
+          createdAt: this.ctx.clock.now(),
+        }
+        tx.insert(artifacts).values(a).run()
+        tx.delete(artifactUploads).where(eq(artifactUploads.id, row.id)).run()
+        return toArtifact(a)
+      })
+      await this.uploads.remove(row.id)
+      return artifact
+    })
+  }
+
+  // ---- reading (operators of the pool, its fellows) ------------------------------------------------
+
+  private visible(caller: Caller, id: string): Row {
+    const row = this.ctx.db.select().from(artifacts).where(eq(artifacts.id, id)).get()
+    if (!row || !inScope(scopeOf(this.ctx.db, caller), row.poolId)) throw notFound('Artifact')
+    return row
+  }
+
+  get(caller: Caller, id: string): Artifact {
+    return toArtifact(this.visible(caller, id))
+  }
+
+  list(caller: Caller, filter: ArtifactFilter): Artifact[] {
+    const scope = scopeOf(this.ctx.db, caller)
+    if (filter.pool_id !== undefined && !inScope(scope, filter.pool_id)) return []
+    const conds: (SQL | undefined)[] = [
+      filter.pool_id !== undefined ? eq(artifacts.poolId, filter.pool_id) : scope === null ? undefined : inArray(artifacts.poolId, [...scope]),
+      filter.job_id !== undefined ? eq(artifacts.jobId, filter.job_id) : undefined,
+      filter.kind !== undefined ? eq(artifacts.kind, filter.kind) : undefined,
+    ]
+    return this.ctx.db.select().from(artifacts).where(and(...conds)).orderBy(desc(artifacts.createdAt), desc(artifacts.id)).limit(MAX_LIST).all().map(toArtifact)
+  }
+
+  /** The checkpoint a fellow taking over a stage resumes from: the highest step, then the newest. */
+  latestCheckpoint(caller: Caller, jobId: string, stage: number): Artifact {
+    const job = this.ctx.db.select({ poolId: jobs.poolId }).from(jobs).where(eq(jobs.id, jobId)).get()
+    if (!job || !inScope(scopeOf(this.ctx.db, caller), job.poolId)) throw notFound('Job')
+    const row = this.ctx.db
+      .select()
+      .from(artifacts)
+      .where(and(eq(artifacts.jobId, jobId), eq(artifacts.stage, stage), eq(artifacts.kind, 'checkpoint')))
+      // SQLite sorts NULL lowest: a checkpoint without a step comes after every numbered one.
+      .orderBy(desc(artifacts.step), desc(artifacts.createdAt), desc(artifacts.id))
+      .limit(1)
+      .get()
+    if (!row) throw notFound(`Checkpoint of stage ${stage}`)
+    return toArtifact(row)
+  }
+
+  /** The artifact and a stream of its bytes (the range, when given). A row whose blob is missing is 410. */
+  async open(caller: Caller, id: string, range: ByteRange | null): Promise<{ artifact: Artifact; body: ReadableStream<Uint8Array> }> {
+    const row = this.visible(caller, id)
+    const blob = await this.storeCall(() => this.store.stat(row.sha256))
+    if (blob === null) {
+      this.ctx.log.warn('artifact without its blob', { artifact_id: row.id, sha256: row.sha256, store: this.store.location })
+      throw new AppError('gone', "The artifact's bytes are missing from the store (restored without its blobs?).")
+    }
+    return { artifact: toArtifact(row), body: this.store.read(row.sha256, range ?? undefined) }
+  }
+
+  /**
+   * The pool's owner or an admin deletes; other members get 403, outsiders 404. The blob stays for
+   * the collector: another artifact may share it, or an upload of the same bytes be completing.
+   */
+  delete(actor: Actor, id: string): void {
+    this.ctx.db.transaction((tx) => {
+      const row = tx.select().from(artifacts).where(eq(artifacts.id, id)).get()
+      const role = row && actor.role !== 'admin' ? memberRole(tx, row.poolId, actor.userId) : null
+      if (!row || (actor.role !== 'admin' && role === null)) throw notFound('Artifact')
+      if (actor.role !== 'admin' && role !== 'owner') throw new AppError('forbidden', 'Only the pool owner or an admin can delete artifacts.')
+      tx.delete(artifacts).where(eq(artifacts.id, id)).run()
+      recordAudit(tx, this.ctx.clock, {
+        kind: 'artifact.delete',
+        actorUserId: actor.userId,
+        clientIp: actor.clientIp,
+        targetType: 'artifact',
+        targetId: id,
+        detail: { pool_id: row.poolId, job_id: row.jobId, name: row.name, size_bytes: row.sizeBytes, sha256: row.sha256 },
+      })
+    })
+  }
+
+  // ---- collection (the loop) -------------------------------------------------------------------
+
+  collect(): Promise<CollectReport> {
+    return this.collector.collect()
+  }
+
+  /**
+   * Runs fn after any earlier turn of the same blob: publishing a blob (complete) and collecting it
+   * never interleave on this leader. Across leaders sharing a bucket the grace age covers the race.
+   */
+  private inTurn<T>(sha256: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.turns.get(sha256) ?? Promise.resolve()
+    const mine = before.catch(() => {}).then(fn)
+    const tail = mine.catch(() => {})
+    this.turns.set(sha256, tail)
+    void tail.then(() => {
+      if (this.turns.get(sha256) === tail) this.turns.delete(sha256)
+    })
+    return mine
+  }
+
+  /** A store that fails (S3 down, disk error) answers 503: the fellow retries, nothing is half-kept. */
+  private async storeCall<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (e) {
+      if (e instanceof AppError) throw e
+      const ref = Bun.randomUUIDv7()
+      this.ctx.log.error('artifact store failed', { ref, store: this.store.location, error: String((e as Error)?.message ?? e) })
+      throw new AppError('service_unavailable', `The artifact store did not answer (reference ${ref}); retry shortly.`, { retryAfterS: 5 })
+    }
+  }
+}

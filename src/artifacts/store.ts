@@ -1,0 +1,212 @@
+// Where artifact bytes live, behind one small interface (like the hubs): files under the state
+// directory, or an S3 bucket. Blobs are content-addressed (the SHA-256 of their bytes is their
+// name), so a blob never changes once written, two artifacts with the same bytes share one, and a
+// plain copy of the store at any moment is consistent. The store knows nothing of rows: which blobs
+// are still named is the service's question (src/artifacts/service.ts collects the others).
+import { mkdir, open, readdir, rename, rm, stat, utimes, copyFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { ArtifactStoreConfig } from '../config'
+
+export interface BlobInfo {
+  sha256: string
+  size: number
+  /** When the blob was last written (ms): a young blob may belong to an upload completing right now. */
+  modifiedAt: number
+}
+
+/** Bytes [start, end) of a blob. */
+export interface ByteRange {
+  start: number
+  end: number
+}
+
+export interface BlobStore {
+  /** Where the blobs are, for logs and the operator (a directory or an s3:// URL). */
+  readonly location: string
+  /**
+   * Takes the verified file at `path` into the store under its hash; the file is gone afterwards.
+   * A blob already there is kept and its age renewed, so the collector does not take it from
+   * under the artifact about to name it.
+   */
+  putFile(sha256: string, path: string): Promise<void>
+  stat(sha256: string): Promise<BlobInfo | null>
+  read(sha256: string, range?: ByteRange): ReadableStream<Uint8Array>
+  delete(sha256: string): Promise<void>
+  list(): AsyncIterable<BlobInfo>
+}
+
+const HEX = /^[0-9a-f]{64}$/
+
+/** Every path and key is built from a checked hash: nothing a caller sent can walk out of the store. */
+function checked(sha256: string): string {
+  if (!HEX.test(sha256)) throw new Error(`not a SHA-256 hex digest: ${JSON.stringify(sha256).slice(0, 80)}`)
+  return sha256
+}
+
+const errno = (e: unknown) => (e as NodeJS.ErrnoException).code
+
+/** `<root>/sha256/<first 2 hex>/<hex>`: 256 directories, none with millions of entries. */
+export class LocalBlobStore implements BlobStore {
+  constructor(readonly root: string) {}
+
+  get location(): string {
+    return this.root
+  }
+
+  private pathOf(sha256: string): string {
+    const hex = checked(sha256)
+    return join(this.root, 'sha256', hex.slice(0, 2), hex)
+  }
+
+  async putFile(sha256: string, path: string): Promise<void> {
+    const dest = this.pathOf(sha256)
+    const dir = join(dest, '..')
+    await mkdir(dir, { recursive: true, mode: 0o700 })
+    if ((await this.stat(sha256)) !== null) {
+      const now = new Date()
+      await utimes(dest, now, now)
+      await rm(path, { force: true })
+      return
+    }
+    try {
+      // The upload's temp file is complete, synced and verified: a rename publishes it whole or not at all.
+      await rename(path, dest)
+    } catch (e) {
+      if (errno(e) !== 'EXDEV') throw e
+      // The uploads directory sits on another file system: copy beside the blob, then rename.
+      const tmp = join(dir, `.${sha256}.${process.pid}.${Date.now()}.partial`)
+      try {
+        await copyFile(path, tmp)
+        const h = await open(tmp, 'r+')
+        await h.sync().finally(() => h.close())
+        await rename(tmp, dest)
+      } finally {
+        await rm(tmp, { force: true })
+      }
+      await rm(path, { force: true })
+    }
+  }
+
+  async stat(sha256: string): Promise<BlobInfo | null> {
+    try {
+      const s = await stat(this.pathOf(sha256))
+      return { sha256, size: s.size, modifiedAt: s.mtimeMs }
+    } catch (e) {
+      if (errno(e) === 'ENOENT') return null
+      throw e
+    }
+  }
+
+  read(sha256: string, range?: ByteRange): ReadableStream<Uint8Array> {
+    const file = Bun.file(this.pathOf(sha256))
+    return (range ? file.slice(range.start, range.end) : file).stream()
+  }
+
+  async delete(sha256: string): Promise<void> {
+    await rm(this.pathOf(sha256), { force: true })
+  }
+
+  async *list(): AsyncIterable<BlobInfo> {
+    const top = join(this.root, 'sha256')
+    let dirs: string[]
+    try {
+      dirs = await readdir(top)
+    } catch (e) {
+      if (errno(e) === 'ENOENT') return
+      throw e
+    }
+    for (const d of dirs.sort()) {
+      if (!/^[0-9a-f]{2}$/.test(d)) continue
+      for (const name of await readdir(join(top, d)).catch(() => [] as string[])) {
+        if (!HEX.test(name) || !name.startsWith(d)) continue // partial copies, strays
+        const info = await this.stat(name)
+        if (info !== null) yield info
+      }
+    }
+  }
+}
+
+export interface S3Settings {
+  bucket: string
+  prefix: string
+  endpoint: string | null
+  region: string
+  accessKeyId: string
+  secretAccessKey: string
+  sessionToken: string | null
+}
+
+/** `<prefix>/sha256/<first 2 hex>/<hex>` in one bucket, through Bun's built-in S3 client. */
+export class S3BlobStore implements BlobStore {
+  private client: Bun.S3Client
+  private base: string
+
+  constructor(private s: S3Settings) {
+    // Every setting given explicitly: Bun's client would otherwise read S3_* and AWS_* itself,
+    // and src/config.ts is the one place that reads the environment.
+    this.client = new Bun.S3Client({
+      bucket: s.bucket,
+      region: s.region,
+      accessKeyId: s.accessKeyId,
+      secretAccessKey: s.secretAccessKey,
+      ...(s.sessionToken !== null ? { sessionToken: s.sessionToken } : {}),
+      ...(s.endpoint !== null ? { endpoint: s.endpoint } : {}),
+    })
+    this.base = `${s.prefix === '' ? '' : `${s.prefix}/`}sha256/`
+  }
+
+  get location(): string {
+    return `s3://${this.s.bucket}/${this.base}`
+  }
+
+  private keyOf(sha256: string): string {
+    const hex = checked(sha256)
+    return `${this.base}${hex.slice(0, 2)}/${hex}`
+  }
+
+  async putFile(sha256: string, path: string): Promise<void> {
+    // Written even when the object exists: S3 has no cheap "touch", and rewriting the same bytes
+    // renews LastModified, which is the age the collector reads.
+    await this.client.write(this.keyOf(sha256), Bun.file(path), { type: 'application/octet-stream' })
+    await rm(path, { force: true })
+  }
+
+  async stat(sha256: string): Promise<BlobInfo | null> {
+    try {
+      const s = await this.client.file(this.keyOf(sha256)).stat()
+      return { sha256, size: s.size, modifiedAt: s.lastModified.getTime() }
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (code === 'NoSuchKey' || code === 'NotFound' || code === 'ERR_S3_FILE_NOT_FOUND') return null
+      throw e
+    }
+  }
+
+  read(sha256: string, range?: ByteRange): ReadableStream<Uint8Array> {
+    const file = this.client.file(this.keyOf(sha256))
+    return (range ? file.slice(range.start, range.end) : file).stream()
+  }
+
+  async delete(sha256: string): Promise<void> {
+    await this.client.delete(this.keyOf(sha256))
+  }
+
+  async *list(): AsyncIterable<BlobInfo> {
+    let continuationToken: string | undefined
+    do {
+      const page = await this.client.list({ prefix: this.base, ...(continuationToken ? { continuationToken } : {}) })
+      for (const o of page.contents ?? []) {
+        const name = o.key.slice(o.key.lastIndexOf('/') + 1)
+        if (!HEX.test(name) || o.key !== this.keyOf(name)) continue
+        yield { sha256: name, size: o.size ?? 0, modifiedAt: o.lastModified ? Date.parse(o.lastModified) : 0 }
+      }
+      continuationToken = page.isTruncated ? page.nextContinuationToken : undefined
+    } while (continuationToken)
+  }
+}
+
+/** The store SVC_ARTIFACTS_URL names: unset, files under `<state>/artifacts/blobs`. */
+export function blobStoreFor(cfg: ArtifactStoreConfig, stateDir: string): BlobStore {
+  if (cfg.kind === 's3') return new S3BlobStore(cfg)
+  return new LocalBlobStore(join(stateDir, 'artifacts', 'blobs'))
+}
