@@ -48,7 +48,7 @@ def save_checkpoint():
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "ckpt-%d.json" % state["step"]), "w") as fh:
         json.dump({"w": state["w"], "step": state["step"]}, fh)
-    print(json.dumps({"checkpoint": d}), flush=True)
+    print(json.dumps({"checkpoint": d, "step": state["step"]}), flush=True)
     state["checkpoint"] = False
 
 

@@ -38,7 +38,7 @@ function saveCheckpoint(): void {
   const dir = env('SVC_CHECKPOINT_DIR')
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, `ckpt-${step}.json`), JSON.stringify({ w, step }))
-  console.log(JSON.stringify({ checkpoint: dir }))
+  console.log(JSON.stringify({ checkpoint: dir, step }))
   wantCheckpoint = false
 }
 

@@ -25,9 +25,20 @@ export const DEFAULT_TIMEOUT_MS = 10_000
 // Relay frames may be large; the frame cap is the leader's (64 MiB by default).
 const MAX_FRAME_BYTES = 1024 * 1024 * 1024
 
+/** An artifact in the leader's store, as the agent reads it. */
+export interface StoredArtifact {
+  id: string
+  kind: string
+  name: string
+  size_bytes: number
+  sha256: string
+  step: number | null
+  stage: number | null
+}
+
 interface RequestOptions {
   json?: unknown
-  body?: Uint8Array
+  body?: Uint8Array | Blob
   /** Overrides the node token (registration uses the join token). null: no credential. */
   bearer?: string | null
   timeoutMs?: number
@@ -73,7 +84,7 @@ export class LeaderClient {
       body = JSON.stringify(opts.json)
     } else if (opts.body) {
       headers['content-type'] = 'application/octet-stream'
-      body = opts.body as Uint8Array<ArrayBuffer>
+      body = opts.body as Uint8Array<ArrayBuffer> | Blob
     }
     const timeout = AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout
@@ -112,6 +123,43 @@ export class LeaderClient {
 
   async announceServable(body: { name: string; version: string; format: string; size_bytes: number }): Promise<void> {
     await drain(await this.request('POST', '/api/v1/servables', { json: body }))
+  }
+
+  /** Starts an artifact upload (the bytes follow with putUpload). */
+  async beginUpload(body: { kind: string; name: string; size_bytes: number; sha256: string; job_id?: string; stage?: number; step?: number }): Promise<{ upload_id: string; offset: number; size_bytes: number }> {
+    return (await (await this.request('POST', '/api/v1/artifacts/uploads', { json: body })).json()) as { upload_id: string; offset: number; size_bytes: number }
+  }
+
+  async uploadState(id: string): Promise<{ upload_id: string; offset: number; size_bytes: number }> {
+    return (await (await this.request('GET', `/api/v1/artifacts/uploads/${id}`)).json()) as { upload_id: string; offset: number; size_bytes: number }
+  }
+
+  /** Sends bytes from `offset`; the artifact when they were the last, else null. */
+  async putUpload(id: string, offset: number, bytes: Blob, signal?: AbortSignal): Promise<StoredArtifact | null> {
+    const res = await this.request('PUT', `/api/v1/artifacts/uploads/${id}?offset=${offset}`, { body: bytes, timeoutMs: 30 * 60_000, signal })
+    const body = (await res.json()) as { artifact?: StoredArtifact }
+    return res.status === 201 && body.artifact ? body.artifact : null
+  }
+
+  /** The newest checkpoint of a job's stage in the leader's store, or null. */
+  async latestCheckpoint(jobId: string, stage: number): Promise<StoredArtifact | null> {
+    try {
+      return (await (await this.request('GET', `/api/v1/jobs/${jobId}/checkpoints/latest?stage=${stage}`)).json()) as StoredArtifact
+    } catch (e) {
+      if (e instanceof LeaderError && e.status === 404) return null
+      throw e
+    }
+  }
+
+  /** An artifact's record (a fellow may read those of its own pool). */
+  async artifact(id: string): Promise<StoredArtifact> {
+    return (await (await this.request('GET', `/api/v1/artifacts/${id}`)).json()) as StoredArtifact
+  }
+
+  /** An artifact's bytes, as a stream (the caller checks the hash). */
+  async artifactContent(id: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const res = await this.request('GET', `/api/v1/artifacts/${id}/content`, { timeoutMs: 30 * 60_000, signal })
+    return res.body!
   }
 
   async relayPush(relayUrl: string, channel: string, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {

@@ -82,6 +82,8 @@ export interface OpenAiEngineDeps {
   clock: TimerClock
   /** Told whenever `healthy` changes, so the fellow's next heartbeat says so at once. */
   onHealth: (e: Engine) => void
+  /** The local path of a model file from the leader's artifact store, downloaded when missing. */
+  fetchModel?: (artifactId: string) => Promise<string>
 }
 
 /** A free TCP port on the loopback interface (bound, read, released). */
@@ -141,7 +143,7 @@ export class OpenAiEngine implements Engine {
   }
 
   start(): void {
-    if (this.spec.command) this.launch()
+    if (this.spec.command) void this.launch()
     this.schedule(0)
   }
 
@@ -169,20 +171,33 @@ export class OpenAiEngine implements Engine {
     this.deps.onHealth(this)
   }
 
-  private launch(): void {
+  private async launch(): Promise<void> {
     const spec = this.spec
     const log = this.deps.log
+    let modelFile = ''
+    if (spec.modelArtifact) {
+      try {
+        if (!this.deps.fetchModel) throw new Error('no artifact store to fetch it from')
+        modelFile = await this.deps.fetchModel(spec.modelArtifact)
+      } catch (e) {
+        const ms = this.backoff.next()
+        log.error('engine model file not available; retrying', { engine: spec.name, artifact_id: spec.modelArtifact, error: (e as Error).message, retry_ms: ms })
+        void sleep(this.deps.clock, ms, this.stopper.signal).then((go) => void (go && !this.stopping && this.launch()))
+        return
+      }
+      if (this.stopping) return
+    }
     const port = String(freePort())
-    const argv = spec.command!.map((w) => w.replaceAll('{port}', port))
+    const argv = spec.command!.map((w) => w.replaceAll('{port}', port).replaceAll('{model_file}', modelFile))
     this.base = spec.url.replaceAll('{port}', port)
     this.startedAt = this.deps.clock.now()
     let proc: ReturnType<typeof Bun.spawn>
     try {
-      proc = Bun.spawn(argv, { env: { ...childEnv(), ...spec.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+      proc = Bun.spawn(argv, { env: { ...childEnv(), ...spec.env, ...(modelFile ? { SVC_MODEL_FILE: modelFile } : {}) }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
     } catch (e) {
       const ms = this.backoff.next()
       log.error('engine command could not start', { engine: spec.name, command: argv[0], error: (e as Error).message, retry_ms: ms })
-      void sleep(this.deps.clock, ms, this.stopper.signal).then((go) => go && this.launch())
+      void sleep(this.deps.clock, ms, this.stopper.signal).then((go) => void (go && this.launch()))
       return
     }
     this.proc = proc
@@ -197,7 +212,7 @@ export class OpenAiEngine implements Engine {
       if (this.deps.clock.now() - this.startedAt >= STABLE_MS) this.backoff.reset()
       const ms = this.backoff.next()
       log.warn('engine exited; restarting', { engine: spec.name, code, signal: proc.signalCode, retry_ms: ms })
-      void sleep(this.deps.clock, ms, this.stopper.signal).then((go) => go && !this.stopping && this.launch())
+      void sleep(this.deps.clock, ms, this.stopper.signal).then((go) => void (go && !this.stopping && this.launch()))
     })
   }
 

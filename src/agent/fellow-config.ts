@@ -40,6 +40,11 @@ export interface EngineSpec {
   startTimeoutS: number
   /** After SIGTERM, how long a started engine has to exit before SIGKILL. */
   stopGraceS: number
+  /**
+   * A model file in the leader's artifact store (its id), downloaded before the engine starts;
+   * `{model_file}` in the command (and SVC_MODEL_FILE) is its local path.
+   */
+  modelArtifact: string | null
 }
 
 export class FellowConfigError extends Error {}
@@ -60,6 +65,7 @@ const EngineTable = Type.Object(
     request_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
     start_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
     stop_grace_s: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+    model_artifact: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' })),
   },
   { additionalProperties: false },
 )
@@ -177,6 +183,8 @@ function spec(name: string, t: EngineTable, where: string): EngineSpec {
   checkUrl(url, where, command !== null)
   if (url === 'builtin' && command !== null) throw new FellowConfigError(`${where}: the built-in engine takes no command`)
   if (url.includes('{port}') && command === null) throw new FellowConfigError(`${where}: {port} in the url needs a command that listens on it`)
+  if (t.model_artifact !== undefined && command === null) throw new FellowConfigError(`${where}: model_artifact needs a command (the engine the agent starts with the file)`)
+  if (command?.some((w) => w.includes('{model_file}')) && t.model_artifact === undefined) throw new FellowConfigError(`${where}: {model_file} in the command needs model_artifact = "<artifact id>"`)
   const model = t.model ?? (url === 'builtin' ? BUILTIN_MODEL : name)
   if (!new RegExp(MODEL).test(model)) throw new FellowConfigError(`${where}: the model name must be 1 to 200 letters, digits or ._:/@+- (set model = "...")`)
   return {
@@ -192,6 +200,7 @@ function spec(name: string, t: EngineTable, where: string): EngineSpec {
     requestTimeoutS: t.request_timeout_s ?? DEFAULT_REQUEST_TIMEOUT_S,
     startTimeoutS: t.start_timeout_s ?? DEFAULT_START_TIMEOUT_S,
     stopGraceS: t.stop_grace_s ?? DEFAULT_STOP_GRACE_S,
+    modelArtifact: t.model_artifact?.toLowerCase() ?? null,
   }
 }
 

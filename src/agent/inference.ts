@@ -6,7 +6,10 @@
 //
 // Concurrency: as many long-polls as the engines take requests at once together (at most
 // MAX_SLOTS), and each engine never more than its max_concurrent (a request beyond waits here).
+import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { Backoff } from './backoff'
+import { downloadVerified } from './checkpoints'
 import { createEngine, EngineError, type Engine, type EngineEvent } from './engines'
 import { LeaderError, isRetryable, type InferFrame, type LeaderClient } from './client'
 import { BUILTIN_MODEL, type EngineSpec } from './fellow-config'
@@ -32,6 +35,8 @@ export interface InferenceDeps {
   fellowId: () => string
   signal: AbortSignal
   clock: TimerClock
+  /** Model files from the leader's artifact store are kept under <stateDir>/models, by SHA-256. */
+  stateDir?: string
 }
 
 /** A counting gate: at most `limit` holders; the rest wait in order. */
@@ -75,6 +80,7 @@ export class InferenceServer {
           if (e.healthy) void this.announce(e)
           this.onChange()
         },
+        fetchModel: (id) => this.fetchModel(id),
       }),
     )
     for (const e of this.engines) this.gates.set(e, new Gate(e.spec.maxConcurrent))
@@ -105,6 +111,24 @@ export class InferenceServer {
   /** Stops the engines the agent started (SIGTERM, SIGKILL after their grace period). */
   async stop(): Promise<void> {
     await Promise.all(this.engines.map((e) => e.stop()))
+  }
+
+  /**
+   * A model file from the leader's artifact store (of this fellow's pool), downloaded once and
+   * kept by its SHA-256: a restart or a second engine with the same file does not fetch it again.
+   */
+  private async fetchModel(id: string): Promise<string> {
+    if (!this.deps.stateDir) throw new Error('no state directory to keep model files in')
+    const art = await this.deps.client.artifact(id)
+    const dir = join(this.deps.stateDir, 'models')
+    const file = join(dir, art.sha256)
+    if (existsSync(file) && statSync(file).size === art.size_bytes) return file
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const part = `${file}.part`
+    this.deps.log.info('downloading model file', { artifact_id: id, name: art.name, bytes: art.size_bytes })
+    await downloadVerified({ client: this.deps.client, log: this.deps.log, clock: this.deps.clock, signal: this.deps.signal }, art, part)
+    renameSync(part, file)
+    return file
   }
 
   /** The model in the leader's catalog, once per model per agent run. */

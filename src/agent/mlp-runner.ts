@@ -119,7 +119,7 @@ export async function runMlpRunner(env: NodeJS.ProcessEnv = process.env): Promis
     config = parsed as Record<string, unknown>
     io = new DataEndpointIO(required(env, 'SVC_DATA_URL'), required(env, 'SVC_CHECKPOINT_DIR'), env.SVC_RESUME_FROM || null, stage, (r) => {
       if (r.status === 'running' && r.step !== undefined) say({ step: r.step, ...(r.loss != null ? { loss: r.loss } : {}), ...(r.throughput !== undefined ? { throughput: r.throughput } : {}) })
-      else if (r.status === 'checkpointed') say({ checkpoint: env.SVC_CHECKPOINT_DIR })
+      else if (r.status === 'checkpointed') say({ checkpoint: env.SVC_CHECKPOINT_DIR, step: r.step })
       else if (r.status === 'completed') {
         say({ step: r.step, ...(r.loss != null ? { loss: r.loss } : {}) })
         exit(0)

@@ -6,12 +6,13 @@
 // signals: PAUSE/resume SIGSTOP/SIGCONT, CHECKPOINT SIGUSR1, STOP SIGTERM then SIGKILL. Exit 0
 // finishes the stage (the last stage's completes the job); any other exit fails the job with the
 // last lines of the runner's stderr as the reason.
-import { mkdirSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { mkdirSync, readdirSync } from 'node:fs'
+import { join, resolve, sep } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { Link } from './transport'
 import { LineLimiter, childEnv, readLines } from './lines'
 import { StatusReporter } from './reports'
+import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import type { StageAssignment } from './job'
 import type { WorkerDeps, WorkerStatus } from './pipeline'
@@ -54,6 +55,11 @@ export class RunnerWorker {
   private lastProgress = { at: 0, step: 0 }
   private readonly output: LineLimiter
   readonly checkpointDir: string
+  /** Where archives and downloaded checkpoints go (below the job's directory, not the runner's). */
+  private readonly workDir: string
+  /** Uploads go one at a time; a newer checkpoint waits and replaces an older waiting one. */
+  private uploading: Promise<void> | null = null
+  private nextUpload: { step: number; dir: string } | null = null
 
   constructor(
     private readonly deps: RunnerDeps,
@@ -65,6 +71,7 @@ export class RunnerWorker {
     this.reporter = new StatusReporter(deps, deps.jobId)
     this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
     this.checkpointDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'checkpoints')
+    this.workDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'transfer')
     this.output = new LineLimiter(LOG_LINES_PER_S, deps.clock, (n) => deps.log.warn('runner output suppressed', { job_id: deps.jobId, runner: spec.name, lines: n, limit_per_s: LOG_LINES_PER_S }))
   }
 
@@ -73,8 +80,22 @@ export class RunnerWorker {
   }
 
   start(): void {
+    void this.launch().catch((e: Error) => this.fail(`runner ${this.spec.name} could not start: ${e.message}`))
+  }
+
+  /**
+   * The stage's newest checkpoint in the leader's store, if any, becomes SVC_RESUME_FROM (a stage
+   * that moved here from a lost fellow goes on from it); else a checkpoint of its own, on a START
+   * that resumes. Then the runner starts.
+   */
+  private async launch(): Promise<void> {
     const { log } = this.deps
     mkdirSync(this.checkpointDir, { recursive: true, mode: 0o700 })
+    const stored = await fetchCheckpoint({ ...this.deps, signal: this.stopper.signal }, { jobId: this.jobId, stage: this.stage.stage, workDir: this.workDir })
+    if (this.status === 'stopped') return
+    let resumeFrom: string | null = stored?.dir ?? null
+    if (!resumeFrom && this.assignment.resume && readdirSync(this.checkpointDir).length > 0) resumeFrom = this.checkpointDir
+    if (stored) this.step = stored.step
     this.link.start()
     this.server = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, maxRequestBodySize: MAX_SEND_BYTES, fetch: (req) => this.data(req) })
     const env: Record<string, string> = {
@@ -90,14 +111,14 @@ export class RunnerWorker {
       SVC_DATA_URL: `http://127.0.0.1:${this.server.port}/${this.secret}`,
       SVC_RUNNER_CONTRACT: '1',
     }
-    if (this.assignment.resume && existsSync(this.checkpointDir)) env.SVC_RESUME_FROM = this.checkpointDir
+    if (resumeFrom) env.SVC_RESUME_FROM = resumeFrom
     try {
       this.proc = Bun.spawn(this.spec.command, { env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
     } catch (e) {
       return this.fail(`runner ${this.spec.name} could not start: ${(e as Error).message}`)
     }
-    log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport })
-    this.report({ status: 'running', step: this.step })
+    log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport, resume_from: resumeFrom, resumed_from_step: stored?.step ?? null })
+    this.report({ status: 'running', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
     void readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
     void readLines(this.proc.stderr as ReadableStream<Uint8Array>, (l) => {
       this.stderrTail.push(l.slice(0, 400))
@@ -116,6 +137,9 @@ export class RunnerWorker {
     if (this.status !== 'running' || !this.proc) return
     this.proc.kill('SIGSTOP')
     this.status = 'paused'
+    // Progress already on its way must not say "running" after "paused".
+    if (this.pendingReport) clearTimeout(this.pendingReport)
+    this.pendingReport = null
     this.deps.log.info('stage paused', { job_id: this.jobId, step: this.step })
     this.report({ status: 'paused', step: this.step })
   }
@@ -177,8 +201,13 @@ export class RunnerWorker {
     }
     if (j && typeof j.checkpoint === 'string') {
       if (this.status === 'checkpointing') this.status = 'running'
-      log.info('checkpoint written', { job_id: this.jobId, runner: this.spec.name, step: this.step, path: j.checkpoint })
-      this.report({ status: 'checkpointed', step: this.step })
+      const step = typeof j.step === 'number' && Number.isSafeInteger(j.step) && j.step >= 0 ? j.step : this.step
+      // Only what lies in its own checkpoint directory leaves the machine.
+      const dir = resolve(this.checkpointDir, j.checkpoint)
+      const inside = dir === this.checkpointDir || dir.startsWith(this.checkpointDir + sep)
+      log.info('checkpoint written', { job_id: this.jobId, runner: this.spec.name, step, path: j.checkpoint })
+      this.report({ status: 'checkpointed', step })
+      this.upload(step, inside ? dir : this.checkpointDir)
       return
     }
     if (j && typeof j.step === 'number' && Number.isInteger(j.step) && j.step >= 0) {
@@ -193,9 +222,10 @@ export class RunnerWorker {
 
   /** A progress report, at most every REPORT_EVERY_MS (the latest figures win). */
   private progress(throughput: number | null): void {
-    if (this.pendingReport) return
+    if (this.pendingReport || this.status === 'paused') return
     const send = () => {
       this.pendingReport = null
+      if (this.status === 'paused') return
       const now = this.deps.clock.now()
       const rate = throughput ?? Math.max(0, ((this.step - this.lastProgress.step) * 1000) / Math.max(1, now - this.lastProgress.at))
       this.lastProgress = { at: now, step: this.step }
@@ -205,6 +235,21 @@ export class RunnerWorker {
     const wait = this.lastReportAt + REPORT_EVERY_MS - this.deps.clock.now()
     if (wait <= 0) send()
     else this.pendingReport = setTimeout(send, wait)
+  }
+
+  /** Into the leader's store, one upload at a time; the newest waiting checkpoint wins. */
+  private upload(step: number, dir: string): void {
+    this.nextUpload = { step, dir }
+    if (this.uploading) return
+    this.uploading = (async () => {
+      while (this.nextUpload) {
+        const next = this.nextUpload
+        this.nextUpload = null
+        // Not the stage's stop signal: a checkpoint taken just before a STOP still gets stored.
+        const art = await uploadCheckpoint({ ...this.deps, signal: new AbortController().signal }, { jobId: this.jobId, stage: this.stage.stage, step: next.step, dir: next.dir, workDir: this.workDir })
+        if (art) this.deps.log.info('checkpoint stored on the leader', { job_id: this.jobId, stage: this.stage.stage, step: next.step, artifact_id: art.id, bytes: art.size_bytes })
+      }
+    })().finally(() => (this.uploading = null))
   }
 
   private flushProgress(): void {

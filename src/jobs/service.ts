@@ -259,13 +259,18 @@ export class JobService {
     const extra: Partial<JobRow> = {}
     if (rep.step !== undefined && rep.step >= row.step) extra.step = rep.step
     if (rep.loss !== undefined && rep.loss !== null) extra.loss = rep.loss
+    if (rep.resumed_from_step !== undefined) extra.resumedFromStep = rep.resumed_from_step
     let next: JobStatus = row.status
     if (rep.status === 'completed') next = 'completed'
     else if (rep.status === 'failed') {
       next = 'failed'
       extra.reason = rep.reason ?? `stage ${stage} failed`
       this.signalAll(row, 'STOP', { reason: 'a stage failed' })
-    } else if (rep.status === 'running' && (row.status === 'scheduled' || row.status === 'paused')) next = 'running'
+    } else if (rep.status === 'running' && row.status === 'scheduled') {
+      // Not from paused: resuming is the leader's call (it sets running itself), and a progress
+      // report sent just before a PAUSE must not undo the pause when it arrives.
+      next = 'running'
+    }
     else if (rep.status === 'paused' && row.status === 'running') next = 'paused'
     if (next === 'completed') this.signalAll(row, 'STOP', { reason: 'completed' })
     this.setStatus(jobId, next, extra)

@@ -15,6 +15,8 @@ export const StatusReport = Type.Object(
     loss: Type.Optional(Nullable(Type.Number({ minimum: -1e15, maximum: 1e15 }))),
     throughput: Type.Optional(Type.Number({ minimum: 0, maximum: 1e15 })),
     reason: Type.Optional(Type.String({ maxLength: 1000 })),
+    /** With the first `running` of a stage that took over from a stored checkpoint: that checkpoint's step. */
+    resumed_from_step: Type.Optional(Int({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
   },
   { additionalProperties: false },
 )

@@ -6,7 +6,7 @@
 // other starts and supervises its own (--engine-cmd) and has a second one from a config file
 // (--config). The official `openai` client talks to the leader.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import OpenAI from 'openai'
 import { killAll, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
@@ -194,6 +194,28 @@ describe('OpenAI-compatible engines behind the leader', () => {
     expect(supervised.logs.some((l) => l.includes('"engine exited; restarting"'))).toBe(true)
     // Its output reached the fellow's log (and so the leader's log shipping).
     expect(supervised.logs.some((l) => l.includes('"engine output"'))).toBe(true)
+  }, 30_000)
+
+  test('an engine whose model file is in the artifact store: the fellow downloads it (hash checked) and starts the engine with {model_file}', async () => {
+    // A fellow uploads the file with its node token (artifacts belong to its pool).
+    const nodeToken = (JSON.parse(readFileSync(join(viaFlag.dir, 'state', 'fellow.json'), 'utf8')) as { node_token: string }).node_token
+    const weights = new TextEncoder().encode('tiny weights for the test')
+    const sha256 = new Bun.CryptoHasher('sha256').update(weights).digest('hex')
+    const node = (method: string, path: string, body: string | Uint8Array<ArrayBuffer>, type = 'application/json') =>
+      fetch(`${c.leader.url}${path}`, { method, headers: { authorization: `Bearer ${nodeToken}`, 'content-type': type }, body })
+    const begun = (await (await node('POST', '/api/v1/artifacts/uploads', JSON.stringify({ kind: 'model', name: 'weights.bin', size_bytes: weights.length, sha256 }))).json()) as { upload_id: string }
+    const put = await node('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}?offset=0`, weights, 'application/octet-stream')
+    expect(put.status).toBe(201)
+    const artifact = ((await put.json()) as { artifact: { id: string } }).artifact
+    // The engine starts only if the file it is given holds those bytes.
+    const toml = join(c.leader.dir, 'model-file.toml')
+    const check = `test "$(cat "$1")" = 'tiny weights for the test' && exec '${process.execPath}' '${STANDIN}' --port "$0" --model file-model`
+    writeFileSync(toml, ['[engines.filed]', `command = ["sh", "-c", ${JSON.stringify(check)}, "{port}", "{model_file}"]`, 'model = "file-model"', `model_artifact = "${artifact.id}"`].join('\n'))
+    const filed = startFellow(c, 'filed', ['--config', toml])
+    await until(async () => ((await openai.models.list()).data.find((m) => m.id === 'file-model') as unknown as { fellows: number } | undefined)?.fellows === 1 ? true : null, 'the engine with the downloaded file serving', poll(20_000))
+    expect(readFileSync(join(filed.dir, 'state', 'models', sha256), 'utf8')).toBe('tiny weights for the test')
+    const r = await openai.chat.completions.create({ model: 'file-model', messages: [{ role: 'user', content: 'loaded' }], max_tokens: 2 })
+    expect(r.choices[0]!.message.content).toBe('echo: loaded ')
   }, 30_000)
 
   test('stopping the agent stops its engine (SIGTERM) and the cluster stops cleanly', async () => {

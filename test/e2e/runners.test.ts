@@ -2,7 +2,7 @@
 // dist/svc as leader and fellows: a 2-stage job whose stages are the example runners of
 // examples/runners (Python, standard library only, on one fellow; TypeScript on the other,
 // declared under the same name), exchanging frames through SVC_DATA_URL over the relay.
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { killAll, nodes, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
@@ -20,6 +20,10 @@ describe.skipIf(!python)('runners declared by the operator', () => {
   let c: Cluster
   let py: Fellow
   let ts: Fellow
+  const cleanup: (() => Promise<unknown>)[] = []
+  afterEach(async () => {
+    for (const f of cleanup.splice(0)) await f()
+  })
   const job = async (id: string) => (await c.api<Job>('GET', `/api/v1/jobs/${id}`)).body
   const submit = async (body: Record<string, unknown>) => {
     const r = await c.api<Job>('POST', '/api/v1/jobs', { pool_id: c.poolId, ...body })
@@ -66,6 +70,8 @@ describe.skipIf(!python)('runners declared by the operator', () => {
       const r = await job(j.id)
       return r.status === 'running' && r.step > 0 ? r : null
     }, 'the job running', poll(20_000))
+    // Whatever happens below, the long job must not keep a fellow from the tests after this one.
+    cleanup.push(() => c.api('DELETE', `/api/v1/jobs/${j.id}`))
     const fellow = [py, ts].find((f) => f.id() === running.assignments[0]!.fellow_id)!
     const started = fellow.logs.map((l) => JSON.parse(l) as { msg?: string; job_id?: string; runner?: string; pid?: number }).find((l) => l.msg === 'runner started' && l.job_id === j.id)!
     expect(started.runner).toBe('mlp')
@@ -76,7 +82,8 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     expect((await c.api('POST', `/api/v1/jobs/${j.id}/pause`)).status).toBeLessThan(300)
     await until(() => (procState() === 'T' ? true : null), 'the runner stopped (SIGSTOP)', poll(10_000))
     expect((await job(j.id)).status).toBe('paused')
-    expect((await c.api('POST', `/api/v1/jobs/${j.id}/resume`)).status).toBeLessThan(300)
+    const resumed = await c.api('POST', `/api/v1/jobs/${j.id}/resume`)
+    expect([resumed.status, resumed.body]).toEqual([200, expect.objectContaining({ status: 'running' })])
     await until(() => (procState() !== 'T' ? true : null), 'the runner continued (SIGCONT)', poll(10_000))
     expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
     await until(() => (existsSync(`/proc/${started.pid}`) ? null : true), 'the runner gone after cancel', poll(15_000))
@@ -100,6 +107,34 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
     await until(async () => ((await nodes(c)).find((n) => n.fellow_id === py.id())?.status === 'idle' ? true : null), 'the fellow idle again', poll(15_000))
     expect((await nodes(c)).find((n) => n.fellow_id === py.id())?.state).toBe('online')
-    await stopCluster(c)
   }, 60_000)
+
+  test('CHECKPOINT stores both stages in the artifact store; a stage re-placed after its fellow dies resumes from its checkpoint and the job completes', async () => {
+    const j = await submit({ name: 'resumable', runner: 'toy', stages: 2, config: { steps: 300, lr: 0.5, step_ms: 20 } })
+    await until(async () => ((await job(j.id)).step >= 30 ? true : null), 'the job past step 30', poll(30_000))
+    expect((await c.api('POST', `/api/v1/jobs/${j.id}/checkpoint`)).status).toBeLessThan(300)
+    type Art = { id: string; kind: string; stage: number; step: number; size_bytes: number; sha256: string }
+    const stored = await until(async () => {
+      const items = (await c.api<{ items: Art[] }>('GET', `/api/v1/artifacts?job_id=${j.id}`)).body.items ?? []
+      const cps = items.filter((a) => a.kind === 'checkpoint')
+      return new Set(cps.map((a) => a.stage)).size === 2 ? cps : null
+    }, 'both stages checkpointed into the store', poll(20_000))
+    const stage1 = stored.find((a) => a.stage === 1)!
+    expect(stage1.step).toBeGreaterThan(0)
+    // A spare takes stage 1 when its fellow dies; it offers the same runner.
+    const spare = startFellow(c, 'spare', ['--runner', `toy=${process.execPath} ${TS}`])
+    await waitOnline(c, 3)
+    const holder = (await job(j.id)).assignments.find((a) => a.stage === 1)!.fellow_id
+    const victim = [py, ts].find((f) => f.id() === holder)!
+    victim.proc.kill('SIGKILL')
+    const done = await until(async () => {
+      const r = await job(j.id)
+      if (r.status === 'failed') throw new Error(`job failed: ${r.reason}`)
+      return r.status === 'completed' ? r : null
+    }, 'the job completed on the spare', poll(60_000))
+    expect(done.assignments.find((a) => a.stage === 1)!.fellow_id).toBe(spare.id())
+    expect((done as Job & { resumed_from_step: number | null }).resumed_from_step).toBe(stage1.step)
+    expect(spare.logs.some((l) => l.includes('"checkpoint downloaded"'))).toBe(true)
+    await stopCluster(c)
+  }, 120_000)
 })

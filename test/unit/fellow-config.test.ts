@@ -49,7 +49,7 @@ url = "http://127.0.0.1:11434/v1"
     const [q, o] = loadEngines({ config: 'fellow.toml' }, file(toml))
     expect(q).toEqual({
       name: 'qwen', model: 'qwen2.5-0.5b', upstreamModel: 'q', url: 'http://127.0.0.1:{port}/v1', command: ['llama-server', '-m', '/models/q.gguf', '--port', '{port}'],
-      env: { CUDA_VISIBLE_DEVICES: '0' }, maxConcurrent: 8, healthPath: '/health', apiKey: 'k', requestTimeoutS: 30, startTimeoutS: 900, stopGraceS: 5,
+      env: { CUDA_VISIBLE_DEVICES: '0' }, maxConcurrent: 8, healthPath: '/health', apiKey: 'k', requestTimeoutS: 30, startTimeoutS: 900, stopGraceS: 5, modelArtifact: null,
     })
     expect(o).toMatchObject({ name: 'ollama', model: 'ollama', url: 'http://127.0.0.1:11434/v1' })
   })
@@ -67,6 +67,8 @@ url = "http://127.0.0.1:11434/v1"
     expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nurl = "http://x/v1"\nmax_concurent = 3')))).toContain('fellow.toml: engines.a')
     expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nurl = "http://x/v1"\nmax_concurrent = 0')))).toContain('engines.a.max_concurrent')
     expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nmodel = "m"')))).toContain('give a url')
+    expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nurl = "http://x/v1"\nmodel_artifact = "0190a1b2-0000-7000-8000-000000000001"')))).toContain('model_artifact needs a command')
+    expect(refused(() => loadEngines({ engineCmd: ['a=server -m {model_file} --port {port}'] }))).toContain('{model_file} in the command needs model_artifact')
     expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nurl = "http://x/v1"\nmodel = "m"\n[engines.b]\nurl = "http://y/v1"\nmodel = "m"')))).toContain('the model m is served by two engines')
   })
 

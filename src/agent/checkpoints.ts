@@ -1,0 +1,104 @@
+// Checkpoints through the leader's artifact store, so a stage survives its fellow: a runner's
+// checkpoint directory is archived (tar.ts), uploaded with the node token (SHA-256, resumed from
+// the leader's offset after a broken connection), and the fellow that takes the stage over
+// downloads the stage's newest checkpoint, checks its hash and unpacks it for SVC_RESUME_FROM.
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { tarDirectory, untarInto } from './tar'
+import { LeaderError, NetworkError, type LeaderClient, type StoredArtifact } from './client'
+import { sleep, type TimerClock } from '../time'
+import type { Logger } from '../log'
+
+const ATTEMPTS = 5
+
+export interface CheckpointDeps {
+  client: LeaderClient
+  log: Logger
+  clock: TimerClock
+  signal: AbortSignal
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const h = new Bun.CryptoHasher('sha256')
+  for await (const chunk of Bun.file(file).stream()) h.update(chunk)
+  return h.digest('hex')
+}
+
+/** An artifact's bytes into `file`, checked against its SHA-256 (a mismatch throws, the file removed). */
+export async function downloadVerified(d: CheckpointDeps, art: StoredArtifact, file: string): Promise<void> {
+  const h = new Bun.CryptoHasher('sha256')
+  const out = createWriteStream(file, { mode: 0o600 })
+  try {
+    for await (const chunk of await d.client.artifactContent(art.id, d.signal)) {
+      h.update(chunk)
+      if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()))
+    }
+  } finally {
+    await new Promise<void>((resolve) => out.end(() => resolve()))
+  }
+  if (h.digest('hex') !== art.sha256) {
+    rmSync(file, { force: true })
+    throw new Error(`the download of artifact ${art.id} does not match its SHA-256`)
+  }
+}
+
+/** Archives `dir` and uploads it as the checkpoint of (job, stage) at `step`; the artifact, or null when it could not. */
+export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; step: number; dir: string; workDir: string }): Promise<StoredArtifact | null> {
+  mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
+  const tar = join(o.workDir, `upload-${o.stage}-${o.step}.tar`)
+  try {
+    const size = tarDirectory(o.dir, tar)
+    const sha256 = await sha256Of(tar)
+    const up = await d.client.beginUpload({ kind: 'checkpoint', name: `stage-${o.stage}-step-${o.step}.tar`, size_bytes: size, sha256, job_id: o.jobId, stage: o.stage, step: o.step })
+    let offset = up.offset
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const done = await d.client.putUpload(up.upload_id, offset, Bun.file(tar).slice(offset), d.signal)
+        if (done) return done
+        offset = (await d.client.uploadState(up.upload_id)).offset
+      } catch (e) {
+        // A broken connection or a conflicting offset: ask where the leader stands and go on from there.
+        const resumable = e instanceof NetworkError || (e instanceof LeaderError && (e.status === 409 || e.status >= 500))
+        if (!resumable || attempt >= ATTEMPTS || d.signal.aborted) throw e
+        await sleep(d.clock, 500 * attempt, d.signal)
+        offset = (await d.client.uploadState(up.upload_id)).offset
+      }
+    }
+  } catch (e) {
+    d.log.warn('checkpoint not uploaded; it stays on this fellow only', { job_id: o.jobId, stage: o.stage, step: o.step, error: (e as Error).message })
+    return null
+  } finally {
+    rmSync(tar, { force: true })
+  }
+}
+
+/**
+ * The newest checkpoint of (job, stage) from the leader's store, unpacked into a new directory
+ * below `workDir`; null when there is none (or it cannot be had: the stage starts afresh).
+ */
+export async function fetchCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; workDir: string }): Promise<{ step: number; dir: string } | null> {
+  let art: StoredArtifact | null
+  try {
+    art = await d.client.latestCheckpoint(o.jobId, o.stage)
+  } catch (e) {
+    d.log.warn('could not ask the leader for a checkpoint; starting afresh', { job_id: o.jobId, stage: o.stage, error: (e as Error).message })
+    return null
+  }
+  if (!art || art.step === null) return null
+  mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
+  const tar = join(o.workDir, `download-${art.id}.tar`)
+  const dir = join(o.workDir, `resume-step-${art.step}`)
+  try {
+    await downloadVerified(d, art, tar)
+    rmSync(dir, { recursive: true, force: true })
+    untarInto(tar, dir)
+    d.log.info('checkpoint downloaded', { job_id: o.jobId, stage: o.stage, step: art.step, artifact_id: art.id, bytes: art.size_bytes })
+    return { step: art.step, dir }
+  } catch (e) {
+    d.log.warn('checkpoint not usable; starting afresh', { job_id: o.jobId, stage: o.stage, error: (e as Error).message })
+    rmSync(dir, { recursive: true, force: true })
+    return null
+  } finally {
+    rmSync(tar, { force: true })
+  }
+}
