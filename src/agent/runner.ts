@@ -119,14 +119,15 @@ export class RunnerWorker {
     }
     log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport, resume_from: resumeFrom, resumed_from_step: stored?.step ?? null })
     this.report({ status: 'running', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
-    void readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
-    void readLines(this.proc.stderr as ReadableStream<Uint8Array>, (l) => {
+    const out = readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
+    const err = readLines(this.proc.stderr as ReadableStream<Uint8Array>, (l) => {
       this.stderrTail.push(l.slice(0, 400))
       if (this.stderrTail.length > STDERR_TAIL) this.stderrTail.shift()
       if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stderr', line: l })
     })
     const proc = this.proc
-    void proc.exited.then((code) => this.exited(code, proc.signalCode === null ? null : String(proc.signalCode)))
+    // Its last lines (the final step, the reason it failed) are read before its exit is acted on.
+    void Promise.all([proc.exited, out, err]).then(([code]) => this.exited(code, proc.signalCode === null ? null : String(proc.signalCode)))
   }
 
   deliver(channel: Channel, frame: Frame): boolean {
