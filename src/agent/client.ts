@@ -121,7 +121,7 @@ export class LeaderClient {
     await drain(await this.request('POST', `/api/v1/workers/${fellowId}/logs`, { json: { lines } }))
   }
 
-  async announceServable(body: { name: string; version: string; format: string; size_bytes: number }): Promise<void> {
+  async announceServable(body: { name: string; version: string; format: string; size_bytes: number; artifact_id?: string }): Promise<void> {
     await drain(await this.request('POST', '/api/v1/servables', { json: body }))
   }
 

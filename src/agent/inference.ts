@@ -65,6 +65,8 @@ export class InferenceServer {
   readonly engines: Engine[]
   private readonly gates = new Map<Engine, Gate>()
   private readonly announced = new Set<string>()
+  /** Sizes of the model files fetched from the store, for the catalog. */
+  private readonly modelSizes = new Map<string, number>()
 
   constructor(
     private readonly deps: InferenceDeps,
@@ -120,6 +122,7 @@ export class InferenceServer {
   private async fetchModel(id: string): Promise<string> {
     if (!this.deps.stateDir) throw new Error('no state directory to keep model files in')
     const art = await this.deps.client.artifact(id)
+    this.modelSizes.set(id, art.size_bytes)
     const dir = join(this.deps.stateDir, 'models')
     const file = join(dir, art.sha256)
     if (existsSync(file) && statSync(file).size === art.size_bytes) return file
@@ -138,7 +141,14 @@ export class InferenceServer {
     const builtin = e.spec.url === 'builtin'
     const manifest = builtin
       ? { name: e.spec.model, version: VERSION, format: 'markov-text', size_bytes: MODEL_BYTES }
-      : { name: e.spec.model, version: e.spec.upstreamModel.slice(0, 100), format: 'openai-compatible', size_bytes: 0 }
+      : {
+          name: e.spec.model,
+          version: e.spec.upstreamModel.slice(0, 100),
+          format: 'openai-compatible',
+          // A model file from the store is named in the catalog, with its size.
+          size_bytes: (e.spec.modelArtifact && this.modelSizes.get(e.spec.modelArtifact)) || 0,
+          ...(e.spec.modelArtifact ? { artifact_id: e.spec.modelArtifact } : {}),
+        }
     try {
       await this.deps.client.announceServable(manifest)
       this.deps.log.info('servable announced', { name: manifest.name, version: manifest.version, engine: e.spec.name })

@@ -322,6 +322,9 @@ export const servables = sqliteTable(
     poolId: text('pool_id').references(() => pools.id, { onDelete: 'cascade' }),
     jobId: text('job_id'), // no foreign key: a manifest outlives a purged job
     fellowId: text('fellow_id').references(() => fellows.id, { onDelete: 'set null' }),
+    // The model file in the artifact store the serving engine loads, if it came from there. No
+    // foreign key (the artifacts table comes later in this file); the service checks the pool.
+    artifactId: text('artifact_id'),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [uniqueIndex('servables_pool_name_version_uq').on(t.poolId, t.name, t.version), index('servables_name_idx').on(t.name)],

@@ -12,6 +12,8 @@ export const ServableBody = t.Object(
     format: t.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,31}$', maxLength: 32 }),
     size_bytes: t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     job_id: t.Optional(t.String({ format: 'uuid' })),
+    /** The model file in the artifact store the engine loads: an artifact of the fellow's pool. */
+    artifact_id: t.Optional(t.String({ format: 'uuid' })),
   },
   { additionalProperties: false },
 )
@@ -26,6 +28,7 @@ export const Servable = t.Object({
   pool_id: t.Nullable(t.String()),
   job_id: t.Nullable(t.String()),
   fellow_id: t.Nullable(t.String()),
+  artifact_id: t.Nullable(t.String()),
   created_at: Timestamp,
 })
 export type Servable = Static<typeof Servable>

@@ -2,7 +2,7 @@
 // job is unknown, e.g. purged, the posting fellow's pool), so a pool's models stay as private as
 // its nodes. Rows from before stamping (pool_id NULL) stay visible to every logged-in person.
 import { and, asc, desc, eq, inArray, isNull, or, type SQL } from 'drizzle-orm'
-import { jobs, poolNodes, servables } from '../db/schema'
+import { artifacts, jobs, poolNodes, servables } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId } from '../crypto'
 import { iso } from '../time'
@@ -23,6 +23,7 @@ const toServable = (r: Row): Servable => ({
   pool_id: r.poolId,
   job_id: r.jobId,
   fellow_id: r.fellowId,
+  artifact_id: r.artifactId,
   created_at: iso(r.createdAt),
 })
 
@@ -50,7 +51,11 @@ export class Servables {
         .from(servables)
         .where(and(eq(servables.poolId, poolId), eq(servables.name, input.name), eq(servables.version, input.version)))
         .get()
-      const fields = { format: input.format, sizeBytes: input.size_bytes, jobId: input.job_id ?? null, fellowId }
+      // A model file named by id must be one of this pool's artifacts (another pool's is not found).
+      if (input.artifact_id !== undefined && !tx.select({ id: artifacts.id }).from(artifacts).where(and(eq(artifacts.id, input.artifact_id), eq(artifacts.poolId, poolId))).get()) {
+        throw notFound('Artifact')
+      }
+      const fields = { format: input.format, sizeBytes: input.size_bytes, jobId: input.job_id ?? null, fellowId, artifactId: input.artifact_id ?? null }
       if (existing) {
         tx.update(servables).set(fields).where(eq(servables.id, existing.id)).run()
         return { servable: toServable({ ...existing, ...fields }), created: false }

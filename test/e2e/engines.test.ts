@@ -214,6 +214,9 @@ describe('OpenAI-compatible engines behind the leader', () => {
     const filed = startFellow(c, 'filed', ['--config', toml])
     await until(async () => ((await openai.models.list()).data.find((m) => m.id === 'file-model') as unknown as { fellows: number } | undefined)?.fellows === 1 ? true : null, 'the engine with the downloaded file serving', poll(20_000))
     expect(readFileSync(join(filed.dir, 'state', 'models', sha256), 'utf8')).toBe('tiny weights for the test')
+    // The catalog names the file the model was served from.
+    const catalog = await c.api<{ items: { name: string; artifact_id: string | null; size_bytes: number }[] }>('GET', '/api/v1/servables')
+    expect(catalog.body.items.find((m) => m.name === 'file-model')).toMatchObject({ artifact_id: artifact.id, size_bytes: weights.length })
     const r = await openai.chat.completions.create({ model: 'file-model', messages: [{ role: 'user', content: 'loaded' }], max_tokens: 2 })
     expect(r.choices[0]!.message.content).toBe('echo: loaded ')
   }, 30_000)

@@ -417,3 +417,23 @@ describe('a job purge', () => {
     expect(existsSync(blobPath(h, art.sha256))).toBe(false)
   })
 })
+
+describe('model files in the catalog', () => {
+  test('a servable names a model file of its own pool; another pool\'s artifact is not found', async () => {
+    // Pools of their own: an earlier test deletes the shared ones.
+    const dave = sessionClient(h, (await seedUser(h, 'dave@example.com')).id)
+    const erin = sessionClient(h, (await seedUser(h, 'erin@example.com')).id)
+    const pa = (await dave.post('/api/v1/pools', { name: 'Dave models' })).body
+    const pb = (await erin.post('/api/v1/pools', { name: 'Erin models' })).body
+    const fa = await fellow(dave, pa.id)
+    const fb = await fellow(erin, pb.id)
+    const mine = await upload(fa, bytes(1000, 9), { kind: 'model', name: 'model.gguf' })
+    const theirs = await upload(fb, bytes(1000, 10), { kind: 'model', name: 'model.gguf' })
+    const ok = await fa.c.post('/api/v1/servables', { name: 'filed-model', version: '1', format: 'gguf', size_bytes: 1000, artifact_id: mine.body.artifact.id })
+    expect(ok.status).toBe(201)
+    expect(ok.body).toMatchObject({ name: 'filed-model', artifact_id: mine.body.artifact.id, pool_id: pa.id })
+    const foreign = await fa.c.post('/api/v1/servables', { name: 'filed-model', version: '2', format: 'gguf', size_bytes: 1000, artifact_id: theirs.body.artifact.id })
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'not_found'])
+    expect((await dave.get(`/api/v1/servables?pool_id=${pa.id}`)).body.items.map((x: { version: string }) => x.version)).toEqual(['1'])
+  })
+})

@@ -1,0 +1,1 @@
+ALTER TABLE `servables` ADD `artifact_id` text;
