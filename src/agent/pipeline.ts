@@ -97,9 +97,10 @@ export class MlpStageRun {
     void (this.stage.isFirst ? this.runFirst() : this.runRest()).catch((e: Error) => this.fail(e))
   }
 
+  // Declared before `done`, which sets it: a field declared after would be reset to undefined.
+  private finished: () => void = () => {}
   /** Stage 0 only: every step sent and its gradient applied. */
-  done: Promise<void> = new Promise((r) => (this.finished = r))
-  private finished!: () => void
+  readonly done: Promise<void> = new Promise((r) => (this.finished = r))
 
   pause(): void {
     if (this.status !== 'running') return

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
 import { freeBase } from '../helpers/listen'
+import { until } from '../helpers/until'
 import { expectAccessible, hasChromium, launch, shot, watchErrors } from './support'
 
 const PASSWORD = 'correct-horse-battery'
@@ -242,8 +243,10 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.fill('#chat-model', 'tiny-llm')
     await page.fill('#chat-prompt', 'It was the best of')
     await page.click('#chat-send')
-    // The reply streams in; the built-in model's default length is 64 words.
-    await page.waitForFunction("(document.querySelector('#chat-log .msg:last-child span')?.textContent ?? '').split(' ').length >= 64", undefined, { timeout: 10_000 })
+    // The reply streams in; the built-in model's default length is 64 words. (Polled from here:
+    // the page's CSP forbids the string evaluation page.waitForFunction would use.)
+    const reply = page.locator('#chat-log .msg:last-child span')
+    await until(async () => ((await reply.innerText()).split(' ').length >= 64 ? true : null), 'the streamed reply', { timeoutMs: 10_000, everyMs: 100 })
     expect(await page.locator('#chat-msg').innerText()).toBe('')
     await expectAccessible(page, 'inference with a fellow')
   }, T)

@@ -78,8 +78,12 @@ const completed = (r: ReturnType<typeof relay>) => () => r.reports.some((x) => x
 describe('pipeline workers', () => {
   test('three stages train: the last reports a falling loss every report_every steps, then completed', async () => {
     const r = relay()
-    for (const s of [0, 1, 2]) worker(r, s, { steps: 120, report_every: 10, seed: 1 })
+    const [first] = [0, 1, 2].map((s) => worker(r, s, { steps: 120, report_every: 10, seed: 1 }))
     await until(completed(r), 'completion', { timeoutMs: 15_000 })
+    // Stage 0 says it is done once every gradient came back (what `svc runner mlp` exits on).
+    await first!.done
+    expect(first!.status).toBe('running')
+    expect(r.reports.some((x) => x.status === 'failed')).toBe(false)
     const losses = r.reports.filter((x) => x.stage === 2 && x.status === 'running' && x.loss != null)
     expect(losses.map((x) => x.step)).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120])
     expect(mean(losses.slice(-3).map((x) => x.loss!))).toBeLessThan(0.5 * mean(losses.slice(0, 3).map((x) => x.loss!)))
