@@ -3,9 +3,9 @@
 //
 //   bun run build && bun run bench                 full run (100 / 10,000 / 100,000 fellows, 10,000 sockets)
 //   bun run bench -- --quick                       under 2 minutes (at most 10,000 fellows, 1,000 sockets)
-//   bun run bench -- --only heartbeat,relay        a subset (heartbeat signals relay inference engines startup admin)
+//   bun run bench -- --only heartbeat,relay        a subset (heartbeat signals relay inference engines artifacts startup admin)
 //   bun run bench -- --bin /path/to/svc            measure another build (before/after comparisons)
-//   bun run bench -- --profile [--only relay]      one scenario (default: heartbeats, --fellows 10000) with the
+//   bun run bench -- --profile [--only relay]      one scenario (default: heartbeats, --fellows 10000; or relay, signals, artifacts, startup) with the
 //                                                  leader run from source under `bun --cpu-prof`; prints where time goes
 //
 // Prints a table and writes bench/results/latest.json (git-ignored).
@@ -23,9 +23,10 @@ import { relay, type RelayResult } from './scenarios/relay'
 import { startup, startupFigures, type StartupResult } from './scenarios/startup'
 import { adminList, inference, type AdminListResult, type InferenceResult } from './scenarios/external'
 import { engines, type EnginesResult } from './scenarios/engines'
+import { artifacts, type ArtifactsResult } from './scenarios/artifacts'
 import { summarize } from './profile'
 
-const SCENARIOS = ['heartbeat', 'signals', 'relay', 'inference', 'engines', 'startup', 'admin'] as const
+const SCENARIOS = ['heartbeat', 'signals', 'relay', 'inference', 'engines', 'artifacts', 'startup', 'admin'] as const
 type Scenario = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -44,10 +45,10 @@ for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scena
 if (args.bin) useBinary(args.bin)
 
 const plan = quick
-  ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
-  : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
+  ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, artifactRounds: 2, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
+  : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, artifactRounds: 3, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
 const CONNECTIONS = 64
-const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, inferAddedMs: 1, readyMs: 150, idleRssBytes: 60 * 1024 * 1024 }
+const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, artifactRatio: 0.8, inferAddedMs: 1, readyMs: 150, idleRssBytes: 60 * 1024 * 1024 }
 
 const resultsDir = join(ROOT, 'bench/results')
 mkdirSync(resultsDir, { recursive: true })
@@ -75,7 +76,10 @@ if (args.profile) {
   } else if (name === 'startup') {
     const r = await startup(1, 1)
     console.log(`start to ready from source (not the binary): ${fmt.ms(r.leaderReadyMs[0]!)}`)
-  } else throw new Error(`--profile runs heartbeat, relay, signals or startup, not ${name}`)
+  } else if (name === 'artifacts') {
+    const r = await artifacts({ rounds: 1 })
+    console.log(`artifacts, 256 MiB: upload leader ${fmt.int(r.leaderUploadMbPerS)} MB/s, floor ${fmt.int(r.floorUploadMbPerS)} MB/s; download leader ${fmt.int(r.leaderDownloadMbPerS)} MB/s, floor ${fmt.int(r.floorDownloadMbPerS)} MB/s`)
+  } else throw new Error(`--profile runs heartbeat, relay, signals, artifacts or startup, not ${name}`)
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
     const s = summarize(join(dir, file))
     console.log(`\n${join(dir, file)}: ${s.samples} busy samples (the whole process life: start, warm-up and measurement)`)
@@ -273,6 +277,19 @@ await scenario('engines', async () => {
     })
   }
   details.engines = r
+})
+
+await scenario('artifacts', async () => {
+  const r: ArtifactsResult = await artifacts({ rounds: plan.artifactRounds })
+  const size = `${r.bytes / 1024 / 1024} MiB`
+  for (const [what, leader, floor] of [
+    ['upload', r.leaderUploadMbPerS, r.floorUploadMbPerS],
+    ['download', r.leaderDownloadMbPerS, r.floorDownloadMbPerS],
+  ] as const) {
+    const ratio = leader / floor
+    rows.push({ scenario: `artifact ${what} MB/s, ${size}`, leader: fmt.int(leader), floor: fmt.int(floor), ratio, target: `>= ${TARGET.artifactRatio}x floor`, met: ratio >= TARGET.artifactRatio })
+  }
+  details.artifacts = r
 })
 
 await scenario('startup', async () => {
