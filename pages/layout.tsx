@@ -175,3 +175,26 @@ export function Layout(props: LayoutProps) {
 export function Notice(props: { id: string }) {
   return <p id={props.id} class="notice" role="status" aria-live="polite"></p>
 }
+
+/** A table whose rows the page's script fills (tbody `id`), "Loading…" until then. */
+export function Table(props: { id: string; caption: string; cols: string[] }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        <caption class="sr-only" safe>{props.caption}</caption>
+        <thead>
+          <tr>
+            {props.cols.map((c) => (
+              <th scope="col" safe>{c}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody id={props.id}>
+          <tr>
+            <td colspan={String(props.cols.length)} class="empty">Loading…</td>
+          </tr>
+        </tbody>
+      </table>
+    </div>
+  )
+}

@@ -1,6 +1,6 @@
 // /ops/join-v2 (guided join of a machine) and /ops/inference (a chat box on the OpenAI-compatible
 // route). Both need a session; the chip with name, Dashboard link and logout is in the header.
-import { Layout, Notice, type PageCtx } from './layout'
+import { Layout, Notice, Table, type PageCtx } from './layout'
 
 export function JoinPage(props: { ctx: PageCtx }) {
   return (
@@ -58,23 +58,7 @@ export function InferencePage(props: { ctx: PageCtx }) {
       <section class="card" aria-labelledby="serving-title">
         <h2 id="serving-title">Who serves what</h2>
         <p class="hint">Machines of your pools serving each model now (only while their engine answers its health check), and how many requests each holds against what it takes at once.</p>
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">Models and the machines serving them</caption>
-            <thead>
-              <tr>
-                <th scope="col">Model</th>
-                <th scope="col">Machine</th>
-                <th scope="col">Load</th>
-              </tr>
-            </thead>
-            <tbody id="serving-body">
-              <tr>
-                <td colspan="3" class="empty">Loading…</td>
-              </tr>
-            </tbody>
-          </table>
-        </div>
+        <Table id="serving-body" caption="Models and the machines serving them" cols={['Model', 'Machine', 'Load']} />
       </section>
       <section class="card" aria-labelledby="chat-title">
         <h2 id="chat-title" class="sr-only">Chat</h2>

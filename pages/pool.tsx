@@ -1,6 +1,6 @@
 // /pools/{id}: live nodes, the pool's join command, jobs, models, members; owner edit and delete.
 import { escapeHtml } from '@kitajs/html'
-import { Layout, Notice, type PageCtx } from './layout'
+import { Layout, Notice, Table, type PageCtx } from './layout'
 import type { Pool } from '../src/pools/model'
 
 export interface PoolPageProps {
@@ -12,27 +12,6 @@ export interface PoolPageProps {
   allowedVisibilities: string[]
 }
 
-function Table(props: { id: string; caption: string; cols: string[] }) {
-  return (
-    <div class="table-wrap">
-      <table>
-        <caption class="sr-only" safe>{props.caption}</caption>
-        <thead>
-          <tr>
-            {props.cols.map((c) => (
-              <th scope="col" safe>{c}</th>
-            ))}
-          </tr>
-        </thead>
-        <tbody id={props.id}>
-          <tr>
-            <td colspan={String(props.cols.length)} class="empty">Loading…</td>
-          </tr>
-        </tbody>
-      </table>
-    </div>
-  )
-}
 
 function Manage(props: PoolPageProps) {
   const p = props.pool

@@ -275,9 +275,8 @@ export function loadRunners(flags: WorkloadFlags, readFile: (path: string) => st
     out.push(...Object.entries(file.runners ?? {}).map(([name, t]) => runnerSpec(name, t, `${flags.config}: runners.${name}`)))
   }
   for (const arg of flags.runner ?? []) {
-    const at = arg.indexOf('=')
-    if (at <= 0 || at === arg.length - 1) throw new FellowConfigError(`--runner takes NAME=COMMAND, got ${JSON.stringify(arg)}`)
-    out.push(runnerSpec(arg.slice(0, at), { command: arg.slice(at + 1) }, `--runner ${arg.slice(0, at)}`))
+    const [name, command] = nameValue('--runner', arg)
+    out.push(runnerSpec(name, { command }, `--runner ${name}`))
   }
   const names = new Set<string>()
   for (const r of out) {
@@ -312,4 +311,11 @@ export function loadEngines(flags: EngineFlags, readFile: (path: string) => stri
   }
   if (out.length === 0) out.push(spec('builtin', { url: 'builtin' }, 'the built-in engine'))
   return out
+}
+
+/** Engines and runners together, the config file read once (what `svc fellow` starts with). */
+export function loadWorkloads(flags: WorkloadFlags, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): { engines: EngineSpec[]; runners: RunnerSpec[] } {
+  const text = flags.config !== undefined ? readConfig(flags.config, readFile) : ''
+  const once = () => text
+  return { engines: loadEngines(flags, once), runners: loadRunners(flags, once) }
 }

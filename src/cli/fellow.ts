@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util'
 import { loadFellowConfig } from '../config'
 import { Agent } from '../agent/agent'
 import { LogBuffer, agentLogger } from '../agent/logship'
-import { FellowConfigError, loadEngines, loadRunners, type EngineSpec, type RunnerSpec } from '../agent/fellow-config'
+import { FellowConfigError, loadWorkloads, type EngineSpec, type RunnerSpec } from '../agent/fellow-config'
 import { UsageError } from './usage'
 
 /** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */
@@ -56,11 +56,9 @@ export async function runFellow(argv: string[]): Promise<number> {
     p2pListenHost: values['p2p-listen-host'],
     hostname: values.hostname,
   })
-  let engines: EngineSpec[]
-  let runners: RunnerSpec[]
+  let workloads: { engines: EngineSpec[]; runners: RunnerSpec[] }
   try {
-    engines = loadEngines({ engine: values.engine, engineCmd: values['engine-cmd'], config: values.config })
-    runners = loadRunners({ runner: values.runner, config: values.config })
+    workloads = loadWorkloads({ engine: values.engine, engineCmd: values['engine-cmd'], runner: values.runner, config: values.config })
   } catch (e) {
     if (!(e instanceof FellowConfigError)) throw e
     process.stderr.write(`svc: configuration error: ${e.message}\n`)
@@ -80,8 +78,8 @@ export async function runFellow(argv: string[]): Promise<number> {
     once: values.once === true,
     log,
     logs,
-    engines,
-    runners,
+    engines: workloads.engines,
+    runners: workloads.runners,
   })
   const onSignal = (sig: string) => agent.shutdown(sig)
   process.on('SIGTERM', onSignal)
