@@ -6,6 +6,7 @@ import { createApp, createServices } from './app'
 import { startLoops, type LoopSpec } from './loops'
 import { createTransport, mailLoop } from './mail/sender'
 import { closeContext, createContext, type Ctx } from './context'
+import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 
 export interface RunningServer {
   url: string
@@ -33,8 +34,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     // Relay pushes carry up to one frame cap, an artifact upload up to one artifact (streamed to
     // disk, never buffered); every route's body reader enforces its own, smaller, limit.
     maxRequestBodySize: Math.max(cfg.relayMaxFrameBytes + 1024 * 1024, cfg.artifactMaxBytes),
-    // Long polls (relay pop, inference requests) hold a request for up to 30 s.
-    idleTimeout: 120,
+    idleTimeout: SERVER_IDLE_TIMEOUT_S,
   })
   const server = app.server!
   const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${server.port}`

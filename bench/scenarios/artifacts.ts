@@ -94,6 +94,9 @@ async function payload(path: string): Promise<string> {
 }
 
 async function timed(server: Server, spec: Spec): Promise<{ transfer: Transfer; answer?: unknown }> {
+  // Every transfer starts with no dirty pages of the ones before it (256 MiB each, kept): else the
+  // kernel's writeback of earlier rounds throttles whichever server writes next.
+  Bun.spawnSync(['sync'])
   const cpu0 = server.cpu()
   const d = await runLoad<Done>([process.execPath, import.meta.path], { BENCH_ARTIFACTS: JSON.stringify(spec) })
   const cpu = server.cpu() - cpu0

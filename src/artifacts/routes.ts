@@ -43,7 +43,7 @@ export function artifactRoutes(base: AppBase, artifacts: ArtifactService) {
         // The owner first: another fellow learns "not found", not what it should have sent.
         artifacts.checkUpload(node, params.upload_id)
         if (!(body instanceof BodyStream)) throw new AppError('unsupported_media_type', 'Send the bytes as application/octet-stream.')
-        const r = await artifacts.write(node, params.upload_id, query.offset, body.chunks(), body.declaredBytes)
+        const r = await artifacts.write(node, params.upload_id, query.offset, body)
         if (!r.done) return { upload_id: r.state.upload_id, offset: r.state.offset }
         set.status = 201
         return { artifact: r.artifact }

@@ -11,7 +11,7 @@ import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import { memberRole } from '../pools/service'
 import { inScope, scopeOf } from '../pools/scope'
-import { UploadFiles } from './upload-files'
+import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
@@ -149,7 +149,7 @@ export class ArtifactService {
    * offset to resume from). The bytes received are recorded even when the body breaks off, so the
    * fellow resumes where it got to. The last byte completes the upload (see complete).
    */
-  async write(node: NodeCaller, id: string, offset: number, chunks: AsyncIterable<Uint8Array>, declaredBytes: number | null): Promise<WriteResult> {
+  async write(node: NodeCaller, id: string, offset: number, body: UploadBody): Promise<WriteResult> {
     const row = this.ownUpload(node, id)
     if (this.writing.has(id)) throw new AppError('conflict', 'Another request is writing this upload now.', { offset: row.receivedBytes })
     this.writing.add(id)
@@ -157,12 +157,12 @@ export class ArtifactService {
       const at = await this.offsetOf(row)
       if (offset !== at) throw new AppError('conflict', `The upload stands at byte ${at}, not ${offset}: resume from there.`, { offset: at })
       const room = row.sizeBytes - at
-      if (declaredBytes !== null && declaredBytes > room) {
-        throw new AppError('payload_too_large', `The body declares ${declaredBytes} byte(s); this upload expects ${room} more.`, { offset: at })
+      if (body.declaredBytes !== null && body.declaredBytes > room) {
+        throw new AppError('payload_too_large', `The body declares ${body.declaredBytes} byte(s); this upload expects ${room} more.`, { offset: at })
       }
       let written = 0
       try {
-        written = await this.uploads.append(id, at, chunks, room, (n) => (written = n))
+        written = await this.uploads.append(id, at, body, room, (n) => (written = n))
       } catch (e) {
         if (e instanceof AppError) throw new AppError(e.code, e.message, { ...e.extra, offset: at + written })
         throw e

@@ -3,8 +3,10 @@
 // back whole and by range. Also the idle-body timeout of a stalled upload.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { readFileSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { startLeader, type Leader } from '../helpers/leader'
 import { call, registerUser } from '../helpers/e2e'
+import { until } from '../helpers/until'
 
 const SIZE = 384 * 1024 * 1024
 const CHUNK = 1024 * 1024
@@ -98,5 +100,36 @@ describe('artifacts through the binary', () => {
     expect(r.status).toBe(408)
     expect(await r.json()).toMatchObject({ code: 'request_timeout', offset: 400 })
     expect((await call(leader.url, 'GET', `/api/v1/artifacts/uploads/${id}`, { bearer: node })).body.offset).toBe(400)
+  }, 30_000)
+
+  test('a body of declared length that stalls has its connection closed after SVC_BODY_TIMEOUT_S; what arrived is kept for the resume', async () => {
+    const admin = await registerUser(leader.url, 'third@example.com', 'a long enough password')
+    const pool = (await admin.call('POST', '/api/v1/pools', { name: 'stall-copy' })).body
+    const join = (await admin.call('POST', '/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body
+    const node = (await call(leader.url, 'POST', '/api/v1/workers/register', { bearer: join.join_token, body: { hostname: 'gpu3' } })).body.node_token as string
+    const data = new Uint8Array(1000).fill(9)
+    const sha256 = new Bun.CryptoHasher('sha256').update(data).digest('hex')
+    const id = (await call(leader.url, 'POST', '/api/v1/artifacts/uploads', { bearer: node, body: { kind: 'file', name: 'slow-copy', size_bytes: 1000, sha256 } })).body.upload_id
+    const port = Number(new URL(leader.url).port)
+    // Raw socket: 400 of 1000 declared bytes, then silence; the leader closes the connection.
+    const closed = await new Promise<string>((resolve, reject) => {
+      let answer = ''
+      const sock = connect(port, '127.0.0.1', () => {
+        sock.write(`PUT /api/v1/artifacts/uploads/${id}?offset=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${node}\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n`)
+        sock.write(data.subarray(0, 400))
+      })
+      sock.on('data', (d) => (answer += d.toString()))
+      sock.on('close', () => resolve(answer))
+      sock.on('error', reject)
+      setTimeout(() => (sock.destroy(), reject(new Error('the leader kept the stalled connection open for 15 s'))), 15_000)
+    })
+    expect(closed).toBe('')
+    const state = await until(async () => {
+      const r = await call(leader.url, 'GET', `/api/v1/artifacts/uploads/${id}`, { bearer: node })
+      return r.body.offset === 400 ? r.body : null
+    }, 'the 400 bytes to be recorded')
+    expect(state.offset).toBe(400)
+    const rest = await fetch(`${leader.url}/api/v1/artifacts/uploads/${id}?offset=400`, { method: 'PUT', headers: { authorization: `Bearer ${node}`, 'content-type': 'application/octet-stream' }, body: data.subarray(400) })
+    expect(rest.status).toBe(201)
   }, 30_000)
 })

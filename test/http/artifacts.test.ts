@@ -117,6 +117,32 @@ describe('uploads', () => {
     expect(sha256(back.body)).toBe(sha256(data))
   })
 
+  test('a first PUT cut off while Bun copies it to disk keeps what arrived, hashed; the resume completes with the right SHA-256', async () => {
+    // A declared length from the start of the file takes the copy path (BodyStream.toFile), not chunks.
+    const data = bytes(200_000, 21)
+    const id = (await fa.c.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'copied', size_bytes: data.byteLength, sha256: sha256(data) })).body.upload_id as string
+    await cutOffPut(`/api/v1/artifacts/uploads/${id}?offset=0`, fa.token, data.byteLength, data.subarray(0, 120_000))
+    const at = await until(async () => {
+      const r = await fa.c.get(`/api/v1/artifacts/uploads/${id}`)
+      return r.body.offset > 0 ? (r.body.offset as number) : null
+    }, 'the cut-off bytes to be recorded')
+    // What the socket delivered before it closed, never more than was sent.
+    expect(at).toBeLessThanOrEqual(120_000)
+    const done = await fetch(`${server.url}/api/v1/artifacts/uploads/${id}?offset=${at}`, { method: 'PUT', headers: { authorization: `Bearer ${fa.token}`, ...octets }, body: data.subarray(at) })
+    expect(done.status).toBe(201)
+    expect(((await done.json()) as { artifact: { sha256: string } }).artifact.sha256).toBe(sha256(data))
+  })
+
+  test('a copied PUT that carries more than the upload expects writes nothing past its size', async () => {
+    const data = bytes(1000, 22)
+    const id = (await fa.c.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'exact', size_bytes: 1000, sha256: sha256(data) })).body.upload_id as string
+    const r = await fetch(`${server.url}/api/v1/artifacts/uploads/${id}?offset=0`, { method: 'PUT', headers: { authorization: `Bearer ${fa.token}`, ...octets }, body: bytes(1500, 22) })
+    expect(r.status).toBe(413)
+    expect((await fa.c.get(`/api/v1/artifacts/uploads/${id}`)).body.offset).toBe(0)
+    const done = await fetch(`${server.url}/api/v1/artifacts/uploads/${id}?offset=0`, { method: 'PUT', headers: { authorization: `Bearer ${fa.token}`, ...octets }, body: data })
+    expect(done.status).toBe(201)
+  })
+
   test('a store that fails at completion answers 503 and keeps the upload complete; an empty PUT at its end publishes it', async () => {
     const real = h.services.artifacts.store
     let fail = true
@@ -132,14 +158,20 @@ describe('uploads', () => {
     const node = { kind: 'node' as const, fellowId: fa.id, poolId: poolA.id, credentialId: '' }
     const data = bytes(300, 13)
     const up = svc.beginUpload(node, { kind: 'file', name: 'flaky', size_bytes: 300, sha256: sha256(data) })
-    const once = async function* (b: Uint8Array) {
-      if (b.byteLength > 0) yield b
-    }
-    const refused = await svc.write(node, up.upload_id, 0, once(data), 300).catch((e) => e)
+    // A body the way the service reads one, in one chunk (not copyable: no connection behind it).
+    const once = (b: Uint8Array) => ({
+      declaredBytes: b.byteLength,
+      copyable: false,
+      toFile: () => Promise.reject(new Error('not copyable')),
+      async *chunks() {
+        if (b.byteLength > 0) yield b
+      },
+    })
+    const refused = await svc.write(node, up.upload_id, 0, once(data)).catch((e) => e)
     expect([refused.code, refused.extra.retryAfterS]).toEqual(['service_unavailable', 5])
     expect(await svc.uploadState(node, up.upload_id)).toEqual({ upload_id: up.upload_id, offset: 300, size_bytes: 300 })
     fail = false
-    const done = await svc.write(node, up.upload_id, 300, once(new Uint8Array(0)), 0)
+    const done = await svc.write(node, up.upload_id, 300, once(new Uint8Array(0)))
     expect(done.done && done.artifact.sha256).toBe(sha256(data))
     expect(existsSync(blobPath(h, sha256(data)))).toBe(true)
   })
