@@ -160,6 +160,8 @@ export class Accounts {
         updatedAt: now,
         lastLoginAt: null,
         emailVerifiedAt: null,
+        poolCount: 0,
+        nodeCount: 0,
       }
       if (row.status === 'active') row.lastLoginAt = now
       tx.insert(users).values(row).run()
@@ -332,7 +334,7 @@ export class Accounts {
     return ctx.db.transaction((tx) => {
       if (findUserByEmail(tx, email)) throw new AppError('email_taken', `An account with email ${email} already exists.`)
       const now = ctx.clock.now()
-      const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null, emailVerifiedAt: null }
+      const row: UserRow = { id: newId(), email, passwordHash, displayName: displayName ?? null, role: 'admin', status: 'active', createdAt: now, updatedAt: now, lastLoginAt: null, emailVerifiedAt: null, poolCount: 0, nodeCount: 0 }
       tx.insert(users).values(row).run()
       recordAudit(tx, ctx.clock, { kind: 'cli.create_user', targetType: 'user', targetId: row.id, detail: { role: 'admin' } })
       return toMe(row)

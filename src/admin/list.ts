@@ -1,17 +1,13 @@
 // The admin user list: search, filter, sort and paginate in SQL, pool and node counts included.
-// The page is picked first (ids only), then the counts are computed for those rows alone, so a
-// sort on an indexed column never pays two subqueries for every user in the table.
+// The counts are columns of users kept by triggers (migration 0011), each sort has an index that
+// ends in the email tie-break, and a search of three characters or more is narrowed by a trigram
+// index (users_fts) before the exact LIKE decides: 100,000 users answer any page in milliseconds.
 import { and, asc, count, desc, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
-import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import { users } from '../db/schema'
 import { iso, isoOrNull } from '../time'
 import type { Db } from '../db/client'
 import { DEFAULT_PAGE_SIZE, type AdminUser, type UserList, type UserListQuery, type UserSortKey } from './model'
 
-/** Pools the user belongs to (the owner is a member too). */
-export const poolCountOf = (id: SQLiteColumn | SQL) => sql<number>`(SELECT count(*) FROM pool_members pm WHERE pm.user_id = ${id})`
-/** Nodes the user attached, whatever pool they are in. */
-export const nodeCountOf = (id: SQLiteColumn | SQL) => sql<number>`(SELECT count(*) FROM pool_nodes pn WHERE pn.owner_user_id = ${id})`
 
 // Times and counts read best newest / largest first; names alphabetically.
 const DEFAULT_ORDER: Record<UserSortKey, 'asc' | 'desc'> = {
@@ -28,10 +24,23 @@ export function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => '\\' + c)}%`
 }
 
+/**
+ * The FTS5 phrase for a substring search: the trigram index holds every row containing it (and,
+ * folding case beyond ASCII, a few more), so it narrows, and the LIKE below decides. A search of
+ * fewer than three characters has no trigram: the LIKE alone scans.
+ */
+function trigramPhrase(q: string): string | null {
+  return [...q].length >= 3 ? `"${q.replace(/"/g, '""')}"` : null
+}
+
 function filters(query: UserListQuery): SQL | undefined {
   const conds: SQL[] = []
   const q = query.q?.trim() ?? ''
   if (q !== '') {
+    const phrase = trigramPhrase(q)
+    if (phrase !== null) {
+      conds.push(sql`${users.id} IN (SELECT r.user_id FROM users_fts_rows r WHERE r.fts_rowid IN (SELECT rowid FROM users_fts WHERE users_fts MATCH ${phrase}))`)
+    }
     // LIKE folds ASCII case; emails are stored lower-cased, so a lower-cased search also matches
     // non-ASCII emails. Display names fold ASCII letters only (SQLite without ICU).
     conds.push(
@@ -64,9 +73,9 @@ function ordering(key: UserSortKey, dir: 'asc' | 'desc'): SQL[] {
     case 'last_login_at':
       return [d(users.lastLoginAt), d(users.email)]
     case 'pool_count':
-      return [d(poolCountOf(users.id)), d(users.email)]
+      return [d(users.poolCount), d(users.email)]
     case 'node_count':
-      return [d(nodeCountOf(users.id)), d(users.email)]
+      return [d(users.nodeCount), d(users.email)]
   }
 }
 
@@ -78,14 +87,11 @@ const itemColumns = {
   status: users.status,
   createdAt: users.createdAt,
   lastLoginAt: users.lastLoginAt,
-  poolCount: poolCountOf(users.id),
-  nodeCount: nodeCountOf(users.id),
+  poolCount: users.poolCount,
+  nodeCount: users.nodeCount,
 }
 
-type ItemRow = Pick<typeof users.$inferSelect, 'id' | 'email' | 'displayName' | 'role' | 'status' | 'createdAt' | 'lastLoginAt'> & {
-  poolCount: number
-  nodeCount: number
-}
+type ItemRow = Pick<typeof users.$inferSelect, 'id' | 'email' | 'displayName' | 'role' | 'status' | 'createdAt' | 'lastLoginAt' | 'poolCount' | 'nodeCount'>
 
 function toAdminUser(r: ItemRow): AdminUser {
   return {
@@ -96,15 +102,15 @@ function toAdminUser(r: ItemRow): AdminUser {
     status: r.status,
     created_at: iso(r.createdAt),
     last_login_at: isoOrNull(r.lastLoginAt),
-    pool_count: Number(r.poolCount),
-    node_count: Number(r.nodeCount),
+    pool_count: r.poolCount,
+    node_count: r.nodeCount,
   }
 }
 
 /** Rows of the given users with their counts, in the order of `ids`. */
 export function adminUsersByIds(db: Db, ids: string[]): AdminUser[] {
   if (ids.length === 0) return []
-  const rows = db.select(itemColumns).from(users).where(inArray(users.id, ids)).all() as ItemRow[]
+  const rows: ItemRow[] = db.select(itemColumns).from(users).where(inArray(users.id, ids)).all()
   const byId = new Map(rows.map((r) => [r.id, r]))
   return ids.flatMap((id) => {
     const r = byId.get(id)

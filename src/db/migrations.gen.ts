@@ -10,6 +10,7 @@ import m7 from '../../migrations/0007_invite_safety.sql' with { type: 'text' }
 import m8 from '../../migrations/0008_job_runner.sql' with { type: 'text' }
 import m9 from '../../migrations/0009_artifacts.sql' with { type: 'text' }
 import m10 from '../../migrations/0010_servable_artifact.sql' with { type: 'text' }
+import m11 from '../../migrations/0011_admin_at_scale.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -23,4 +24,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0008_job_runner', sql: m8 },
   { tag: '0009_artifacts', sql: m9 },
   { tag: '0010_servable_artifact', sql: m10 },
+  { tag: '0011_admin_at_scale', sql: m11 },
 ]

@@ -19,6 +19,11 @@ export const users = sqliteTable(
     // changes the address. Pending invites are handed over only to a verified address, or through
     // the invite's own link: without it, whoever registered an address first got its invites.
     emailVerifiedAt: integer('email_verified_at'),
+    // Pools the user is a member of and nodes the user attached, for the admin list's columns and
+    // sorts: kept by triggers on pool_members and pool_nodes (migration 0011), so every change,
+    // cascades included, moves them in its own transaction. `svc admin doctor` checks for drift.
+    poolCount: integer('pool_count').notNull().default(0),
+    nodeCount: integer('node_count').notNull().default(0),
   },
   (t) => [
     uniqueIndex('users_email_uq').on(t.email),
@@ -33,6 +38,8 @@ export const users = sqliteTable(
     // Nameless accounts last in both directions: one index per direction.
     index('users_name_asc_idx').on(sql`(display_name IS NULL)`, sql`display_name COLLATE NOCASE`, t.email),
     index('users_name_desc_idx').on(sql`(display_name IS NULL)`, sql`display_name COLLATE NOCASE DESC`, sql`email DESC`),
+    index('users_pool_count_idx').on(t.poolCount, t.email),
+    index('users_node_count_idx').on(t.nodeCount, t.email),
   ],
 )
 
@@ -106,7 +113,14 @@ export const auditLog = sqliteTable(
     targetId: text('target_id'),
     detail: text('detail'), // JSON
   },
-  (t) => [index('audit_ts_idx').on(t.ts), index('audit_kind_idx').on(t.kind), index('audit_actor_idx').on(t.actorUserId)],
+  // Newest first, ties by id (UUIDv7), under every filter: each index ends in (ts, id), so a page
+  // of any filter is an index walk from its cursor (src/audit/service.ts).
+  (t) => [
+    index('audit_ts_id_idx').on(t.ts, t.id),
+    index('audit_kind_ts_idx').on(t.kind, t.ts, t.id),
+    index('audit_actor_ts_idx').on(t.actorUserId, t.ts, t.id),
+    index('audit_target_ts_idx').on(t.targetId, t.ts, t.id),
+  ],
 )
 
 /**

@@ -50,6 +50,7 @@ describe('audit log', () => {
       ts: new Date(t0 + minute).toISOString(),
       kind: 'auth.login_failed',
       actor_user_id: null,
+      actor_email: null,
       client_ip: '198.51.100.1',
       target_type: 'user',
       target_id: other.id,
@@ -79,9 +80,60 @@ describe('audit log', () => {
 
   test('bad filters answer 422', async () => {
     const { A } = await setup()
-    for (const q of ['since=yesterday', 'until=2026-13-01T00:00:00Z', 'actor=bob', 'page=0', 'page_size=500', 'kind=', 'verb=x']) {
+    const bogus = Buffer.from('12.not-an-id').toString('base64url')
+    for (const q of ['since=yesterday', 'until=2026-13-01T00:00:00Z', 'actor=bob', 'page=0', 'page_size=500', 'kind=', 'verb=x', `cursor=${bogus}`, 'cursor=%21%21', `cursor=${bogus}&page=2`]) {
       expect([q, (await A.get(`/api/v1/admin/audit?${q}`)).status]).toEqual([q, 422])
     }
+  })
+
+  test('keyset pages: next_cursor walks every entry once, newest first, under each filter; the target filter', async () => {
+    const { h, A, admin } = await setup()
+    // 16,000 entries in bulk: a kind prefix past the total's cap (12,000 auth.), a rare one, a target now and then.
+    const kinds = ['auth.login', 'auth.logout', 'auth.login', 'pool.create']
+    const t0 = h.clock.now()
+    const rows = Array.from({ length: 16_000 }, (_, i) => ({
+      id: `01a20184-${(0x1000 + (i >> 16)).toString(16)}-7${(i & 0xfff).toString(16).padStart(3, '0')}-8000-${i.toString(16).padStart(12, '0')}`,
+      // Several entries share a millisecond: the id breaks the tie.
+      ts: t0 + Math.floor(i / 3),
+      kind: i % 997 === 0 ? 'rare.thing' : kinds[i % kinds.length]!,
+      actorUserId: i % 5 === 0 ? admin.id : null,
+      targetId: i % 1000 === 0 ? 'pool-7' : null,
+    }))
+    h.ctx.sqlite.transaction(() => {
+      for (let i = 0; i < rows.length; i += 500) h.ctx.db.insert(auditLog).values(rows.slice(i, i + 500)).run()
+    })()
+    const newestFirst = (xs: typeof rows) => [...xs].sort((a, b) => b.ts - a.ts || (b.id < a.id ? -1 : 1)).map((r) => r.id)
+    const walk = async (filter: string) => {
+      const seen: string[] = []
+      let cursor: string | null = null
+      let first: { total: number; total_exact: boolean } | null = null
+      do {
+        const r = (await A.get(`/api/v1/admin/audit?page_size=200${filter}${cursor ? `&cursor=${cursor}` : ''}`)).body
+        first ??= r
+        seen.push(...r.items.map((e: { id: string }) => e.id))
+        cursor = r.next_cursor
+      } while (cursor !== null)
+      return { seen, total: first!.total, exact: first!.total_exact }
+    }
+    const cases: [string, (r: (typeof rows)[number]) => boolean][] = [
+      ['', () => true],
+      ['&kind=auth.', (r) => r.kind.startsWith('auth.')], // a common prefix: walks the log
+      ['&kind=rare.', (r) => r.kind.startsWith('rare.')], // a rare one: sorts its few
+      ['&kind=pool.create', (r) => r.kind === 'pool.create'],
+      [`&actor=${admin.id}&kind=auth.`, (r) => r.actorUserId === admin.id && r.kind.startsWith('auth.')],
+      ['&target=pool-7', (r) => r.targetId === 'pool-7'],
+      [`&since=${new Date(t0 + 1000).toISOString()}&until=${new Date(t0 + 2000).toISOString()}`, (r) => r.ts >= t0 + 1000 && r.ts < t0 + 2000],
+    ]
+    for (const [filter, keep] of cases) {
+      const want = newestFirst(rows.filter(keep))
+      const got = await walk(filter)
+      expect([filter, got.seen.length, got.seen]).toEqual([filter, want.length, want])
+      expect([filter, got.total, got.exact]).toEqual([filter, Math.min(want.length, 10_000), want.length <= 10_000])
+    }
+    // Offset pages still work, and name their page; a cursor page does not.
+    const p2 = (await A.get('/api/v1/admin/audit?page_size=50&page=2&kind=auth.')).body
+    expect([p2.page, p2.items.map((e: { id: string }) => e.id)]).toEqual([2, newestFirst(rows.filter((r) => r.kind.startsWith('auth.'))).slice(50, 100)])
+    expect((await A.get(`/api/v1/admin/audit?cursor=${p2.next_cursor}`)).body.page).toBeNull()
   })
 
   test('admin actions land in the log with the admin as actor and the client IP', async () => {
