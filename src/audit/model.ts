@@ -20,6 +20,7 @@ export const AuditEntry = t.Object({
   ts: Timestamp,
   kind: t.String(),
   actor_user_id: t.Nullable(t.String()),
+  actor_email: t.Nullable(t.String()),
   client_ip: t.Nullable(t.String()),
   target_type: t.Nullable(t.String()),
   target_id: t.Nullable(t.String()),

@@ -2,7 +2,7 @@
 // feature (recordAudit, inside the caller's transaction); read by the admin route (listAudit):
 // newest first, filtered by kind (exact, or a prefix ending in '.'), actor and time window.
 import { and, count, desc, eq, gte, lt, type SQL } from 'drizzle-orm'
-import { auditLog } from '../db/schema'
+import { auditLog, users } from '../db/schema'
 import { newId } from '../crypto'
 import type { Db } from '../db/client'
 import { iso, type Clock } from '../time'
@@ -66,12 +66,13 @@ function parseDetail(raw: string | null): Record<string, unknown> | null {
   }
 }
 
-function toView(r: typeof auditLog.$inferSelect): AuditView {
+function toView(r: typeof auditLog.$inferSelect, actorEmail: string | null): AuditView {
   return {
     id: r.id,
     ts: iso(r.ts),
     kind: r.kind,
     actor_user_id: r.actorUserId,
+    actor_email: actorEmail,
     client_ip: r.clientIp,
     target_type: r.targetType,
     target_id: r.targetId,
@@ -85,15 +86,17 @@ export function listAudit(db: Db, q: AuditQuery): AuditList {
   const where = filters(q)
   return db.transaction((tx) => {
     const total = tx.select({ n: count() }).from(auditLog).where(where).get()?.n ?? 0
+    // The actor's address as it is now (null once the account is deleted): the audit page names people.
     const rows = tx
-      .select()
+      .select({ a: auditLog, email: users.email })
       .from(auditLog)
+      .leftJoin(users, eq(users.id, auditLog.actorUserId))
       .where(where)
       // Ids are UUIDv7: within one millisecond they keep the order entries were written in.
       .orderBy(desc(auditLog.ts), desc(auditLog.id))
       .limit(pageSize)
       .offset((page - 1) * pageSize)
       .all()
-    return { items: rows.map(toView), total, page, page_size: pageSize }
+    return { items: rows.map((r) => toView(r.a, r.email)), total, page, page_size: pageSize }
   })
 }

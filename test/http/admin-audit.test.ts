@@ -50,6 +50,7 @@ describe('audit log', () => {
       ts: new Date(t0 + minute).toISOString(),
       kind: 'auth.login_failed',
       actor_user_id: null,
+      actor_email: null,
       client_ip: '198.51.100.1',
       target_type: 'user',
       target_id: other.id,
