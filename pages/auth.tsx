@@ -4,26 +4,72 @@
 import { Layout, Notice, type PageCtx } from './layout'
 import type { Lang } from './i18n'
 
+const AUTH = {
+  en: {
+    login: 'Log in',
+    email: 'Email',
+    password: 'Password',
+    forgot: 'Forgot your password?',
+    noAccount: 'No account yet?',
+    register: 'Register',
+    registerTitle: 'Create an account',
+    registerTab: 'Register',
+    firstAdmin: 'The first account on a new leader becomes its administrator.',
+    displayName: 'Display name (optional)',
+    pwHint: 'At least 10 characters, and not your email address.',
+    already: 'Already registered?',
+    verifyTitle: 'Confirm your email',
+    verifyText: 'Confirm that this email address belongs to you.',
+    verifyButton: 'Confirm my email',
+    resetTitle: 'Choose a new password',
+    newPassword: 'New password',
+    repeat: 'Repeat the new password',
+    setPassword: 'Set password',
+  },
+  de: {
+    login: 'Anmelden',
+    email: 'E-Mail',
+    password: 'Passwort',
+    forgot: 'Passwort vergessen?',
+    noAccount: 'Noch kein Konto?',
+    register: 'Registrieren',
+    registerTitle: 'Konto anlegen',
+    registerTab: 'Registrieren',
+    firstAdmin: 'Das erste Konto auf einem neuen Leader wird dessen Administrator.',
+    displayName: 'Anzeigename (optional)',
+    pwHint: 'Mindestens 10 Zeichen und nicht Ihre E-Mail-Adresse.',
+    already: 'Schon registriert?',
+    verifyTitle: 'E-Mail-Adresse bestätigen',
+    verifyText: 'Bestätigen Sie, dass diese E-Mail-Adresse Ihnen gehört.',
+    verifyButton: 'Meine E-Mail-Adresse bestätigen',
+    resetTitle: 'Neues Passwort wählen',
+    newPassword: 'Neues Passwort',
+    repeat: 'Neues Passwort wiederholen',
+    setPassword: 'Passwort setzen',
+  },
+} satisfies Record<Lang, unknown>
+
 export function LoginPage(props: { ctx: PageCtx; next: string }) {
+  const t = AUTH[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title="Log in" script="auth.js" data={{ next: props.next }}>
+    <Layout ctx={props.ctx} title={t.login} script="auth.js" data={{ next: props.next }}>
       <div class="card legal">
-        <h1>Log in</h1>
+        <h1 safe>{t.login}</h1>
         <form id="login-form" method="post">
-          <label for="login-email">Email</label>
+          <label for="login-email" safe>{t.email}</label>
           <input id="login-email" name="email" type="email" autocomplete="username" required />
-          <label for="login-password">Password</label>
+          <label for="login-password" safe>{t.password}</label>
           <input id="login-password" name="password" type="password" autocomplete="current-password" required />
           <div class="actions">
-            <button type="submit">Log in</button>
+            <button type="submit" safe>{t.login}</button>
           </div>
           <Notice id="login-msg" />
         </form>
         <p class="muted">
-          <a href="/forgot-password">Forgot your password?</a>
+          <a href="/forgot-password" safe>{t.forgot}</a>
         </p>
         <p class="muted">
-          No account yet? <a href="/register">Register</a>.
+          <span safe>{t.noAccount}</span> <a href="/register" safe>{t.register}</a>.
         </p>
       </div>
     </Layout>
@@ -31,26 +77,27 @@ export function LoginPage(props: { ctx: PageCtx; next: string }) {
 }
 
 export function RegisterPage(props: { ctx: PageCtx }) {
+  const t = AUTH[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title="Register" script="auth.js">
+    <Layout ctx={props.ctx} title={t.registerTab} script="auth.js">
       <div class="card legal">
-        <h1>Create an account</h1>
-        <p class="muted">The first account on a new leader becomes its administrator.</p>
+        <h1 safe>{t.registerTitle}</h1>
+        <p class="muted" safe>{t.firstAdmin}</p>
         <form id="register-form" method="post">
-          <label for="reg-email">Email</label>
+          <label for="reg-email" safe>{t.email}</label>
           <input id="reg-email" name="email" type="email" autocomplete="email" required />
-          <label for="reg-name">Display name (optional)</label>
+          <label for="reg-name" safe>{t.displayName}</label>
           <input id="reg-name" name="display_name" type="text" autocomplete="name" maxlength="100" />
-          <label for="reg-password">Password</label>
+          <label for="reg-password" safe>{t.password}</label>
           <input id="reg-password" name="password" type="password" autocomplete="new-password" minlength="10" maxlength="512" required aria-describedby="reg-password-hint" />
-          <p class="hint" id="reg-password-hint">At least 10 characters, and not your email address.</p>
+          <p class="hint" id="reg-password-hint" safe>{t.pwHint}</p>
           <div class="actions">
-            <button type="submit">Register</button>
+            <button type="submit" safe>{t.register}</button>
           </div>
           <Notice id="register-msg" />
         </form>
         <p class="muted">
-          Already registered? <a href="/login">Log in</a>.
+          <span safe>{t.already}</span> <a href="/login" safe>{t.login}</a>.
         </p>
       </div>
     </Layout>
@@ -58,14 +105,15 @@ export function RegisterPage(props: { ctx: PageCtx }) {
 }
 
 export function VerifyEmailPage(props: { ctx: PageCtx }) {
+  const t = AUTH[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title="Confirm your email" script="auth.js">
+    <Layout ctx={props.ctx} title={t.verifyTitle} script="auth.js">
       <div class="card legal">
-        <h1>Confirm your email</h1>
+        <h1 safe>{t.verifyTitle}</h1>
         <form id="verify-form" method="post">
-          <p>Confirm that this email address belongs to you.</p>
+          <p safe>{t.verifyText}</p>
           <div class="actions">
-            <button type="submit">Confirm my email</button>
+            <button type="submit" safe>{t.verifyButton}</button>
           </div>
           <Notice id="verify-msg" />
         </form>
@@ -75,18 +123,19 @@ export function VerifyEmailPage(props: { ctx: PageCtx }) {
 }
 
 export function ResetPasswordPage(props: { ctx: PageCtx }) {
+  const t = AUTH[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title="Choose a new password" script="auth.js">
+    <Layout ctx={props.ctx} title={t.resetTitle} script="auth.js">
       <div class="card legal">
-        <h1>Choose a new password</h1>
+        <h1 safe>{t.resetTitle}</h1>
         <form id="reset-form" method="post">
-          <label for="reset-password">New password</label>
+          <label for="reset-password" safe>{t.newPassword}</label>
           <input id="reset-password" name="new_password" type="password" autocomplete="new-password" minlength="10" maxlength="512" required aria-describedby="reset-hint" />
-          <p class="hint" id="reset-hint">At least 10 characters, and not your email address.</p>
-          <label for="reset-confirm">Repeat the new password</label>
+          <p class="hint" id="reset-hint" safe>{t.pwHint}</p>
+          <label for="reset-confirm" safe>{t.repeat}</label>
           <input id="reset-confirm" name="confirm" type="password" autocomplete="new-password" minlength="10" maxlength="512" required />
           <div class="actions">
-            <button type="submit">Set password</button>
+            <button type="submit" safe>{t.setPassword}</button>
           </div>
           <Notice id="reset-msg" />
         </form>

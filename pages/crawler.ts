@@ -12,6 +12,7 @@ export function robotsTxt(baseUrl: string): string {
     'Disallow: /api/',
     'Disallow: /dashboard',
     'Disallow: /pools/',
+    'Disallow: /jobs/',
     'Disallow: /profile',
     'Disallow: /admin/',
     'Disallow: /ops/',

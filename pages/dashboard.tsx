@@ -1,5 +1,62 @@
-// /dashboard: live pools with the plan quota, invitations, the create-pool flow and shortcut tiles.
+// /dashboard: live pools with the plan quota, invitations, join requests to the caller's pools,
+// the create-pool flow and shortcut tiles.
 import { Layout, Notice, type PageCtx } from './layout'
+import { STRINGS, type Lang } from './i18n'
+
+const TEXT = {
+  en: {
+    title: 'Dashboard',
+    welcome: 'Welcome,',
+    shortcuts: 'Shortcuts',
+    tiles: [
+      ['/ops/join-v2', 'Training Console', 'Add machines to a pool and follow their training.'],
+      ['/ops/inference', 'Inference', 'Chat with a model trained on your pools.'],
+      ['/profile', 'Profile', 'Your account, password and API tokens.'],
+    ],
+    pools: 'Pools',
+    planLoading: 'Loading your plan…',
+    poolsCaption: 'Pools you can see',
+    cols: ['Name', 'Visibility', 'Your role', 'Machines', 'Members'],
+    requests: 'Join requests to your pools',
+    invitations: 'Invitations',
+    linkIntro: 'You opened an invitation link. Accept it to join the pool it names.',
+    accept: 'Accept the invitation',
+    create: 'Create a pool',
+    name: 'Name',
+    description: 'Description (optional)',
+    visibility: 'Visibility',
+    private: 'Private: members only',
+    visibilityHint: 'Public pools are listed to every logged-in user; people can ask to join them.',
+    openJoin: 'Anyone may join a public pool without approval',
+    createButton: 'Create pool',
+  },
+  de: {
+    title: 'Übersicht',
+    welcome: 'Willkommen,',
+    shortcuts: 'Schnellzugriff',
+    tiles: [
+      ['/ops/join-v2', 'Trainingskonsole', 'Maschinen zu einem Pool hinzufügen und ihr Training verfolgen.'],
+      ['/ops/inference', 'Inferenz', 'Mit einem Modell chatten, das auf Ihren Pools trainiert wurde.'],
+      ['/profile', 'Profil', 'Ihr Konto, Ihr Passwort und Ihre API-Tokens.'],
+    ],
+    pools: 'Pools',
+    planLoading: 'Ihr Tarif wird geladen…',
+    poolsCaption: 'Pools, die Sie sehen können',
+    cols: ['Name', 'Sichtbarkeit', 'Ihre Rolle', 'Maschinen', 'Mitglieder'],
+    requests: 'Beitrittsanfragen an Ihre Pools',
+    invitations: 'Einladungen',
+    linkIntro: 'Sie haben einen Einladungslink geöffnet. Nehmen Sie ihn an, um dem genannten Pool beizutreten.',
+    accept: 'Einladung annehmen',
+    create: 'Pool anlegen',
+    name: 'Name',
+    description: 'Beschreibung (optional)',
+    visibility: 'Sichtbarkeit',
+    private: 'Privat: nur Mitglieder',
+    visibilityHint: 'Öffentliche Pools sehen alle angemeldeten Personen; sie können um Beitritt bitten.',
+    openJoin: 'Jede Person darf einem öffentlichen Pool ohne Freigabe beitreten',
+    createButton: 'Pool anlegen',
+  },
+} satisfies Record<Lang, unknown>
 
 function Tile(props: { href: string; title: string; text: string }) {
   return (
@@ -14,71 +71,75 @@ function Tile(props: { href: string; title: string; text: string }) {
 
 export function DashboardPage(props: { ctx: PageCtx }) {
   const u = props.ctx.user!
+  const t = TEXT[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title="Dashboard" script="dashboard.js">
+    <Layout ctx={props.ctx} title={t.title} script="dashboard.js">
       <h1>
-        Welcome, <span safe>{u.name}</span>
+        <span safe>{t.welcome}</span> <span safe>{u.name}</span>
       </h1>
-      <nav aria-label="Shortcuts">
+      <nav aria-label={t.shortcuts}>
         <ul class="tiles plain">
-          <Tile href="/ops/join-v2" title="Training Console" text="Add machines to a pool and follow their training." />
-          <Tile href="/ops/inference" title="Inference" text="Chat with a model trained on your pools." />
-          <Tile href="/profile" title="Profile" text="Your account, password and API tokens." />
+          {t.tiles.map(([href, title, text]) => (
+            <Tile href={href!} title={title!} text={text!} />
+          ))}
         </ul>
       </nav>
       <section class="card" aria-labelledby="pools-title">
-        <h2 id="pools-title">Pools</h2>
-        <p id="plan" class="muted" aria-live="polite">Loading your plan…</p>
+        <h2 id="pools-title" safe>{t.pools}</h2>
+        <p id="plan" class="muted" aria-live="polite" safe>{t.planLoading}</p>
         <div class="table-wrap">
           <table>
-            <caption class="sr-only">Pools you can see</caption>
+            <caption class="sr-only" safe>{t.poolsCaption}</caption>
             <thead>
               <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Visibility</th>
-                <th scope="col">Your role</th>
-                <th scope="col">Nodes</th>
-                <th scope="col">Members</th>
+                {t.cols.map((c) => (
+                  <th scope="col" safe>{c}</th>
+                ))}
               </tr>
             </thead>
             <tbody id="pools-body">
               <tr>
-                <td colspan="5" class="empty">Loading…</td>
+                <td colspan="5" class="empty" safe>{STRINGS[props.ctx.lang].loading}</td>
               </tr>
             </tbody>
           </table>
         </div>
       </section>
+      <section class="card" aria-labelledby="requests-title" id="requests-card" hidden>
+        <h2 id="requests-title" safe>{t.requests}</h2>
+        <div id="owner-requests"></div>
+        <Notice id="requests-msg" />
+      </section>
       <section class="card" aria-labelledby="invites-title">
-        <h2 id="invites-title">Invitations</h2>
+        <h2 id="invites-title" safe>{t.invitations}</h2>
         <div id="invite-link-card" hidden>
-          <p>You opened an invitation link. Accept it to join the pool it names.</p>
+          <p safe>{t.linkIntro}</p>
           <div class="actions">
-            <button type="button" id="accept-link-invite">Accept the invitation</button>
+            <button type="button" id="accept-link-invite" safe>{t.accept}</button>
           </div>
         </div>
         <div id="invites">
-          <p class="empty">Loading…</p>
+          <p class="empty" safe>{STRINGS[props.ctx.lang].loading}</p>
         </div>
         <Notice id="invite-msg" />
       </section>
       <section class="card" aria-labelledby="create-title">
-        <h2 id="create-title">Create a pool</h2>
+        <h2 id="create-title" safe>{t.create}</h2>
         <form id="create-pool" method="post">
-          <label for="pool-name">Name</label>
+          <label for="pool-name" safe>{t.name}</label>
           <input id="pool-name" name="name" type="text" required maxlength="100" />
-          <label for="pool-description">Description (optional)</label>
+          <label for="pool-description" safe>{t.description}</label>
           <input id="pool-description" name="description" type="text" maxlength="2000" />
-          <label for="pool-visibility">Visibility</label>
+          <label for="pool-visibility" safe>{t.visibility}</label>
           <select id="pool-visibility" name="visibility" aria-describedby="visibility-hint">
-            <option value="private">Private: members only</option>
+            <option value="private" safe>{t.private}</option>
           </select>
-          <p class="hint" id="visibility-hint">Public pools are listed to every logged-in user; people can ask to join them.</p>
+          <p class="hint" id="visibility-hint" safe>{t.visibilityHint}</p>
           <label class="check" id="open-join-row" hidden>
-            <input type="checkbox" name="open_join" id="pool-open-join" /> Anyone may join a public pool without approval
+            <input type="checkbox" name="open_join" id="pool-open-join" /> <span safe>{t.openJoin}</span>
           </label>
           <div class="actions">
-            <button type="submit" id="create-pool-submit">Create pool</button>
+            <button type="submit" id="create-pool-submit" safe>{t.createButton}</button>
           </div>
           <Notice id="create-msg" />
         </form>

@@ -1,5 +1,6 @@
-// Interface language. Only the chrome (header, nav, buttons of the chrome, footer) follows it; page
-// bodies are English (except the German landing, Leichte Sprache and the accessibility statement).
+// Interface language: the chrome (header, nav, footer) and every page body follow it, except the
+// landing pages (their URL fixes the language), Leichte Sprache and the operator's legal texts.
+// Page texts live beside each page (pages/*.tsx) and, for page scripts, in pages/client-strings.ts.
 // Order: cookie svc_lang, then Accept-Language, then English (SPEC.md, Pages).
 export const LANGS = ['en', 'de'] as const
 export type Lang = (typeof LANGS)[number]
@@ -41,6 +42,9 @@ const en = {
   profile: 'Profile',
   adminUsers: 'Users',
   adminPools: 'All pools',
+  adminAudit: 'Audit log',
+  menu: 'Menu',
+  loading: 'Loading…',
   pending: 'pending approval',
   signedInAs: 'Signed in as',
   imprint: 'Imprint',
@@ -80,6 +84,9 @@ const de: Strings = {
   profile: 'Profil',
   adminUsers: 'Benutzer',
   adminPools: 'Alle Pools',
+  adminAudit: 'Protokoll',
+  menu: 'Menü',
+  loading: 'Wird geladen…',
   pending: 'warten auf Freigabe',
   signedInAs: 'Angemeldet als',
   imprint: 'Impressum',
@@ -104,3 +111,9 @@ const de: Strings = {
 }
 
 export const STRINGS: Record<Lang, Strings> = { en, de }
+
+/** Picks the plural form for `n` (Intl.PluralRules) and fills {n}. */
+export function plural(lang: Lang, n: number, forms: { one: string; other: string }): string {
+  const form = new Intl.PluralRules(lang).select(n) === 'one' ? forms.one : forms.other
+  return form.replace('{n}', n.toLocaleString(lang))
+}

@@ -74,14 +74,36 @@ export function LandingPage(props: { ctx: PageCtx; bodyLang: Lang }) {
   )
 }
 
-export function NotFoundPage(props: { ctx: PageCtx; what?: string }) {
+const NOT_FOUND = {
+  en: {
+    title: 'Not found',
+    nothing: 'There is nothing at this address.',
+    pool: 'There is no pool here, or it is not visible to you.',
+    job: 'There is no job here, or it is not visible to you.',
+    language: 'This language is not available. Choose English or Deutsch.',
+    back: 'Back to the start page',
+  },
+  de: {
+    title: 'Nicht gefunden',
+    nothing: 'Unter dieser Adresse gibt es nichts.',
+    pool: 'Hier gibt es keinen Pool, oder er ist für Sie nicht sichtbar.',
+    job: 'Hier gibt es keinen Auftrag, oder er ist für Sie nicht sichtbar.',
+    language: 'Diese Sprache gibt es nicht. Wählen Sie English oder Deutsch.',
+    back: 'Zurück zur Startseite',
+  },
+} satisfies Record<Lang, unknown>
+
+export type NotFoundWhat = 'pool' | 'job' | 'language'
+
+export function NotFoundPage(props: { ctx: PageCtx; what?: NotFoundWhat }) {
+  const t = NOT_FOUND[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title="Not found">
+    <Layout ctx={props.ctx} title={t.title}>
       <div class="card legal">
-        <h1>Not found</h1>
-        <p safe>{props.what ?? 'There is nothing at this address.'}</p>
+        <h1 safe>{t.title}</h1>
+        <p safe>{props.what ? t[props.what] : t.nothing}</p>
         <p>
-          <a href={props.ctx.user ? '/dashboard' : '/'}>Back to the start page</a>
+          <a href={props.ctx.user ? '/dashboard' : '/'} safe>{t.back}</a>
         </p>
       </div>
     </Layout>

@@ -25,7 +25,7 @@ export interface PageCtx {
 export interface LayoutProps {
   ctx: PageCtx
   title: string
-  /** Language of the page body; the chrome carries its own lang when it differs. Default English. */
+  /** Language of the page body; the chrome carries its own lang when it differs. Default: the interface language. */
   bodyLang?: string
   /** Page scripts under /assets/, loaded in order after the shared app.js. */
   script?: string | string[]
@@ -69,7 +69,14 @@ function Header(props: { ctx: PageCtx; chromeLang: string | undefined }) {
           <img src="/assets/icon.svg" alt="" width="28" height="28" />
           <span safe>{s.brand}</span>
         </a>
-        <nav aria-label={s.mainNav}>
+        {u ? (
+          <button type="button" id="menu-button" class="menu-button secondary small" aria-expanded="false" aria-controls="main-nav" safe>
+            {s.menu}
+          </button>
+        ) : (
+          ''
+        )}
+        <nav aria-label={s.mainNav} id="main-nav">
           <ul class="nav">
             {u ? (
               <>
@@ -80,6 +87,7 @@ function Header(props: { ctx: PageCtx; chromeLang: string | undefined }) {
                   <>
                     <NavLink ctx={ctx} href="/admin/users" label={s.adminUsers} badge={ctx.pendingCount} badgeLabel={s.pending} />
                     <NavLink ctx={ctx} href="/admin/pools" label={s.adminPools} />
+                    <NavLink ctx={ctx} href="/admin/audit" label={s.adminAudit} />
                   </>
                 ) : (
                   ''
@@ -140,7 +148,7 @@ function Footer(props: { ctx: PageCtx; chromeLang: string | undefined }) {
 
 export function Layout(props: LayoutProps) {
   const { ctx } = props
-  const bodyLang = props.bodyLang ?? 'en'
+  const bodyLang = props.bodyLang ?? ctx.lang
   // Chrome roots declare their own language only when it differs from the body's (SPEC.md, Pages).
   const primary = bodyLang.toLowerCase().split('-')[0]
   const chromeLang = primary === ctx.lang ? undefined : ctx.lang
@@ -155,6 +163,7 @@ export function Layout(props: LayoutProps) {
         <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href={asset(ctx, 'app.css')} />
         {props.head ?? ''}
+        <script src={asset(ctx, `strings-${ctx.lang}.js`)} defer></script>
         <script src={asset(ctx, 'app.js')} defer></script>
         {[props.script ?? []].flat().map((name) => (
           <script src={asset(ctx, name)} defer></script>
@@ -171,13 +180,19 @@ export function Layout(props: LayoutProps) {
   )
 }
 
+/** A time the server knows, shown by app.js in the one date format of the pages (local time). */
+export function Time(props: { iso: string | null }) {
+  if (props.iso === null) return <span>—</span>
+  return <time datetime={props.iso} data-local="" safe>{props.iso.replace('T', ' ').slice(0, 16) + ' UTC'}</time>
+}
+
 /** A status line scripts write into: role=status is announced politely, errors get role=alert. */
 export function Notice(props: { id: string }) {
   return <p id={props.id} class="notice" role="status" aria-live="polite"></p>
 }
 
 /** A table whose rows the page's script fills (tbody `id`), "Loading…" until then. */
-export function Table(props: { id: string; caption: string; cols: string[] }) {
+export function Table(props: { id: string; caption: string; cols: string[]; lang: Lang }) {
   return (
     <div class="table-wrap">
       <table>
@@ -191,7 +206,7 @@ export function Table(props: { id: string; caption: string; cols: string[] }) {
         </thead>
         <tbody id={props.id}>
           <tr>
-            <td colspan={String(props.cols.length)} class="empty">Loading…</td>
+            <td colspan={String(props.cols.length)} class="empty" safe>{STRINGS[props.lang].loading}</td>
           </tr>
         </tbody>
       </table>

@@ -1,6 +1,8 @@
 // /pools/{id}: live nodes, the pool's join command, jobs, models, members; owner edit and delete.
 import { escapeHtml } from '@kitajs/html'
 import { Layout, Notice, Table, type PageCtx } from './layout'
+import type { Lang } from './i18n'
+import { LoopbackWarning } from './ops'
 import type { Pool } from '../src/pools/model'
 
 export interface PoolPageProps {
@@ -9,72 +11,183 @@ export interface PoolPageProps {
   /** Owner or admin: may invite, edit and delete. */
   canManage: boolean
   isMember: boolean
+  /** The viewer asked to join and the owner has not decided yet. */
+  requested: boolean
   allowedVisibilities: string[]
 }
 
+const TEXT = {
+  en: {
+    crumb: 'Pool',
+    dashboard: 'Dashboard',
+    slug: 'Slug',
+    visibility: 'Visibility',
+    vis: { public: 'public', private: 'private' } as Record<string, string>,
+    openJoin: ' (open join)',
+    nodeLimit: 'Machine limit',
+    unlimited: 'no limit',
+    yourRole: 'Your role',
+    roles: { owner: 'owner', member: 'member' } as Record<string, string>,
+    adminNotMember: 'admin (not a member)',
+    notMember: 'not a member',
+    publicNotMember: 'You are not a member of this public pool.',
+    join: 'Join this pool',
+    ask: 'Ask to join',
+    asked: 'You asked to join this pool. The owner decides; you will find it on your dashboard once you are in.',
+    machines: 'Machines',
+    machinesCaption: 'Machines in this pool, refreshed every few seconds',
+    machineCols: ['Machine', 'State', 'Status', 'Step', 'Loss', 'GPUs', 'Last seen'],
+    addMachine: 'Add a machine',
+    addIntro: 'Create a join command and run it on the new machine. The machine joins this pool and shows up above. For step-by-step help, use the',
+    guided: 'guided join',
+    mint: 'Create join command',
+    copy: 'Copy command',
+    jobs: 'Jobs',
+    jobsCaption: 'Jobs of this pool',
+    jobCols: ['Name', 'Status', 'Stages', 'Step', 'Loss', 'Updated'],
+    models: 'Models',
+    members: 'Members',
+    membersCaption: 'Members of this pool',
+    memberCols: ['Name', 'Email', 'Role', 'Joined', 'Actions'],
+    loading: 'Loading…',
+    invite: 'Invite someone',
+    email: 'Email address',
+    sendInvite: 'Invite',
+    inviteLink: 'Invitation link: it works only for the account with the invited address',
+    copyLink: 'Copy link',
+    pendingInvites: 'Pending invitations',
+    requests: 'Join requests',
+    edit: 'Edit pool',
+    name: 'Name',
+    description: 'Description',
+    openJoinLabel: 'Anyone may join (public pools) without approval',
+    limitLabel: 'Machine limit (empty: no limit)',
+    save: 'Save changes',
+    del: 'Delete pool',
+    delText: 'Deleting the pool removes its memberships and invitations. Attached machines are detached.',
+    delButton: 'Delete this pool',
+  },
+  de: {
+    crumb: 'Pool',
+    dashboard: 'Übersicht',
+    slug: 'Kurzname',
+    visibility: 'Sichtbarkeit',
+    vis: { public: 'öffentlich', private: 'privat' } as Record<string, string>,
+    openJoin: ' (freier Beitritt)',
+    nodeLimit: 'Maschinen-Grenze',
+    unlimited: 'keine Grenze',
+    yourRole: 'Ihre Rolle',
+    roles: { owner: 'Eigentümer', member: 'Mitglied' } as Record<string, string>,
+    adminNotMember: 'Admin (kein Mitglied)',
+    notMember: 'kein Mitglied',
+    publicNotMember: 'Sie sind kein Mitglied dieses öffentlichen Pools.',
+    join: 'Diesem Pool beitreten',
+    ask: 'Um Beitritt bitten',
+    asked: 'Sie haben um Beitritt gebeten. Der Eigentümer entscheidet; danach finden Sie den Pool in Ihrer Übersicht.',
+    machines: 'Maschinen',
+    machinesCaption: 'Maschinen in diesem Pool, alle paar Sekunden aktualisiert',
+    machineCols: ['Maschine', 'Zustand', 'Status', 'Schritt', 'Loss', 'GPUs', 'Zuletzt gesehen'],
+    addMachine: 'Maschine hinzufügen',
+    addIntro: 'Erstellen Sie einen Beitrittsbefehl und führen Sie ihn auf der neuen Maschine aus. Sie tritt diesem Pool bei und erscheint oben. Schritt für Schritt hilft der',
+    guided: 'geführte Beitritt',
+    mint: 'Beitrittsbefehl erstellen',
+    copy: 'Befehl kopieren',
+    jobs: 'Aufträge',
+    jobsCaption: 'Aufträge dieses Pools',
+    jobCols: ['Name', 'Status', 'Stufen', 'Schritt', 'Loss', 'Aktualisiert'],
+    models: 'Modelle',
+    members: 'Mitglieder',
+    membersCaption: 'Mitglieder dieses Pools',
+    memberCols: ['Name', 'E-Mail', 'Rolle', 'Beigetreten', 'Aktionen'],
+    loading: 'Wird geladen…',
+    invite: 'Jemanden einladen',
+    email: 'E-Mail-Adresse',
+    sendInvite: 'Einladen',
+    inviteLink: 'Einladungslink: Er gilt nur für das Konto mit der eingeladenen Adresse',
+    copyLink: 'Link kopieren',
+    pendingInvites: 'Offene Einladungen',
+    requests: 'Beitrittsanfragen',
+    edit: 'Pool bearbeiten',
+    name: 'Name',
+    description: 'Beschreibung',
+    openJoinLabel: 'Jede Person darf ohne Freigabe beitreten (öffentliche Pools)',
+    limitLabel: 'Maschinen-Grenze (leer: keine Grenze)',
+    save: 'Änderungen speichern',
+    del: 'Pool löschen',
+    delText: 'Beim Löschen gehen Mitgliedschaften und Einladungen verloren. Angeschlossene Maschinen werden getrennt.',
+    delButton: 'Diesen Pool löschen',
+  },
+} satisfies Record<Lang, unknown>
 
 function Manage(props: PoolPageProps) {
   const p = props.pool
+  const t = TEXT[props.ctx.lang]
   const admin = props.ctx.user?.role === 'admin'
   return (
     <>
       <section class="card" aria-labelledby="invite-title">
-        <h2 id="invite-title">Invite someone</h2>
+        <h2 id="invite-title" safe>{t.invite}</h2>
         <form id="invite-form" method="post">
-          <label for="invite-email">Email address</label>
+          <label for="invite-email" safe>{t.email}</label>
           <input id="invite-email" name="email" type="email" required maxlength="254" />
           <div class="actions">
-            <button type="submit">Send invitation</button>
+            <button type="submit" safe>{t.sendInvite}</button>
           </div>
           <Notice id="invite-form-msg" />
         </form>
         <div id="invite-link-box" hidden>
-          <label for="invite-link">Invitation link: it works only for the account with the invited address</label>
+          <label for="invite-link" safe>{t.inviteLink}</label>
           <input id="invite-link" type="text" readonly />
           <div class="actions">
-            <button type="button" class="small" data-copy="invite-link" data-copy-status="invite-link-msg">Copy link</button>
+            <button type="button" class="small" data-copy="invite-link" data-copy-status="invite-link-msg" safe>{t.copyLink}</button>
           </div>
           <Notice id="invite-link-msg" />
         </div>
-        <h3>Join requests</h3>
-        <div id="requests">
-          <p class="empty">Loading…</p>
+        <h3 safe>{t.pendingInvites}</h3>
+        <div id="pool-invites">
+          <p class="empty" safe>{t.loading}</p>
         </div>
+        <Notice id="pool-invites-msg" />
+        <h3 safe>{t.requests}</h3>
+        <div id="requests">
+          <p class="empty" safe>{t.loading}</p>
+        </div>
+        <Notice id="requests-msg" />
       </section>
       <section class="card" aria-labelledby="edit-title">
-        <h2 id="edit-title">Edit pool</h2>
+        <h2 id="edit-title" safe>{t.edit}</h2>
         <form id="edit-form" method="post">
-          <label for="edit-name">Name</label>
+          <label for="edit-name" safe>{t.name}</label>
           <input id="edit-name" name="name" type="text" required maxlength="100" value={escapeHtml(p.name)} />
-          <label for="edit-description">Description</label>
+          <label for="edit-description" safe>{t.description}</label>
           <input id="edit-description" name="description" type="text" maxlength="2000" value={escapeHtml(p.description)} />
-          <label for="edit-visibility">Visibility</label>
+          <label for="edit-visibility" safe>{t.visibility}</label>
           <select id="edit-visibility" name="visibility">
             {props.allowedVisibilities.map((v) => (
-              <option value={v} selected={v === p.visibility} safe>{v}</option>
+              <option value={v} selected={v === p.visibility} safe>{t.vis[v] ?? v}</option>
             ))}
           </select>
           <label class="check">
-            <input type="checkbox" name="open_join" checked={p.open_join} /> Anyone may join (public pools) without approval
+            <input type="checkbox" name="open_join" checked={p.open_join} /> <span safe>{t.openJoinLabel}</span>
           </label>
           {admin ? (
             <>
-              <label for="edit-limit">Node limit (empty: unlimited)</label>
+              <label for="edit-limit" safe>{t.limitLabel}</label>
               <input id="edit-limit" name="node_limit" type="number" min="0" value={p.node_limit === null ? '' : String(p.node_limit)} />
             </>
           ) : (
             ''
           )}
           <div class="actions">
-            <button type="submit">Save changes</button>
+            <button type="submit" safe>{t.save}</button>
           </div>
           <Notice id="edit-msg" />
         </form>
       </section>
       <section class="card" aria-labelledby="delete-title">
-        <h2 id="delete-title">Delete pool</h2>
-        <p>Deleting the pool removes its memberships and invitations. Attached machines are detached.</p>
-        <button type="button" class="danger" id="delete-pool">Delete this pool</button>
+        <h2 id="delete-title" safe>{t.del}</h2>
+        <p safe>{t.delText}</p>
+        <button type="button" class="danger" id="delete-pool" safe>{t.delButton}</button>
         <Notice id="delete-msg" />
       </section>
     </>
@@ -83,7 +196,10 @@ function Manage(props: PoolPageProps) {
 
 export function PoolPage(props: PoolPageProps) {
   const p = props.pool
+  const lang = props.ctx.lang
+  const t = TEXT[lang]
   const canJoinCmd = props.isMember || props.ctx.user?.role === 'admin'
+  const role = p.my_role !== null ? (t.roles[p.my_role] ?? p.my_role) : props.ctx.user?.role === 'admin' ? t.adminNotMember : t.notMember
   return (
     <Layout
       ctx={props.ctx}
@@ -92,47 +208,47 @@ export function PoolPage(props: PoolPageProps) {
       data={{ 'pool-id': p.id, 'can-manage': props.canManage ? '1' : '0', 'is-member': props.isMember ? '1' : '0', 'user-id': props.ctx.user?.id ?? '' }}
     >
       <p class="muted">
-        <a href="/dashboard">Dashboard</a> / Pool
+        <a href="/dashboard" safe>{t.dashboard}</a> / <span safe>{t.crumb}</span>
       </p>
       <h1 id="pool-name" safe>{p.name}</h1>
       {p.description ? <p class="lead" id="pool-description" safe>{p.description}</p> : ''}
       <dl class="facts card">
-        <dt>Slug</dt>
+        <dt safe>{t.slug}</dt>
         <dd class="mono" safe>{p.slug}</dd>
-        <dt>Visibility</dt>
-        <dd>{p.visibility + (p.visibility === 'public' && p.open_join ? ' (open join)' : '')}</dd>
-        <dt>Node limit</dt>
-        <dd>{p.node_limit === null ? 'unlimited' : p.node_limit}</dd>
-        <dt>Your role</dt>
-        <dd>{p.my_role ?? (props.ctx.user?.role === 'admin' ? 'admin (not a member)' : 'not a member')}</dd>
+        <dt safe>{t.visibility}</dt>
+        <dd safe>{(t.vis[p.visibility] ?? p.visibility) + (p.visibility === 'public' && p.open_join ? t.openJoin : '')}</dd>
+        <dt safe>{t.nodeLimit}</dt>
+        <dd safe>{p.node_limit === null ? t.unlimited : String(p.node_limit)}</dd>
+        <dt safe>{t.yourRole}</dt>
+        <dd safe>{role}</dd>
       </dl>
       {!props.isMember && p.visibility === 'public' ? (
         <div class="card">
-          <p>You are not a member of this public pool.</p>
-          <button type="button" id="join-pool">{p.open_join ? 'Join this pool' : 'Ask to join'}</button>
-          <Notice id="join-pool-msg" />
+          <p safe>{t.publicNotMember}</p>
+          <button type="button" id="join-pool" disabled={props.requested} safe>{p.open_join ? t.join : t.ask}</button>
+          <p id="join-pool-msg" class={props.requested ? 'notice ok' : 'notice'} role="status" aria-live="polite">{props.requested ? t.asked : ''}</p>
         </div>
       ) : (
         ''
       )}
       <section class="card" aria-labelledby="nodes-title">
-        <h2 id="nodes-title">Machines</h2>
+        <h2 id="nodes-title" safe>{t.machines}</h2>
         <p id="nodes-summary" class="muted" role="status" aria-live="polite"></p>
-        <Table id="nodes-body" caption="Machines in this pool, refreshed every few seconds" cols={['Machine', 'State', 'Status', 'Step', 'Loss', 'GPUs', 'Last seen']} />
+        <Table id="nodes-body" caption={t.machinesCaption} cols={t.machineCols} lang={lang} />
       </section>
       {canJoinCmd ? (
         <section class="card" aria-labelledby="join-title" id="join-section">
-          <h2 id="join-title">Add a machine</h2>
+          <h2 id="join-title" safe>{t.addMachine}</h2>
+          <LoopbackWarning ctx={props.ctx} />
           <p>
-            Create a join command and run it on the new machine. The machine joins this pool and shows up above. For step-by-step help, use the{' '}
-            <a href={`/ops/join-v2?pool=${encodeURIComponent(p.id)}`}>guided join</a>.
+            <span safe>{t.addIntro}</span> <a href={`/ops/join-v2?pool=${encodeURIComponent(p.id)}`} safe>{t.guided}</a>.
           </p>
           <div class="actions">
-            <button type="button" id="mint-join" class="secondary">Create join command</button>
+            <button type="button" id="mint-join" class="secondary" safe>{t.mint}</button>
           </div>
           <div class="cmd">
             <pre id="join-cmd"></pre>
-            <button type="button" id="copy-join" data-copy="join-cmd" data-copy-status="join-msg">Copy command</button>
+            <button type="button" id="copy-join" data-copy="join-cmd" data-copy-status="join-msg" safe>{t.copy}</button>
           </div>
           <p id="join-expiry" class="hint"></p>
           <Notice id="join-msg" />
@@ -140,21 +256,27 @@ export function PoolPage(props: PoolPageProps) {
       ) : (
         ''
       )}
-      <section class="card" aria-labelledby="jobs-title">
-        <h2 id="jobs-title">Jobs</h2>
-        <Table id="jobs-body" caption="Jobs of this pool" cols={['Name', 'Status', 'Stages', 'Step', 'Loss']} />
-      </section>
-      <section class="card" aria-labelledby="models-title">
-        <h2 id="models-title">Models</h2>
-        <div id="models">
-          <p class="empty">Loading…</p>
-        </div>
-      </section>
-      <section class="card" aria-labelledby="members-title">
-        <h2 id="members-title">Members</h2>
-        <Table id="members-body" caption="Members of this pool" cols={['Name', 'Email', 'Role', 'Joined', 'Actions']} />
-        <Notice id="members-msg" />
-      </section>
+      {props.isMember || props.ctx.user?.role === 'admin' ? (
+        <>
+          <section class="card" aria-labelledby="jobs-title">
+            <h2 id="jobs-title" safe>{t.jobs}</h2>
+            <Table id="jobs-body" caption={t.jobsCaption} cols={t.jobCols} lang={lang} />
+          </section>
+          <section class="card" aria-labelledby="models-title">
+            <h2 id="models-title" safe>{t.models}</h2>
+            <div id="models">
+              <p class="empty" safe>{t.loading}</p>
+            </div>
+          </section>
+          <section class="card" aria-labelledby="members-title">
+            <h2 id="members-title" safe>{t.members}</h2>
+            <Table id="members-body" caption={t.membersCaption} cols={t.memberCols} lang={lang} />
+            <Notice id="members-msg" />
+          </section>
+        </>
+      ) : (
+        ''
+      )}
       {props.canManage ? <Manage {...props} /> : ''}
     </Layout>
   )

@@ -479,3 +479,24 @@ export function loadFellowConfig(env: Env = process.env, flags: FellowFlags = {}
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', LOG_LEVELS, 'info'),
   }
 }
+
+/**
+ * Settings of the operator CLI's remote commands (`svc pools ...`, docs/cli.md). Flags win over
+ * SVC_TOKEN and SVC_LEADER_URL, which win over the config file (SVC_CLI_CONFIG, else
+ * $XDG_CONFIG_HOME/svc/config.toml, else ~/.config/svc/config.toml).
+ */
+export interface ClientEnv {
+  token: string | null
+  leader: string | null
+  configFile: string
+}
+
+export function loadClientEnv(env: Env = process.env): ClientEnv {
+  const xdg = str(env, 'XDG_CONFIG_HOME')
+  const home = str(env, 'HOME') ?? '.'
+  return {
+    token: str(env, 'SVC_TOKEN'),
+    leader: str(env, 'SVC_LEADER_URL'),
+    configFile: resolve(str(env, 'SVC_CLI_CONFIG') ?? join(xdg ?? join(home, '.config'), 'svc', 'config.toml')),
+  }
+}

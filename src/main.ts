@@ -6,7 +6,8 @@ import { DbOpenError } from './db/client'
 import { BackupError } from './db/backup'
 import { AppError } from './errors'
 import { VERSION } from './version'
-import { USAGE, UsageError } from './cli/usage'
+import { CliError, UsageError } from './cli/usage'
+import { helpFor, rootHelp, runCommand } from './cli/commands'
 
 async function serve(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`serve takes no arguments (configure it with SVC_* variables), got: ${args.join(' ')}`)
@@ -44,14 +45,12 @@ async function main(argv: string[]): Promise<number> {
   // `svc fellow --help`, `svc admin backup -h`: help, not a refusal (before a `--`, which ends options).
   const options = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'))
   if (cmd !== undefined && !cmd.startsWith('-') && (options.includes('--help') || options.includes('-h'))) {
-    process.stdout.write(USAGE)
+    process.stdout.write(helpFor(argv))
     return 0
   }
   switch (cmd) {
     case 'serve':
       return serve(rest)
-    case 'admin':
-      return (await import('./cli/admin')).runAdmin(rest)
     case 'fellow':
       return (await import('./cli/fellow')).runFellow(rest)
     case 'runner':
@@ -63,7 +62,8 @@ async function main(argv: string[]): Promise<number> {
     case '-h':
     case '--help':
     case 'help':
-      process.stdout.write(USAGE)
+      // `svc help pools create` is `svc pools create --help`.
+      process.stdout.write(cmd === 'help' ? helpFor(rest) : rootHelp())
       return 0
     case '-v':
     case '--version':
@@ -73,7 +73,8 @@ async function main(argv: string[]): Promise<number> {
     case undefined:
       throw new UsageError('missing command')
     default:
-      throw new UsageError(`unknown command: ${cmd}`)
+      // The operator CLI (pools, jobs, login, ...) and offline admin: src/cli/commands.ts.
+      return runCommand(argv)
   }
 }
 
@@ -84,18 +85,28 @@ function usageMessage(e: Error): string {
   return e.message.split('\n')[0]!
 }
 
+/** Errors print as one line, whatever their message holds. */
+const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ').trim()
+
 function isUsage(e: unknown): boolean {
   if (e instanceof UsageError) return true
   const code = (e as { code?: string })?.code
   return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')
 }
 
-main(process.argv.slice(2)).then(
+const argv = process.argv.slice(2)
+main(argv).then(
   (code) => process.exit(code),
   (e: unknown) => {
     if (isUsage(e)) {
-      process.stderr.write(`svc: ${usageMessage(e as Error)}\n\n${USAGE}`)
+      // The usage of the command the mistake concerns (its own parser's, or the table's).
+      const usage = (e instanceof UsageError ? e.usage : undefined) ?? helpFor(argv.slice(0, 2))
+      process.stderr.write(`svc: ${oneLine(usageMessage(e as Error))}\n\n${usage}`)
       process.exit(2)
+    }
+    if (e instanceof CliError) {
+      process.stderr.write(`svc: ${oneLine(e.message)}\n`)
+      process.exit(1)
     }
     if (e instanceof ConfigError) {
       process.stderr.write(`svc: configuration error: ${e.message}\n`)
@@ -110,7 +121,7 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`svc: cannot listen: address already in use\n`)
       process.exit(1)
     }
-    process.stderr.write(`svc: ${err?.message ?? String(e)}\n`)
+    process.stderr.write(`svc: ${oneLine(err?.message ?? String(e))}\n`)
     process.exit(1)
   },
 )

@@ -2,8 +2,9 @@
 // library by pages/client/tsconfig.json) turned into source with toString(), so no bundling step or
 // file lookup exists at run time and `bun build --compile` carries them like any other code.
 import { CSS, ICON_SVG } from './style'
+import { stringsScript } from '../client-strings'
 // A directory import: Bun runs client/index.ts, TypeScript sees client/index.d.ts (client/package.json).
-import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient } from '../client'
+import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient, jobClient, adminAuditClient } from '../client'
 
 export interface Asset {
   body: string
@@ -15,6 +16,8 @@ const js = (fn: () => void): Asset => ({ body: `'use strict';\n(${fn.toString()}
 export const ASSETS: Record<string, Asset> = {
   'app.css': { body: CSS, type: 'text/css; charset=utf-8' },
   'icon.svg': { body: ICON_SVG, type: 'image/svg+xml' },
+  'strings-en.js': { body: stringsScript('en'), type: 'text/javascript; charset=utf-8' },
+  'strings-de.js': { body: stringsScript('de'), type: 'text/javascript; charset=utf-8' },
   'app.js': js(commonClient),
   'auth.js': js(authClient),
   'dashboard.js': js(dashboardClient),
@@ -25,6 +28,8 @@ export const ASSETS: Record<string, Asset> = {
   'admin-pools.js': js(adminPoolsClient),
   'join.js': js(joinClient),
   'inference.js': js(inferenceClient),
+  'job.js': js(jobClient),
+  'admin-audit.js': js(adminAuditClient),
 }
 
 /** Changes whenever any asset changes: appended as ?v= so browsers may cache assets for long. */

@@ -92,7 +92,36 @@ td .actions { margin: 0; flex-wrap: nowrap; gap: .35rem; }
 .state { display: inline-block; border-radius: 999px; padding: .05rem .6rem; font-size: .85rem; font-weight: 600; }
 .state-online, .state-active, .state-running, .state-completed { background: var(--ok-bg); color: var(--ok-fg); }
 .state-stale, .state-pending_approval, .state-unverified, .state-queued, .state-scheduled, .state-paused { background: var(--warn-bg); color: var(--warn-fg); }
-.state-offline, .state-released, .state-disabled, .state-cancelled { background: var(--off-bg); color: var(--off-fg); }
+.state-offline, .state-released, .state-disabled, .state-cancelled, .state-revoked, .state-expired { background: var(--off-bg); color: var(--off-fg); }
+.state-idle, .state-checkpointing, .state-pending { background: var(--warn-bg); color: var(--warn-fg); }
+.reason { color: var(--muted); font-size: .875rem; margin-top: .25rem; max-width: 28rem; }
+td.detail { font-size: .875rem; word-break: break-word; }
+.requests li, .invites li { border-bottom: 1px solid var(--line); padding: .35rem 0; }
+.menu-button { display: none; }
+
+/* Narrow screens (phones, 390 px): the main navigation folds behind the menu button, and table rows
+   stack as cards, each cell with its column's name (data-label, set by app.js from the header). */
+@media (max-width: 720px) {
+  .menu-button { display: inline-block; margin-left: auto; }
+  .top nav { flex-basis: 100%; display: none; }
+  .top.open nav { display: block; }
+  .top .nav { flex-direction: column; gap: 0; }
+  .chip { flex-wrap: wrap; border-radius: 12px; }
+  .chip-name { max-width: 9rem; }
+  .table-wrap { overflow-x: visible; }
+  .table-wrap table, .table-wrap tbody, .table-wrap tr, .table-wrap td { display: block; width: 100%; }
+  .table-wrap thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+  .table-wrap tr { border-bottom: 2px solid var(--line); padding: .4rem 0; }
+  .table-wrap td { border: none; padding: .2rem .25rem; overflow-wrap: anywhere; }
+  .table-wrap td[data-label]::before { content: attr(data-label); display: block; font-size: .75rem; font-weight: 600; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
+  td .actions { flex-wrap: wrap; }
+  .filters > div { min-width: 0; flex: 1 1 100%; }
+  .steps > li { padding-left: 0; }
+  .steps > li::before { position: static; margin: 1rem 0 0 1rem; }
+  main { padding: 1rem .75rem 2rem; }
+  dl.facts { grid-template-columns: 1fr; }
+  dl.facts dd { margin-bottom: .4rem; overflow-wrap: anywhere; }
+}
 .state-failed, .state-error { background: var(--err-bg); color: var(--err-fg); }
 
 .cmd { display: flex; gap: .5rem; align-items: stretch; flex-wrap: wrap; }

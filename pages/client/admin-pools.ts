@@ -4,6 +4,7 @@ import type {} from './types'
 export function adminPoolsClient(): void {
   const svc = window.svc
   const el = svc.el
+  const t = svc.t
   const $ = (id: string) => document.getElementById(id)
   const editForm = $('edit-form') as HTMLFormElement
   let editing: any = null
@@ -34,13 +35,13 @@ export function adminPoolsClient(): void {
   }
 
   async function remove(p: any) {
-    if (!confirm(`Delete the pool "${p.name}"?`)) return
+    if (!confirm(t('pools.confirmDelete', { name: p.name }))) return
     let r = await svc.api('DELETE', '/api/v1/admin/pools/' + encodeURIComponent(p.id))
     if (!r.ok && r.data?.code === 'pool_has_nodes') {
-      if (!confirm(`${r.error} Detach them and delete anyway?`)) return
+      if (!confirm(t('pool.confirmDetach', { error: r.error ?? '' }))) return
       r = await svc.api('DELETE', '/api/v1/admin/pools/' + encodeURIComponent(p.id) + '?force=true')
     }
-    svc.say('pools-msg', r.ok ? `Pool "${p.name}" deleted.` : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    svc.say('pools-msg', r.ok ? t('pools.deleted', { name: p.name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
     list.now()
   }
 
@@ -48,11 +49,11 @@ export function adminPoolsClient(): void {
     el(
       'tr',
       {},
-      el('td', {}, el('a', { href: '/pools/' + encodeURIComponent(p.id), text: p.name }), p.is_default ? ' (default)' : ''),
+      el('td', {}, el('a', { href: '/pools/' + encodeURIComponent(p.id), text: p.name }), p.is_default ? ' ' + t('pools.default') : ''),
       el('td', { class: 'mono', text: p.slug }),
-      el('td', { text: p.visibility + (p.open_join ? ', open join' : '') }),
-      el('td', { text: `${p.node_count} / ${p.node_limit === null ? 'unlimited' : p.node_limit}` }),
-      el('td', { text: String(p.member_count) }),
+      el('td', { text: t('visibility.' + p.visibility) + (p.open_join ? ', ' + t('pools.openJoin') : '') }),
+      el('td', { text: p.node_limit === null ? t('pool.nodesUnlimited', { n: p.node_count }) : t('pool.nodesOfLimit', { n: p.node_count, limit: p.node_limit }) }),
+      el('td', { text: svc.fmtNum(p.member_count) }),
       el('td', { text: svc.fmtTime(p.created_at) }),
       el(
         'td',
@@ -60,8 +61,8 @@ export function adminPoolsClient(): void {
         el(
           'div',
           { class: 'actions' },
-          el('button', { type: 'button', class: 'small secondary', 'aria-label': `Edit ${p.name}`, onclick: () => startEdit(p) }, 'Edit'),
-          el('button', { type: 'button', class: 'small danger', 'aria-label': `Delete ${p.name}`, onclick: () => void remove(p) }, 'Delete'),
+          el('button', { type: 'button', class: 'small secondary', 'aria-label': t('pools.editLabel', { name: p.name }), onclick: () => startEdit(p) }, t('pools.edit')),
+          el('button', { type: 'button', class: 'small danger', 'aria-label': t('pools.deleteLabel', { name: p.name }), onclick: () => void remove(p) }, t('pools.delete')),
         ),
       ),
     )
@@ -69,9 +70,9 @@ export function adminPoolsClient(): void {
   async function load() {
     const r = await svc.api('GET', '/api/v1/admin/pools')
     const body = $('pools-body')
-    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: 'Could not load: ' + r.error }))])
+    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) }))])
     const items = r.data.items as any[]
-    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: 'No pools yet.' }))]))
+    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: t('pools.none') }))]))
   }
 
   editForm.addEventListener('submit', (e) => {
@@ -79,7 +80,7 @@ export function adminPoolsClient(): void {
     if (!editing) return
     void svc.api('PATCH', '/api/v1/admin/pools/' + encodeURIComponent(editing.id), fields(editForm)).then((r) => {
       if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
-      svc.say('edit-msg', `Saved "${r.data.name}".`, 'ok')
+      svc.say('edit-msg', t('pools.saved', { name: r.data.name }), 'ok')
       list.now()
     })
   })
@@ -94,7 +95,7 @@ export function adminPoolsClient(): void {
     const form = e.currentTarget as HTMLFormElement
     void svc.api('POST', '/api/v1/admin/pools', fields(form)).then((r) => {
       if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
-      svc.say('create-msg', `Pool "${r.data.name}" created.`, 'ok')
+      svc.say('create-msg', t('pools.created', { name: r.data.name }), 'ok')
       form.reset()
       list.now()
     })

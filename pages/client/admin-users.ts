@@ -4,6 +4,7 @@ import type {} from './types'
 export function adminUsersClient(): void {
   const svc = window.svc
   const el = svc.el
+  const t = svc.t
   const $ = (id: string) => document.getElementById(id)
   const form = $('user-filters') as HTMLFormElement
   const KEYS = ['q', 'status', 'role', 'sort', 'order', 'page_size']
@@ -33,11 +34,11 @@ export function adminUsersClient(): void {
       const pre = $('reset-link')
       if (pre) pre.textContent = link.startsWith('/') ? location.origin + link : link
       if (once) once.hidden = false
-      svc.say('users-msg', `Reset link for ${u.email} created (mail is not configured).`, 'ok')
+      svc.say('users-msg', t('users.resetLink', { email: u.email }), 'ok')
     } else if (r.data?.delivery === 'mail') {
-      svc.say('users-msg', `A password reset email is on its way to ${u.email}.`, 'ok')
+      svc.say('users-msg', t('users.resetMailed', { email: u.email }), 'ok')
     } else {
-      svc.say('users-msg', `${label}: done for ${u.email}.`, 'ok')
+      svc.say('users-msg', t('users.done', { action: label, email: u.email }), 'ok')
     }
     void load()
     void loadPending()
@@ -47,18 +48,16 @@ export function adminUsersClient(): void {
     const b = (text: string, handler: () => void, cls = 'small secondary') =>
       el('button', { type: 'button', class: cls, 'aria-label': `${text} ${u.email}`, onclick: handler }, text)
     const list: HTMLElement[] = []
-    if (u.status === 'pending_approval' || u.status === 'unverified') list.push(b('Approve', () => void act(u, 'Approve', 'POST', '/approve'), 'small'))
-    if (u.status === 'active')
-      list.push(b('Deactivate', () => confirm(`Deactivate ${u.email}? Their sessions and API tokens are revoked.`) && void act(u, 'Deactivate', 'POST', '/status', { status: 'disabled' })))
-    if (u.status === 'disabled') list.push(b('Reactivate', () => void act(u, 'Reactivate', 'POST', '/status', { status: 'active' })))
-    list.push(b('Reset password', () => void act(u, 'Reset password', 'POST', '/reset-password')))
-    list.push(
-      b(
-        'Delete',
-        () => confirm(`Delete ${u.email} for good? Their own pools are deleted too.`) && void act(u, 'Delete', 'DELETE', ''),
-        'small danger',
-      ),
-    )
+    const approve = t('users.approve')
+    const deactivate = t('users.deactivate')
+    const reactivate = t('users.reactivate')
+    const reset = t('users.reset')
+    const del = t('users.delete')
+    if (u.status === 'pending_approval' || u.status === 'unverified') list.push(b(approve, () => void act(u, approve, 'POST', '/approve'), 'small'))
+    if (u.status === 'active') list.push(b(deactivate, () => confirm(t('users.confirmDeactivate', { email: u.email })) && void act(u, deactivate, 'POST', '/status', { status: 'disabled' })))
+    if (u.status === 'disabled') list.push(b(reactivate, () => void act(u, reactivate, 'POST', '/status', { status: 'active' })))
+    list.push(b(reset, () => void act(u, reset, 'POST', '/reset-password')))
+    list.push(b(del, () => confirm(t('users.confirmDelete', { email: u.email })) && void act(u, del, 'DELETE', ''), 'small danger'))
     return el('div', { class: 'actions' }, ...list)
   }
 
@@ -68,7 +67,7 @@ export function adminUsersClient(): void {
       { 'data-user': u.email },
       el('td', { text: u.email }),
       el('td', { text: u.display_name ?? '—' }),
-      el('td', { text: u.role }),
+      el('td', { text: t('role.' + u.role) }),
       el('td', {}, svc.badge(String(u.status))),
       el('td', { text: svc.fmtTime(u.created_at) }),
       el('td', { text: svc.fmtTime(u.last_login_at) }),
@@ -83,7 +82,7 @@ export function adminUsersClient(): void {
     const r = await svc.api('GET', '/api/v1/admin/users?' + q.toString())
     const body = $('users-body')
     if (!r.ok) {
-      const text = r.status === 404 ? 'No data yet: this leader has no user administration route.' : 'Could not load: ' + r.error
+      const text = r.status === 404 ? t('common.noData') : t('common.loadFailed', { error: r.error ?? '' })
       return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 9, class: 'empty', text }))])
     }
     const items = (r.data.items ?? []) as any[]
@@ -91,8 +90,8 @@ export function adminUsersClient(): void {
     pages = Math.max(1, Math.ceil((Number(r.data.total) || 0) / size))
     ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
     ;($('page-next') as HTMLButtonElement).disabled = page >= pages
-    svc.render($('page-info'), [page, pages, r.data.total], () => [`Page ${page} of ${pages} (${r.data.total} users)`])
-    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 9, class: 'empty', text: 'No users match.' }))]))
+    svc.render($('page-info'), [page, pages, r.data.total], () => [t('users.page', { page, pages, n: Number(r.data.total) || 0 })])
+    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 9, class: 'empty', text: t('users.none') }))]))
   }
 
   async function loadPending() {
@@ -101,25 +100,23 @@ export function adminUsersClient(): void {
     if (!badge || !r.ok) return
     const n = Number(r.data.count) || 0
     badge.hidden = n === 0
-    badge.textContent = `${n} pending approval`
+    badge.textContent = t('users.pending', { n })
     for (const nav of Array.from(document.querySelectorAll('[data-pending-badge]'))) nav.firstChild && (nav.firstChild.textContent = String(n))
   }
 
   async function loadMail() {
     const r = await svc.api('GET', '/api/v1/admin/mail')
-    if (!r.ok) return svc.render($('mail-status'), { s: r.status }, () => [r.status === 404 ? 'No data yet.' : 'Could not load: ' + r.error])
+    if (!r.ok) return svc.render($('mail-status'), { s: r.status }, () => [r.status === 404 ? t('common.noData') : t('common.loadFailed', { error: r.error ?? '' })])
     const m = r.data
     svc.render($('mail-status'), m, () => [
-      m.configured
-        ? `SMTP is configured. ${svc.fmtNum(m.pending)} message(s) waiting, ${svc.fmtNum(m.failed)} failed.`
-        : 'Mail is disabled (no SMTP configured): verification is skipped and password resets give one-time links.',
+      m.configured ? t('mail.configured', { n: Number(m.pending) || 0, failed: Number(m.failed) || 0 }) : t('mail.disabled'),
     ])
   }
 
   $('mail-test')?.addEventListener('click', () => {
-    svc.say('mail-msg', 'Sending a test email…')
+    svc.say('mail-msg', t('mail.sending'))
     void svc.api('POST', '/api/v1/admin/mail/test').then((r) => {
-      svc.say('mail-msg', r.ok ? `Test email sent${r.data?.to ? ' to ' + r.data.to : ' to your address'}.` : (r.error ?? ''), r.ok ? 'ok' : 'error')
+      svc.say('mail-msg', r.ok ? t('mail.sent', { to: r.data?.to ?? t('mail.yourAddress') }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
       void loadMail()
     })
   })

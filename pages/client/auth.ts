@@ -3,6 +3,7 @@ import type {} from './types'
 
 export function authClient(): void {
   const svc = window.svc
+  const t = svc.t
   const tokenFromUrl = () => new URLSearchParams(location.search).get('token') ?? ''
   const busy = (form: HTMLFormElement, on: boolean) => {
     const b = form.querySelector('button[type=submit]') as HTMLButtonElement | null
@@ -20,7 +21,7 @@ export function authClient(): void {
   const safeNext = (n: string) => (/^\/(?!\/)[^\s\\]*$/.test(n) ? n : '/dashboard')
 
   on('login-form', async (form) => {
-    svc.say('login-msg', 'Logging in…')
+    svc.say('login-msg', t('auth.loggingIn'))
     const r = await svc.api('POST', '/api/v1/auth/login', svc.formJson(form))
     if (!r.ok) return svc.say('login-msg', r.error ?? '', 'error')
     location.href = safeNext(svc.data('next') || '/dashboard')
@@ -29,7 +30,7 @@ export function authClient(): void {
   on('register-form', async (form) => {
     const body = svc.formJson(form)
     if (body.display_name === '') delete body.display_name
-    svc.say('register-msg', 'Creating your account…')
+    svc.say('register-msg', t('auth.creating'))
     const r = await svc.api('POST', '/api/v1/auth/register', body)
     if (!r.ok) return svc.say('register-msg', r.error ?? '', 'error')
     if (r.data.logged_in) {
@@ -40,8 +41,8 @@ export function authClient(): void {
     svc.say(
       'register-msg',
       status === 'unverified'
-        ? 'Account created. We sent you an email: follow its link to confirm your address, then log in.'
-        : 'Account created. An administrator has to approve it before you can log in.',
+        ? t('auth.createdVerify')
+        : t('auth.createdApprove'),
       'ok',
     )
     form.reset()
@@ -49,30 +50,30 @@ export function authClient(): void {
 
   on('verify-form', async () => {
     const token = tokenFromUrl()
-    if (!token) return svc.say('verify-msg', 'This link has no token. Open the link from the email again.', 'error')
+    if (!token) return svc.say('verify-msg', t('auth.noTokenMail'), 'error')
     const r = await svc.api('POST', '/api/v1/auth/verify-email', { token })
     if (!r.ok) return svc.say('verify-msg', r.error ?? '', 'error')
     const msg = document.getElementById('verify-msg')
     svc.say(
       msg,
       r.data.status === 'pending_approval'
-        ? 'Your email is confirmed. An administrator still has to approve your account.'
-        : 'Your email is confirmed. You can log in now.',
+        ? t('auth.confirmedApprove')
+        : t('auth.confirmed'),
       'ok',
     )
-    msg?.append(' ', svc.el('a', { href: '/login', text: 'Log in' }))
+    msg?.append(' ', svc.el('a', { href: '/login', text: t('auth.login') }))
   })
 
   on('reset-form', async (form) => {
     const token = tokenFromUrl()
     const body = svc.formJson(form)
-    if (!token) return svc.say('reset-msg', 'This link has no token. Ask an administrator for a new one.', 'error')
-    if (body.new_password !== body.confirm) return svc.say('reset-msg', 'The two passwords differ.', 'error')
+    if (!token) return svc.say('reset-msg', t('auth.noTokenAdmin'), 'error')
+    if (body.new_password !== body.confirm) return svc.say('reset-msg', t('auth.differ'), 'error')
     const r = await svc.api('POST', '/api/v1/auth/reset-password', { token, new_password: body.new_password })
     if (!r.ok) return svc.say('reset-msg', r.error ?? '', 'error')
     form.reset()
     const msg = document.getElementById('reset-msg')
-    svc.say(msg, 'Your password is set. You can log in with it now.', 'ok')
-    msg?.append(' ', svc.el('a', { href: '/login', text: 'Log in' }))
+    svc.say(msg, t('auth.passwordSet'), 'ok')
+    msg?.append(' ', svc.el('a', { href: '/login', text: t('auth.login') }))
   })
 }

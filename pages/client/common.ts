@@ -3,6 +3,23 @@
 import type { ApiResult, Attrs, Child, Svc } from './types'
 
 export function commonClient(): void {
+  const lang = document.documentElement.lang.toLowerCase().startsWith('de') ? 'de' : 'en'
+  const strings = window.svcStrings ?? {}
+  const plurals = new Intl.PluralRules(lang)
+  function t(key: string, vars: Record<string, string | number> = {}): string {
+    const m = strings[key]
+    let text: string
+    if (m === undefined) {
+      console.warn('missing string', key)
+      text = key
+    } else if (typeof m === 'string') text = m
+    else text = m[plurals.select(Number(vars.n ?? 0))] ?? m.other
+    return text.replace(/\{(\w+)\}/g, (all, name: string) => {
+      const v = vars[name]
+      return v === undefined ? all : typeof v === 'number' ? v.toLocaleString(lang) : v
+    })
+  }
+
   const csrf = (): string => {
     const m = /(?:^|;\s*)svc_csrf=([^;]*)/.exec(document.cookie)
     return m ? decodeURIComponent(m[1] ?? '') : ''
@@ -17,7 +34,7 @@ export function commonClient(): void {
     try {
       res = await fetch(path, { method, headers: h, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) })
     } catch {
-      return { ok: false, status: 0, data: null as T, error: 'The leader could not be reached. Check your connection and try again.' }
+      return { ok: false, status: 0, data: null as T, error: t('common.unreachable') }
     }
     let data: any = null
     if ((res.headers.get('content-type') ?? '').includes('json')) {
@@ -28,7 +45,7 @@ export function commonClient(): void {
       }
     }
     const detail = data && typeof data.detail === 'string' ? data.detail : null
-    return { ok: res.ok, status: res.status, data, error: res.ok ? null : (detail ?? `The request failed (HTTP ${res.status}).`) }
+    return { ok: res.ok, status: res.status, data, error: res.ok ? null : (detail ?? t('common.httpFailed', { status: String(res.status) })) }
   }
 
   function el(tag: string, attrs: Attrs = {}, ...children: Child[]): HTMLElement {
@@ -85,6 +102,17 @@ export function commonClient(): void {
     if (rendered.get(container) === k) return
     rendered.set(container, k)
     container.replaceChildren(...build().filter((c): c is Node | string => c !== null && c !== undefined && c !== false).map((c) => (typeof c === 'number' ? String(c) : c)))
+    if (container.tagName === 'TBODY') labelCells(container)
+  }
+
+  /** Each cell names its column (data-label), which the narrow layout shows when rows stack. */
+  function labelCells(body: Element): void {
+    const heads = Array.from(body.closest('table')?.querySelectorAll('thead th') ?? []).map((th) => th.textContent?.trim() ?? '')
+    for (const row of Array.from(body.querySelectorAll('tr'))) {
+      Array.from(row.children).forEach((cell, i) => {
+        if (cell.getAttribute('colspan') === null && heads[i]) cell.setAttribute('data-label', heads[i]!)
+      })
+    }
   }
 
   function formJson(form: HTMLFormElement): Record<string, string | boolean> {
@@ -98,13 +126,30 @@ export function commonClient(): void {
     return out
   }
 
+  const pad = (n: number) => String(n).padStart(2, '0')
   const fmtTime = (iso: string | null | undefined): string => {
     if (!iso) return '—'
     const d = new Date(iso)
-    return isNaN(d.getTime()) ? '—' : d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+    if (isNaN(d.getTime())) return '—'
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`
   }
+  const relative = new Intl.RelativeTimeFormat(lang, { numeric: 'auto' })
+  const fmtAgo = (iso: string | null | undefined): string => {
+    if (!iso) return '—'
+    const ms = new Date(iso).getTime()
+    if (isNaN(ms)) return '—'
+    const s = Math.round((ms - Date.now()) / 1000)
+    const a = Math.abs(s)
+    if (a < 5) return t('common.justNow')
+    if (a < 60) return relative.format(s, 'second')
+    if (a < 3600) return relative.format(Math.round(s / 60), 'minute')
+    if (a < 86400) return relative.format(Math.round(s / 3600), 'hour')
+    return relative.format(Math.round(s / 86400), 'day')
+  }
+  const ago = (iso: string | null | undefined): HTMLElement =>
+    iso ? el('time', { datetime: iso, title: fmtTime(iso), text: fmtAgo(iso) }) : el('span', { text: '—' })
   const fmtNum = (n: number | null | undefined, digits = 0): string =>
-    typeof n === 'number' && isFinite(n) ? n.toLocaleString(undefined, { maximumFractionDigits: digits }) : '—'
+    typeof n === 'number' && isFinite(n) ? n.toLocaleString(lang, { maximumFractionDigits: digits }) : '—'
 
   async function copy(text: string, status: string | Element | null): Promise<void> {
     try {
@@ -117,16 +162,31 @@ export function commonClient(): void {
       ta.select()
       const ok = document.execCommand('copy')
       ta.remove()
-      if (!ok) return say(status, 'Copying failed: select the text and copy it yourself.', 'error')
+      if (!ok) return say(status, t('common.copyFailed'), 'error')
     }
-    say(status, 'Copied to the clipboard.', 'ok')
+    say(status, t('common.copied'), 'ok')
   }
 
-  const badge = (state: string) => el('span', { class: 'state state-' + state.replace(/[^a-z_]/g, ''), text: state.replace(/_/g, ' ') })
+  const badge = (state: string) => {
+    const key = 'state.' + state
+    return el('span', { class: 'state state-' + state.replace(/[^a-z_]/g, ''), 'data-state-name': state, text: key in strings ? t(key) : state.replace(/_/g, ' ') })
+  }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtNum, copy, badge, data }
+  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, copy, badge, data, t, lang }
   window.svc = svc
+
+  // Times the server wrote (UTC) are shown like every other time on the page.
+  for (const node of Array.from(document.querySelectorAll('time[datetime][data-local]'))) node.textContent = fmtTime(node.getAttribute('datetime'))
+  for (const body of Array.from(document.querySelectorAll('tbody'))) labelCells(body)
+
+  // The narrow layout folds the main navigation behind a menu button.
+  const menu = document.getElementById('menu-button')
+  menu?.addEventListener('click', () => {
+    const open = menu.getAttribute('aria-expanded') !== 'true'
+    menu.setAttribute('aria-expanded', String(open))
+    document.querySelector('header.top')?.classList.toggle('open', open)
+  })
 
   document.addEventListener('click', (e) => {
     const t = e.target instanceof Element ? e.target.closest('[data-logout],[data-copy]') : null
@@ -138,7 +198,7 @@ export function commonClient(): void {
     } else {
       const src = document.getElementById(t.getAttribute('data-copy') ?? '')
       const text = src ? ((src as HTMLInputElement).value ?? src.textContent ?? '') : ''
-      if (text.trim() === '') return say(t.getAttribute('data-copy-status'), 'Nothing to copy yet.', 'error')
+      if (text.trim() === '') return say(t.getAttribute('data-copy-status'), svc.t('common.nothingToCopy'), 'error')
       void copy(text.trim(), t.getAttribute('data-copy-status'))
     }
   })

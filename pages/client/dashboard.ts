@@ -12,26 +12,36 @@ export function dashboardClient(): void {
       'tr',
       {},
       el('td', {}, el('a', { href: '/pools/' + encodeURIComponent(p.id), text: p.name })),
-      el('td', {}, p.visibility),
-      el('td', {}, p.my_role ?? '—'),
-      el('td', {}, `${p.node_count} / ${p.node_limit === null ? 'unlimited' : p.node_limit}`),
-      el('td', {}, String(p.member_count)),
+      el('td', {}, svc.t('visibility.' + p.visibility)),
+      el('td', {}, p.my_role ? svc.t('role.' + p.my_role) : '—'),
+      el('td', {}, p.node_limit === null ? svc.t('pool.nodesUnlimited', { n: p.node_count }) : svc.t('pool.nodesOfLimit', { n: p.node_count, limit: p.node_limit })),
+      el('td', {}, svc.fmtNum(p.member_count)),
     )
 
   function applyLimits(l: any) {
-    svc.render($('plan'), l, () => [`${l.plan} You own ${l.pools_owned}.`])
+    const plan = () =>
+      svc.t(l.max_nodes_per_pool === null ? 'dash.planAnyNodes' : 'dash.plan', {
+        pools: l.max_pools === null ? svc.t('dash.anyPools') : svc.t('dash.pools', { n: l.max_pools }),
+        nodes: l.max_nodes_per_pool === null ? '' : svc.t('dash.nodes', { n: l.max_nodes_per_pool }),
+      })
+    svc.render($('plan'), l, () => [plan() + ' ' + svc.t('dash.owned', { n: l.pools_owned })])
     const select = $('pool-visibility') as HTMLSelectElement
     // Private first and preselected: making a pool public must be a deliberate choice.
     const chosen = select.value || 'private'
     const vis = (l.allowed_visibilities as string[]).slice().sort((a) => (a === 'private' ? -1 : 1))
     svc.render(select, vis, () =>
-      vis.map((v) => el('option', { value: v, selected: v === chosen, text: v === 'public' ? 'Public: listed to every logged-in user' : 'Private: members only' })),
+      vis.map((v) => el('option', { value: v, selected: v === chosen, text: svc.t(v === 'public' ? 'dash.optionPublic' : 'dash.optionPrivate') })),
     )
     const full = l.max_pools !== null && l.pools_owned >= l.max_pools
     const submit = $('create-pool-submit') as HTMLButtonElement
     submit.disabled = full
-    if (full) svc.say('create-msg', `${l.plan} You have reached that limit; delete a pool or ask an admin for a larger plan.`)
-    else if (($('create-msg')?.textContent ?? '').includes('reached that limit')) svc.say('create-msg', '')
+    if (full) {
+      svc.say('create-msg', svc.t('dash.limitReached', { n: l.max_pools }))
+      $('create-msg')?.setAttribute('data-limit', '')
+    } else if ($('create-msg')?.hasAttribute('data-limit')) {
+      $('create-msg')?.removeAttribute('data-limit')
+      svc.say('create-msg', '')
+    }
     syncOpenJoin()
   }
 
@@ -44,16 +54,53 @@ export function dashboardClient(): void {
   async function loadPools() {
     const [p, l] = await Promise.all([svc.api('GET', '/api/v1/pools'), svc.api('GET', '/api/v1/pools/limits')])
     if (l.ok) applyLimits(l.data)
-    else svc.render($('plan'), { e: l.error }, () => ['Your plan could not be loaded: ' + l.error])
-    if (!p.ok) return svc.render($('pools-body'), { e: p.error }, () => [emptyRow('Pools could not be loaded: ' + p.error, 5)])
+    else svc.render($('plan'), { e: l.error }, () => [svc.t('dash.planFailed', { error: l.error ?? '' })])
+    if (!p.ok) return svc.render($('pools-body'), { e: p.error }, () => [emptyRow(svc.t('dash.poolsFailed', { error: p.error ?? '' }), 5)])
     const items = p.data.items as any[]
-    svc.render($('pools-body'), items, () => (items.length ? items.map(poolRow) : [emptyRow('No pools yet. Create one below, or accept an invitation.', 5)]))
+    svc.render($('pools-body'), items, () => (items.length ? items.map(poolRow) : [emptyRow(svc.t('dash.noPools'), 5)]))
+  }
+
+  // Join requests waiting for the caller, as owner of their pools: approve or reject from here.
+  async function decide(j: any, how: 'approve' | 'reject') {
+    const who = j.display_name || j.email
+    const r = await svc.api('POST', `/api/v1/pools/${encodeURIComponent(j.pool_id)}/join-requests/${encodeURIComponent(j.user_id)}/${how}`)
+    svc.say('requests-msg', r.ok ? svc.t(how === 'approve' ? 'requests.approved' : 'requests.rejected', { who, pool: j.pool_name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    requests.now()
+    pools.now()
+  }
+
+  async function loadRequests() {
+    const r = await svc.api('GET', '/api/v1/pools/join-requests')
+    const card = $('requests-card')
+    if (!r.ok || !card) return
+    const items = r.data.items as any[]
+    card.hidden = items.length === 0 && ($('requests-msg')?.textContent ?? '') === ''
+    svc.render($('owner-requests'), items, () =>
+      items.length
+        ? [
+            el(
+              'ul',
+              { class: 'plain requests' },
+              ...items.map((j) => {
+                const who = j.display_name || j.email
+                return el(
+                  'li',
+                  { class: 'actions', 'data-request': j.email },
+                  el('span', {}, el('strong', { text: who }), j.display_name ? ` (${j.email})` : '', ' ', svc.t('requests.asksToJoin'), ' ', el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: j.pool_name }), ' · ', svc.ago(j.created_at)),
+                  el('button', { type: 'button', class: 'small', 'aria-label': svc.t('requests.approveLabel', { who }), onclick: () => void decide(j, 'approve') }, svc.t('requests.approve')),
+                  el('button', { type: 'button', class: 'small danger', 'aria-label': svc.t('requests.rejectLabel', { who }), onclick: () => void decide(j, 'reject') }, svc.t('requests.reject')),
+                )
+              }),
+            ),
+          ]
+        : [el('p', { class: 'empty', text: svc.t('requests.none') })],
+    )
   }
 
   async function accept(id: string, token?: string) {
     const r = await svc.api('POST', `/api/v1/pools/invites/${encodeURIComponent(id)}/accept`, token === undefined ? undefined : { token })
     if (!r.ok) return svc.say('invite-msg', r.error ?? '', 'error')
-    svc.say('invite-msg', `You joined ${r.data.pool_name}.`, 'ok')
+    svc.say('invite-msg', svc.t('invites.joined', { pool: r.data.pool_name }), 'ok')
     if (token !== undefined) {
       const card = $('invite-link-card')
       if (card) card.hidden = true
@@ -76,7 +123,7 @@ export function dashboardClient(): void {
 
   async function loadInvites() {
     const r = await svc.api('GET', '/api/v1/pools/invites/mine')
-    if (!r.ok) return svc.render($('invites'), { e: r.error }, () => [el('p', { class: 'empty', text: 'Invitations could not be loaded: ' + r.error })])
+    if (!r.ok) return svc.render($('invites'), { e: r.error }, () => [el('p', { class: 'empty', text: svc.t('invites.failed', { error: r.error ?? '' }) })])
     const items = r.data.items as any[]
     svc.render($('invites'), items, () =>
       items.length
@@ -88,13 +135,13 @@ export function dashboardClient(): void {
                 el(
                   'li',
                   { class: 'actions' },
-                  el('span', {}, 'Invitation to ', el('strong', { text: i.pool_name }), ` (expires ${svc.fmtTime(i.expires_at)})`),
-                  el('button', { type: 'button', class: 'small', 'aria-label': `Accept the invitation to ${i.pool_name}`, onclick: () => void accept(i.id) }, 'Accept'),
+                  el('span', {}, svc.t('invites.to'), ' ', el('strong', { text: i.pool_name }), ' ', svc.t('invites.expires', { time: svc.fmtTime(i.expires_at) })),
+                  el('button', { type: 'button', class: 'small', 'aria-label': svc.t('invites.acceptLabel', { pool: i.pool_name }), onclick: () => void accept(i.id) }, svc.t('invites.accept')),
                 ),
               ),
             ),
           ]
-        : [el('p', { class: 'empty', text: 'No pending invitations.' })],
+        : [el('p', { class: 'empty', text: svc.t('invites.none') })],
     )
   }
 
@@ -104,7 +151,7 @@ export function dashboardClient(): void {
     const body = svc.formJson(form)
     if (body.description === '') delete body.description
     if (body.visibility !== 'public') delete body.open_join
-    svc.say('create-msg', 'Creating the pool…')
+    svc.say('create-msg', svc.t('dash.creating'))
     void svc.api('POST', '/api/v1/pools', body).then((r) => {
       if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
       location.href = '/pools/' + encodeURIComponent(r.data.id) + '?created=1'
@@ -113,4 +160,5 @@ export function dashboardClient(): void {
 
   const pools = svc.poll(loadPools, 5000)
   const invites = svc.poll(loadInvites, 15000)
+  const requests = svc.poll(loadRequests, 15000)
 }

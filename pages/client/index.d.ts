@@ -10,3 +10,5 @@ export declare function adminUsersClient(): void
 export declare function adminPoolsClient(): void
 export declare function joinClient(): void
 export declare function inferenceClient(): void
+export declare function jobClient(): void
+export declare function adminAuditClient(): void

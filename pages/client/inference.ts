@@ -4,6 +4,7 @@ import type {} from './types'
 export function inferenceClient(): void {
   const svc = window.svc
   const el = svc.el
+  const t = svc.t
   const $ = (id: string) => document.getElementById(id)
   const log = $('chat-log') as HTMLElement
   const form = $('chat-form') as HTMLFormElement
@@ -13,21 +14,32 @@ export function inferenceClient(): void {
   const messages: { role: string; content: string }[] = []
   let abort: AbortController | null = null
 
+  /**
+   * The models the caller may use (GET /api/v1/models): the ones an online machine serves first and
+   * selectable; the rest listed but disabled, since a request for them fails at once.
+   */
   async function loadModels() {
-    // The OpenAI-style list names what live fellows serve; the servable catalog is the fallback.
-    const models = await svc.api('GET', '/api/v1/models')
-    const r = models.ok ? models : await svc.api('GET', '/api/v1/servables')
+    const r = await svc.api('GET', '/api/v1/models')
+    const select = $('chat-model') as HTMLSelectElement
     const hint = $('model-hint')
     if (!r.ok) {
-      if (hint) hint.textContent = 'The model list is not available yet; type a model name.'
+      svc.render(select, { e: r.status }, () => [el('option', { value: '', text: t('chat.noList') })])
+      if (hint) hint.textContent = t('common.loadFailed', { error: r.error ?? '' })
       return
     }
-    const list = (models.ok ? (r.data?.data ?? []).map((m: any) => m.id) : (r.data?.items ?? []).map((m: any) => m.name)) as unknown[]
-    const names = Array.from(new Set(list.map(String)))
-    svc.render($('model-list'), names, () => names.map((n) => el('option', { value: n })))
-    const input = $('chat-model') as HTMLInputElement
-    if (!input.value && names[0]) input.value = names[0]
-    if (hint) hint.textContent = names.length ? `Models you can use: ${names.join(', ')}.` : 'No models yet: train one in a pool first, or type a model name.'
+    const all = ((r.data?.data ?? []) as any[]).map((m) => ({ id: String(m.id), fellows: Number(m.fellows) || 0 }))
+    const served = all.filter((m) => m.fellows > 0)
+    const idle = all.filter((m) => m.fellows === 0)
+    const chosen = select.value
+    svc.render(select, all, () =>
+      all.length
+        ? [
+            ...served.map((m) => el('option', { value: m.id, selected: m.id === chosen, text: t('chat.modelServed', { name: m.id, n: m.fellows }) })),
+            ...idle.map((m) => el('option', { value: m.id, disabled: true, text: t('chat.modelIdle', { name: m.id }) })),
+          ]
+        : [el('option', { value: '', text: t('chat.noModels') })],
+    )
+    svc.render(hint, [served.length, all.length], () => [served.length ? t('chat.usable', { n: served.length }) : all.length ? t('chat.noneServed') : t('chat.noModelsHint')])
   }
 
   /** Which machines serve which model, with their load (requests held / taken at once). */
@@ -35,12 +47,12 @@ export function inferenceClient(): void {
     const body = $('serving-body')
     const r = await svc.api('GET', '/api/v1/inference/serving')
     const row = (cells: (string | Node)[]) => el('tr', {}, ...cells.map((c) => el('td', {}, c)))
-    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: r.error ?? 'Not available.' }))])
+    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: r.error ?? t('common.noData') }))])
     const items = (r.data?.items ?? []) as { model: string; fellows: { id: string; hostname: string; capacity: number; in_flight: number }[] }[]
     svc.render(body, items, () =>
       items.length
-        ? items.flatMap((m) => m.fellows.map((f) => row([m.model, f.hostname, `${f.in_flight} of ${f.capacity}`])))
-        : [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: 'No machine of your pools serves a model right now.' }))],
+        ? items.flatMap((m) => m.fellows.map((f) => row([m.model, f.hostname, t('chat.load', { n: f.in_flight, capacity: f.capacity })])))
+        : [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: t('chat.nobodyServes') }))],
     )
   }
 
@@ -71,7 +83,7 @@ export function inferenceClient(): void {
         if (payload === '[DONE]') return text
         try {
           const chunk = JSON.parse(payload)
-          if (chunk.error) throw new Error(chunk.error.message ?? 'The model reported an error.')
+          if (chunk.error) throw new Error(chunk.error.message ?? t('chat.modelError'))
           const delta = chunk.choices?.[0]?.delta?.content ?? chunk.choices?.[0]?.message?.content ?? ''
           text += delta
           out.textContent = text
@@ -98,7 +110,7 @@ export function inferenceClient(): void {
       body: JSON.stringify({ model, messages, stream: true }),
     })
     if (!res.ok) {
-      let detail = `The request failed (HTTP ${res.status}).`
+      let detail = t('common.httpFailed', { status: String(res.status) })
       try {
         // The chat API answers errors in OpenAI's shape: {error: {message, ...}}.
         const j = await res.json()
@@ -106,10 +118,10 @@ export function inferenceClient(): void {
       } catch {
         // not JSON: keep the generic sentence
       }
-      if (!token && (res.status === 401 || res.status === 403)) detail += ' Paste a personal API token under "Use a personal API token".'
+      if (!token && (res.status === 401 || res.status === 403)) detail += ' ' + t('chat.pasteToken')
       throw new Error(detail)
     }
-    const out = bubble('Assistant', '…')
+    const out = bubble(t('chat.assistant'), '…')
     if ((res.headers.get('content-type') ?? '').includes('application/json')) {
       const data = await res.json()
       const text = data.choices?.[0]?.message?.content ?? ''
@@ -124,12 +136,13 @@ export function inferenceClient(): void {
     const f = svc.formJson(form)
     const content = String(f.prompt)
     if (!content) return
+    if (!f.model) return svc.say('chat-msg', t('chat.chooseModel'), 'error')
     messages.push({ role: 'user', content })
-    bubble('You', content)
+    bubble(t('chat.you'), content)
     prompt.value = ''
     send.disabled = true
     stop.disabled = false
-    svc.say('chat-msg', 'Waiting for the model…')
+    svc.say('chat-msg', t('chat.waiting'))
     ask(String(f.model), String(f.token ?? ''))
       .then((answer) => {
         messages.push({ role: 'assistant', content: answer })
@@ -137,7 +150,8 @@ export function inferenceClient(): void {
       })
       .catch((err: Error) => {
         messages.pop()
-        svc.say('chat-msg', err.name === 'AbortError' ? 'Stopped.' : err.message, err.name === 'AbortError' ? '' : 'error')
+        svc.say('chat-msg', err.name === 'AbortError' ? t('chat.stopped') : err.message, err.name === 'AbortError' ? '' : 'error')
+        void loadModels()
       })
       .finally(() => {
         send.disabled = false
@@ -153,10 +167,10 @@ export function inferenceClient(): void {
   stop.addEventListener('click', () => abort?.abort())
   $('chat-clear')?.addEventListener('click', () => {
     messages.length = 0
-    log.replaceChildren(el('p', { class: 'empty', text: 'No messages yet.' }))
-    svc.say('chat-msg', 'Conversation cleared.')
+    log.replaceChildren(el('p', { class: 'empty', text: t('chat.noMessages') }))
+    svc.say('chat-msg', t('chat.cleared'))
   })
 
-  void loadModels()
+  svc.poll(loadModels, 5000)
   svc.poll(loadServing, 5000)
 }

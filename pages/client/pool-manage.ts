@@ -4,6 +4,7 @@ import type {} from './types'
 export function poolManageClient(): void {
   const svc = window.svc
   const el = svc.el
+  const t = svc.t
   const $ = (id: string) => document.getElementById(id)
   const poolId = svc.data('pool-id')
   const base = '/api/v1/pools/' + encodeURIComponent(poolId)
@@ -14,26 +15,26 @@ export function poolManageClient(): void {
   async function removeMember(m: any) {
     const self = m.user_id === me
     const who = m.display_name || m.email
-    if (!confirm(self ? 'Leave this pool?' : `Remove ${who} from this pool?`)) return
+    if (!confirm(self ? t('members.confirmLeave') : t('members.confirmRemove', { who }))) return
     const r = await svc.api('DELETE', `${base}/members/${encodeURIComponent(m.user_id)}`)
     if (!r.ok) return svc.say('members-msg', r.error ?? '', 'error')
     if (self) {
       location.href = '/dashboard'
       return
     }
-    svc.say('members-msg', `${who} was removed.`, 'ok')
-    members.now()
+    svc.say('members-msg', t('members.removed', { who }), 'ok')
+    members?.now()
   }
 
   const memberRow = (m: any) => {
     const mayRemove = m.role !== 'owner' && (canManage || m.user_id === me)
-    const label = m.user_id === me ? 'Leave' : 'Remove'
+    const label = m.user_id === me ? t('members.leave') : t('members.remove')
     return el(
       'tr',
       {},
       el('td', { text: m.display_name ?? '—' }),
       el('td', { text: m.email }),
-      el('td', { text: m.role }),
+      el('td', { text: t('role.' + m.role) }),
       el('td', { text: svc.fmtTime(m.joined_at) }),
       el('td', {}, mayRemove ? el('button', { type: 'button', class: 'small danger', 'aria-label': `${label} ${m.display_name || m.email}`, onclick: () => void removeMember(m) }, label) : ''),
     )
@@ -41,41 +42,77 @@ export function poolManageClient(): void {
 
   async function loadMembers() {
     const r = await svc.api('GET', `${base}/members`)
-    if (!r.ok) return svc.render($('members-body'), { s: r.status }, () => [emptyRow(r.status === 404 ? 'Only members see the member list.' : 'Could not load: ' + r.error, 5)])
+    if (!r.ok) return svc.render($('members-body'), { s: r.status }, () => [emptyRow(r.status === 404 ? t('members.onlyMembers') : t('common.loadFailed', { error: r.error ?? '' }), 5)])
     const items = r.data.items as any[]
     svc.render($('members-body'), items, () => items.map(memberRow))
   }
 
   async function loadRequests() {
     const r = await svc.api('GET', `${base}/join-requests`)
-    if (!r.ok) return svc.render($('requests'), { s: r.status }, () => [el('p', { class: 'empty', text: 'Could not load: ' + r.error })])
+    if (!r.ok) return svc.render($('requests'), { s: r.status }, () => [el('p', { class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) })])
     const items = (r.data.items as any[]).filter((j) => j.status === 'pending')
     svc.render($('requests'), items, () =>
       items.length
         ? [
             el(
               'ul',
-              { class: 'plain' },
-              ...items.map((j) =>
+              { class: 'plain requests' },
+              ...items.map((j) => {
+                const who = j.display_name || j.email
+                return el(
+                  'li',
+                  { class: 'actions', 'data-request': j.email },
+                  el('span', {}, el('strong', { text: who }), j.display_name ? ` (${j.email})` : '', ' · ', t('requests.asked', { time: svc.fmtAgo(j.created_at) })),
+                  el('button', { type: 'button', class: 'small', 'aria-label': t('requests.approveLabel', { who }), onclick: () => void decide(j, 'approve') }, t('requests.approve')),
+                  el('button', { type: 'button', class: 'small danger', 'aria-label': t('requests.rejectLabel', { who }), onclick: () => void decide(j, 'reject') }, t('requests.reject')),
+                )
+              }),
+            ),
+          ]
+        : [el('p', { class: 'empty', text: t('requests.none') })],
+    )
+  }
+
+  async function decide(j: any, how: 'approve' | 'reject') {
+    const who = j.display_name || j.email
+    const r = await svc.api('POST', `${base}/join-requests/${encodeURIComponent(j.user_id)}/${how}`)
+    const pool = $('pool-name')?.textContent ?? ''
+    svc.say('requests-msg', r.ok ? t(how === 'approve' ? 'requests.approved' : 'requests.rejected', { who, pool }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    requests?.now()
+    members?.now()
+  }
+
+  // Pending invitations with their links: without mail the owner passes each link on by hand.
+  async function loadInvites() {
+    const r = await svc.api('GET', `${base}/invites`)
+    if (!r.ok) return svc.render($('pool-invites'), { s: r.status }, () => [el('p', { class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) })])
+    const items = r.data.items as any[]
+    svc.render($('pool-invites'), items, () =>
+      items.length
+        ? [
+            el(
+              'ul',
+              { class: 'plain invites' },
+              ...items.map((i) =>
                 el(
                   'li',
-                  { class: 'actions' },
-                  el('span', { class: 'mono', text: j.user_id }),
-                  ` asked on ${svc.fmtTime(j.created_at)} `,
-                  el('button', { type: 'button', class: 'small', onclick: () => void approve(j.user_id) }, 'Approve'),
+                  { class: 'actions', 'data-invite': i.email },
+                  el('span', {}, el('strong', { text: i.email }), ' · ', t('invites.expires', { time: svc.fmtTime(i.expires_at) })),
+                  el('button', { type: 'button', class: 'small secondary', 'aria-label': t('poolInvites.copyLabel', { email: i.email }), onclick: () => void svc.copy(i.invite_link, 'pool-invites-msg') }, t('poolInvites.copy')),
+                  el('button', { type: 'button', class: 'small danger', 'aria-label': t('poolInvites.withdrawLabel', { email: i.email }), onclick: () => void withdraw(i) }, t('poolInvites.withdraw')),
                 ),
               ),
             ),
           ]
-        : [el('p', { class: 'empty', text: 'No pending join requests.' })],
+        : [el('p', { class: 'empty', text: t('poolInvites.none') })],
     )
   }
 
-  async function approve(userId: string) {
-    const r = await svc.api('POST', `${base}/join-requests/${encodeURIComponent(userId)}/approve`)
-    svc.say('invite-form-msg', r.ok ? 'Request approved.' : (r.error ?? ''), r.ok ? 'ok' : 'error')
-    requests?.now()
-    members.now()
+  async function withdraw(i: any) {
+    if (!confirm(t('poolInvites.confirmWithdraw', { email: i.email }))) return
+    const r = await svc.api('DELETE', `${base}/invites/${encodeURIComponent(i.id)}`)
+    svc.say('pool-invites-msg', r.ok ? t('poolInvites.withdrawn', { email: i.email }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    invites?.now()
   }
 
   $('invite-form')?.addEventListener('submit', (e) => {
@@ -84,8 +121,9 @@ export function poolManageClient(): void {
     const email = String(svc.formJson(form).email)
     void svc.api('POST', `${base}/invites`, { email }).then((r) => {
       if (!r.ok) return svc.say('invite-form-msg', r.error ?? '', 'error')
-      svc.say('invite-form-msg', r.status === 201 ? `Invitation sent to ${email}.` : `${email} was already invited; the invitation is still open and no new email was sent.`, 'ok')
-      // The link too: without mail (or when it got lost) the inviter passes it on themselves.
+      // Say what really happened: mailed, not mailed (no mail server), or already open.
+      const key = r.status !== 201 ? 'invite.alreadyOpen' : r.data.mailed ? 'invite.mailed' : 'invite.notMailed'
+      svc.say('invite-form-msg', t(key, { email }), 'ok')
       const box = $('invite-link-box')
       const input = $('invite-link') as HTMLInputElement | null
       if (box && input) {
@@ -93,6 +131,7 @@ export function poolManageClient(): void {
         box.hidden = false
       }
       form.reset()
+      invites?.now()
     })
   })
 
@@ -105,16 +144,16 @@ export function poolManageClient(): void {
       const h = $('pool-name')
       if (h) h.textContent = r.data.name
       document.title = `${r.data.name} · svc leader`
-      svc.say('edit-msg', 'Saved.', 'ok')
+      svc.say('edit-msg', t('common.saved'), 'ok')
     })
   })
 
   $('delete-pool')?.addEventListener('click', () => {
-    if (!confirm('Delete this pool for everyone? This cannot be undone.')) return
+    if (!confirm(t('pool.confirmDelete'))) return
     void (async () => {
       let r = await svc.api('DELETE', base)
       if (!r.ok && r.data?.code === 'pool_has_nodes') {
-        if (!confirm(`${r.error} Detach them and delete the pool anyway?`)) return svc.say('delete-msg', 'The pool was not deleted.')
+        if (!confirm(t('pool.confirmDetach', { error: r.error ?? '' }))) return svc.say('delete-msg', t('pool.notDeleted'))
         r = await svc.api('DELETE', base + '?force=true')
       }
       if (!r.ok) return svc.say('delete-msg', r.error ?? '', 'error')
@@ -122,14 +161,21 @@ export function poolManageClient(): void {
     })()
   })
 
-  $('join-pool')?.addEventListener('click', () => {
+  $('join-pool')?.addEventListener('click', (e) => {
+    const button = e.currentTarget as HTMLButtonElement
+    button.disabled = true
     void svc.api('POST', `${base}/join`).then((r) => {
-      if (!r.ok) return svc.say('join-pool-msg', r.error ?? '', 'error')
-      if (r.data.status === 'pending') return svc.say('join-pool-msg', 'Your request was sent to the pool owner.', 'ok')
+      if (!r.ok) {
+        button.disabled = false
+        return svc.say('join-pool-msg', r.error ?? '', 'error')
+      }
+      // Asked: the button stays off (also after a reload: the page knows the open request).
+      if (r.data.status === 'pending') return svc.say('join-pool-msg', t('pool.asked'), 'ok')
       location.reload()
     })
   })
 
-  const members = svc.poll(loadMembers, 15000)
+  const members = $('members-body') ? svc.poll(loadMembers, 15000) : null
   const requests = canManage ? svc.poll(loadRequests, 15000) : null
+  const invites = canManage ? svc.poll(loadInvites, 15000) : null
 }

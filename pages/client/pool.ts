@@ -5,16 +5,22 @@ import type {} from './types'
 export function poolClient(): void {
   const svc = window.svc
   const el = svc.el
+  const t = svc.t
   const $ = (id: string) => document.getElementById(id)
   const poolId = svc.data('pool-id')
   const q = encodeURIComponent(poolId)
   const emptyRow = (text: string, cols: number) => el('tr', {}, el('td', { colspan: cols, class: 'empty', text }))
   // 401/403/404 from a route this leader does not have yet is "nothing to show", not an error.
   const missing = (status: number) => status === 401 || status === 403 || status === 404
-  const noData = (r: { status: number; error: string | null }) => (missing(r.status) ? 'No data yet.' : 'Could not load: ' + r.error)
+  const noData = (r: { status: number; error: string | null }) => (missing(r.status) ? t('common.noData') : t('common.loadFailed', { error: r.error ?? '' }))
 
   const gpuText = (g: any) =>
-    `${g.name ?? 'GPU ' + g.index}: ${svc.fmtNum((g.memory_free_mb ?? 0) / 1024, 1)} of ${svc.fmtNum((g.memory_total_mb ?? 0) / 1024, 1)} GB free, ${svc.fmtNum(g.utilization_pct)}% busy`
+    t('pool.gpu', {
+      name: g.name ?? 'GPU ' + g.index,
+      free: svc.fmtNum((g.memory_free_mb ?? 0) / 1024, 1),
+      total: svc.fmtNum((g.memory_total_mb ?? 0) / 1024, 1),
+      busy: svc.fmtNum(g.utilization_pct),
+    })
 
   const nodeRow = (n: any) =>
     el(
@@ -22,11 +28,11 @@ export function poolClient(): void {
       { 'data-fellow': n.fellow_id, 'data-state': n.state },
       el('td', {}, el('strong', { text: n.hostname ?? '—' }), el('br'), el('span', { class: 'muted mono', text: String(n.fellow_id ?? '').slice(0, 13) })),
       el('td', {}, svc.badge(String(n.state ?? 'unknown'))),
-      el('td', {}, n.status ?? '—'),
+      el('td', {}, n.status ? svc.badge(String(n.status)) : '—', n.job_id ? el('div', {}, el('a', { href: '/jobs/' + encodeURIComponent(n.job_id), text: t('pool.theJob') })) : ''),
       el('td', {}, svc.fmtNum(n.step)),
       el('td', {}, svc.fmtNum(n.loss, 4)),
       el('td', {}, ...(Array.isArray(n.gpus) && n.gpus.length ? n.gpus.map((g: any) => el('div', { text: gpuText(g) })) : ['—'])),
-      el('td', {}, svc.fmtTime(n.last_seen_at)),
+      el('td', {}, svc.ago(n.last_seen_at)),
     )
 
   async function loadNodes() {
@@ -38,21 +44,39 @@ export function poolClient(): void {
     const items = ((r.data?.items ?? []) as any[]).filter((n) => n.pool_id === undefined || n.pool_id === poolId)
     const online = items.filter((n) => n.state === 'online').length
     // Announced only when the count changes (render skips identical data).
-    svc.render($('nodes-summary'), [online, items.length], () => [items.length ? `${online} of ${items.length} machine(s) online.` : ''])
-    svc.render($('nodes-body'), items, () => (items.length ? items.map(nodeRow) : [emptyRow('No machines yet. Create a join command below and run it on a machine.', 7)]))
+    svc.render($('nodes-summary'), [online, items.length], () => [items.length ? t('pool.online', { n: items.length, online }) : ''])
+    // Keyed by what a person sees (the relative "last seen", not its timestamp): every heartbeat
+    // would otherwise rebuild the rows and take keyboard focus away.
+    const key = items.map((n) => [n.fellow_id, n.state, n.status, n.step, n.loss, n.job_id, n.gpus, svc.fmtAgo(n.last_seen_at)])
+    const empty = $('join-section') ? t('pool.noMachinesMember') : t('pool.noMachines')
+    svc.render($('nodes-body'), key, () => (items.length ? items.map(nodeRow) : [emptyRow(empty, 7)]))
   }
 
+  let lastJobs = ''
   async function loadJobs() {
     const r = await svc.api('GET', `/api/v1/jobs?pool_id=${q}`)
-    if (!r.ok) return svc.render($('jobs-body'), { s: r.status }, () => [emptyRow(noData(r), 5)])
+    if (!r.ok) return svc.render($('jobs-body'), { s: r.status }, () => [emptyRow(noData(r), 6)])
     const items = ((r.data?.items ?? []) as any[]).filter((j) => j.pool_id === undefined || j.pool_id === poolId)
     svc.render($('jobs-body'), items, () =>
       items.length
         ? items.map((j) =>
-            el('tr', {}, el('td', { text: j.name ?? j.id }), el('td', {}, svc.badge(String(j.status ?? 'unknown'))), el('td', {}, svc.fmtNum(j.stages)), el('td', {}, svc.fmtNum(j.step)), el('td', {}, svc.fmtNum(j.loss, 4))),
+            el(
+              'tr',
+              { 'data-job': j.id, 'data-status': j.status },
+              el('td', {}, el('a', { href: '/jobs/' + encodeURIComponent(j.id), text: j.name ?? j.id })),
+              el('td', {}, svc.badge(String(j.status ?? 'unknown')), j.reason ? el('div', { class: 'reason', text: j.reason }) : ''),
+              el('td', {}, svc.fmtNum(j.stages)),
+              el('td', {}, svc.fmtNum(j.step)),
+              el('td', {}, svc.fmtNum(j.loss, 4)),
+              el('td', {}, svc.fmtTime(j.updated_at)),
+            ),
           )
-        : [emptyRow('No jobs in this pool yet.', 5)],
+        : [emptyRow(t('pool.noJobs'), 6)],
     )
+    // A job that changed moved its machines too: refresh them now rather than on their own beat.
+    const sig = JSON.stringify(items.map((j) => [j.id, j.status, j.assignments]))
+    if (sig !== lastJobs && lastJobs !== '') nodes.now()
+    lastJobs = sig
   }
 
   async function loadModels() {
@@ -61,28 +85,28 @@ export function poolClient(): void {
     const items = ((r.data?.items ?? []) as any[]).filter((m) => m.pool_id === poolId)
     svc.render($('models'), items, () =>
       items.length
-        ? [el('ul', {}, ...items.map((m) => el('li', {}, el('strong', { text: m.name }), m.version ? ` (version ${m.version})` : '')))]
-        : [el('p', { class: 'empty', text: 'No models from this pool yet.' })],
+        ? [el('ul', {}, ...items.map((m) => el('li', {}, el('strong', { text: m.name }), m.version ? ' ' + t('pool.version', { version: m.version }) : '')))]
+        : [el('p', { class: 'empty', text: t('pool.noModels') })],
     )
   }
 
   const copyBtn = $('copy-join') as HTMLButtonElement | null
   if (copyBtn) copyBtn.disabled = true
   $('mint-join')?.addEventListener('click', () => {
-    svc.say('join-msg', 'Creating a join command…')
+    svc.say('join-msg', t('join.creating'))
     void svc.api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId }).then((r) => {
-      if (!r.ok) return svc.say('join-msg', missing(r.status) && r.status !== 403 ? 'Join commands are not available on this leader yet.' : (r.error ?? ''), 'error')
+      if (!r.ok) return svc.say('join-msg', missing(r.status) && r.status !== 403 ? t('join.unavailable') : (r.error ?? ''), 'error')
       const cmd = $('join-cmd')
       if (cmd) cmd.textContent = String(r.data.command ?? '')
       if (copyBtn) copyBtn.disabled = false
       const expiry = $('join-expiry')
-      if (expiry) expiry.textContent = `Valid until ${svc.fmtTime(r.data.expires_at)}; it can be reused for several machines until then.`
-      svc.say('join-msg', 'Join command created. Copy it and run it on the new machine.', 'ok')
+      if (expiry) expiry.textContent = t('join.validReusable', { time: svc.fmtTime(r.data.expires_at) })
+      svc.say('join-msg', t('join.created'), 'ok')
       copyBtn?.focus()
     })
   })
 
-  svc.poll(loadNodes, 3000)
-  svc.poll(loadJobs, 5000)
-  svc.poll(loadModels, 15000)
+  const nodes = svc.poll(loadNodes, 3000)
+  if ($('jobs-body')) svc.poll(loadJobs, 3000)
+  if ($('models')) svc.poll(loadModels, 15000)
 }

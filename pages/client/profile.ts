@@ -4,41 +4,42 @@ import type {} from './types'
 export function profileClient(): void {
   const svc = window.svc
   const el = svc.el
+  const t = svc.t
   const $ = (id: string) => document.getElementById(id)
   const admin = svc.data('admin') === '1'
   const cols = admin ? 8 : 7
 
-  const stateOf = (t: any) => (t.revoked_at ? 'revoked' : t.expires_at && new Date(t.expires_at).getTime() < Date.now() ? 'expired' : 'active')
+  const stateOf = (tok: any) => (tok.revoked_at ? 'revoked' : tok.expires_at && new Date(tok.expires_at).getTime() < Date.now() ? 'expired' : 'active')
 
-  async function revoke(t: any) {
-    if (!confirm(`Revoke the token "${t.name}"? Anything using it stops working.`)) return
-    const r = await svc.api('DELETE', '/api/v1/api-tokens/' + encodeURIComponent(t.id))
-    svc.say('tokens-msg', r.ok ? `Token "${t.name}" revoked.` : (r.error ?? ''), r.ok ? 'ok' : 'error')
+  async function revoke(tok: any) {
+    if (!confirm(t('tokens.confirmRevoke', { name: tok.name }))) return
+    const r = await svc.api('DELETE', '/api/v1/api-tokens/' + encodeURIComponent(tok.id))
+    svc.say('tokens-msg', r.ok ? t('tokens.revoked', { name: tok.name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
     void load()
   }
 
-  const row = (t: any) => {
-    const state = stateOf(t)
+  const row = (tok: any) => {
+    const state = stateOf(tok)
     return el(
       'tr',
       {},
-      el('td', { text: t.name }),
-      el('td', { class: 'mono', text: t.prefix }),
-      admin ? el('td', { class: 'mono', text: String(t.user_id).slice(0, 13) }) : null,
-      el('td', { text: svc.fmtTime(t.created_at) }),
-      el('td', { text: svc.fmtTime(t.last_used_at) }),
-      el('td', { text: t.expires_at ? svc.fmtTime(t.expires_at) : 'never' }),
-      el('td', {}, svc.badge(state === 'active' ? 'active' : state === 'revoked' ? 'disabled' : 'offline')),
-      el('td', {}, state === 'active' ? el('button', { type: 'button', class: 'small danger', 'aria-label': `Revoke token ${t.name}`, onclick: () => void revoke(t) }, 'Revoke') : ''),
+      el('td', { text: tok.name }),
+      el('td', { class: 'mono', text: tok.prefix }),
+      admin ? el('td', { class: 'mono', text: String(tok.user_id).slice(0, 13) }) : null,
+      el('td', { text: svc.fmtTime(tok.created_at) }),
+      el('td', { text: svc.fmtTime(tok.last_used_at) }),
+      el('td', { text: tok.expires_at ? svc.fmtTime(tok.expires_at) : t('common.never') }),
+      el('td', {}, svc.badge(state)),
+      el('td', {}, state === 'active' ? el('button', { type: 'button', class: 'small danger', 'aria-label': t('tokens.revokeLabel', { name: tok.name }), onclick: () => void revoke(tok) }, t('tokens.revoke')) : ''),
     )
   }
 
   async function load() {
     const r = await svc.api('GET', '/api/v1/api-tokens')
     const body = $('tokens-body')
-    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: 'Could not load: ' + r.error }))])
+    if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) }))])
     const items = r.data.items as any[]
-    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: 'No API tokens yet.' }))]))
+    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: t('tokens.none') }))]))
   }
 
   $('token-form')?.addEventListener('submit', (e) => {
@@ -54,7 +55,7 @@ export function profileClient(): void {
       if (value) value.textContent = r.data.token
       if (once) once.hidden = false
       form.reset()
-      svc.say('token-msg', `Token "${r.data.name}" created. Copy it now: it will not be shown again.`, 'ok')
+      svc.say('token-msg', t('tokens.created', { name: r.data.name }), 'ok')
       void load()
     })
   })
@@ -63,11 +64,11 @@ export function profileClient(): void {
     e.preventDefault()
     const form = e.currentTarget as HTMLFormElement
     const f = svc.formJson(form)
-    if (f.new_password !== f.confirm) return svc.say('password-msg', 'The two new passwords differ.', 'error')
+    if (f.new_password !== f.confirm) return svc.say('password-msg', t('auth.differ'), 'error')
     void svc.api('POST', '/api/v1/auth/password', { current_password: f.current_password, new_password: f.new_password }).then((r) => {
       if (!r.ok) return svc.say('password-msg', r.error ?? '', 'error')
       form.reset()
-      svc.say('password-msg', 'Password changed. Your other sessions were logged out.', 'ok')
+      svc.say('password-msg', t('profile.changed'), 'ok')
     })
   })
 

@@ -21,15 +21,31 @@ export interface Svc {
   /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
   render(container: Element | null, key: unknown, build: () => Child[]): void
   formJson(form: HTMLFormElement): Record<string, string | boolean>
+  /** One date format everywhere: YYYY-MM-DD HH:MM in the viewer's time zone. */
   fmtTime(iso: string | null | undefined): string
+  /** "3 minutes ago" / "vor 3 Minuten", in the page's language. */
+  fmtAgo(iso: string | null | undefined): string
+  /** A <time> element with the relative time as text and the absolute one as its title. */
+  ago(iso: string | null | undefined): HTMLElement
+  /** The page's language (html lang): 'en' or 'de'. */
+  lang: string
+  /**
+   * A string of the page's language from /assets/strings-LANG.js: {name} placeholders filled from
+   * `vars`; an entry with plural forms picks its form by vars.n (Intl.PluralRules).
+   */
+  t(key: string, vars?: Record<string, string | number>): string
   fmtNum(n: number | null | undefined, digits?: number): string
   copy(text: string, status: string | Element | null): Promise<void>
   badge(state: string): HTMLElement
   data(name: string): string
 }
 
+/** A message: plain, or plural forms chosen by Intl.PluralRules (one, other; few/many if a language needs them). */
+export type Message = string | { one: string; other: string; [form: string]: string }
+
 declare global {
   interface Window {
     svc: Svc
+    svcStrings?: Record<string, Message>
   }
 }

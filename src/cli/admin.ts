@@ -1,7 +1,10 @@
 // `svc admin ...`: operates directly on the state database, through the same services as the API.
-import { parseArgs } from 'node:util'
+// Commands and their flags are declared in commands.ts; these are their bodies.
+import { existsSync } from 'node:fs'
 import { loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
+import { restoreDatabase } from '../db/restore'
+import { openDb } from '../db/client'
 import { blobStoreFor } from '../artifacts/store'
 import { systemClock } from '../time'
 import { createLogger } from '../log'
@@ -9,8 +12,10 @@ import { Accounts } from '../accounts/service'
 import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
 import { AppError } from '../errors'
-import { UsageError } from './usage'
+import { UsageError, CliError } from './usage'
 import { createContext, type Ctx } from '../context'
+import { CHECKS, runDoctor } from '../admin/doctor'
+import type { Invocation } from './spec'
 
 function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
   const cfg = loadConfig(dbFlag ? { ...process.env, SVC_JOIN_STATE_DB: dbFlag } : process.env, { withoutSecret: !withSecret })
@@ -18,73 +23,90 @@ function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
   return createContext(cfg, log, systemClock, { mailEnabled: false })
 }
 
-function oneArg(positionals: string[], what: string): string {
-  if (positionals.length !== 1) throw new UsageError(`expected exactly one ${what}`)
-  return positionals[0]!
-}
+const dbPathOf = (dbFlag: unknown) => loadConfig(dbFlag ? { ...process.env, SVC_JOIN_STATE_DB: dbFlag as string } : process.env, { withoutSecret: true }).dbPath
 
-function email(v: string): string {
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v) || v.length > 254) throw new UsageError(`not an email address: ${v}`)
+function email(v: string, usage: string): string {
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v) || v.length > 254) throw new UsageError(`not an email address: ${v}`, usage)
   return v
 }
 
-export async function runAdmin(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      db: { type: 'string' },
-      'password-stdin': { type: 'boolean' },
-      'display-name': { type: 'string' },
-      token: { type: 'string' },
-    },
-  })
-  switch (sub) {
-    case 'create-user': {
-      const addr = email(oneArg(positionals, 'EMAIL'))
-      const password = await readPassword(values['password-stdin'] === true, true)
-      const ctx = adminContext(values.db, false)
-      try {
-        const user = await new Accounts(ctx).createAdminUser(addr, password, values['display-name'])
-        process.stdout.write(`created admin ${user.email} (${user.id})\n`)
-      } finally {
-        ctx.sqlite.close()
-      }
-      return 0
-    }
-    case 'set-password': {
-      const addr = email(oneArg(positionals, 'EMAIL'))
-      const password = await readPassword(values['password-stdin'] === true, true)
-      const ctx = adminContext(values.db, false)
-      try {
-        const { revokedSessions, revokedApiTokens } = await new Accounts(ctx).setUserPassword(addr, password)
-        process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
-      } finally {
-        ctx.sqlite.close()
-      }
-      return 0
-    }
-    case 'send-test-mail': {
-      const to = email(oneArg(positionals, 'EMAIL'))
-      const cfg = loadConfig(process.env, { withoutSecret: true })
-      if (cfg.smtp === null) throw new AppError('mail_disabled', 'SMTP is not configured: set SVC_SMTP_HOST and SVC_SMTP_FROM (see docs/operations.md)')
-      await sendTestMail(cfg.smtp, to, cfg.baseUrl, cfg.smtp.ca ?? undefined)
-      process.stdout.write(`test mail sent to ${to} through ${cfg.smtp.host}:${cfg.smtp.port} (${cfg.smtp.tls})\n`)
-      return 0
-    }
-    case 'backup': {
-      const file = oneArg(positionals, 'FILE')
-      const cfg = loadConfig(values.db ? { ...process.env, SVC_JOIN_STATE_DB: values.db } : process.env, { withoutSecret: true })
-      const { path, bytes } = backupDatabase(cfg.dbPath, file)
-      process.stdout.write(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
-      // The copy holds the artifacts' rows, not their bytes: say where those are, so they are kept too.
-      const blobs = blobStoreFor(cfg.artifactStore, cfg.stateDir).location
-      process.stdout.write(`artifact bytes are not in this file: back up ${blobs} alongside (docs/operations.md, Backup and restore)\n`)
-      return 0
-    }
-    default:
-      throw new UsageError(sub === undefined ? 'missing admin command' : `unknown admin command: ${sub}`)
+export async function createUser({ args, flags, usage }: Invocation): Promise<number> {
+  const addr = email(args.EMAIL!, usage)
+  const password = await readPassword(flags['password-stdin'] === true, true)
+  const ctx = adminContext(flags.db as string | undefined, false)
+  try {
+    const user = await new Accounts(ctx).createAdminUser(addr, password, flags['display-name'] as string | undefined)
+    process.stdout.write(`created admin ${user.email} (${user.id})\n`)
+  } finally {
+    ctx.sqlite.close()
   }
+  return 0
+}
+
+export async function setPassword({ args, flags, usage }: Invocation): Promise<number> {
+  const addr = email(args.EMAIL!, usage)
+  const password = await readPassword(flags['password-stdin'] === true, true)
+  const ctx = adminContext(flags.db as string | undefined, false)
+  try {
+    const { revokedSessions, revokedApiTokens } = await new Accounts(ctx).setUserPassword(addr, password)
+    process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
+  } finally {
+    ctx.sqlite.close()
+  }
+  return 0
+}
+
+export async function sendTestMailCmd({ args, usage }: Invocation): Promise<number> {
+  const to = email(args.EMAIL!, usage)
+  const cfg = loadConfig(process.env, { withoutSecret: true })
+  if (cfg.smtp === null) throw new AppError('mail_disabled', 'SMTP is not configured: set SVC_SMTP_HOST and SVC_SMTP_FROM (see docs/operations.md)')
+  await sendTestMail(cfg.smtp, to, cfg.baseUrl, cfg.smtp.ca ?? undefined)
+  process.stdout.write(`test mail sent to ${to} through ${cfg.smtp.host}:${cfg.smtp.port} (${cfg.smtp.tls})\n`)
+  return 0
+}
+
+export async function backup({ args, flags }: Invocation): Promise<number> {
+  const cfg = loadConfig(flags.db ? { ...process.env, SVC_JOIN_STATE_DB: flags.db as string } : process.env, { withoutSecret: true })
+  const { path, bytes } = backupDatabase(cfg.dbPath, args.FILE!)
+  process.stdout.write(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
+  // The copy holds the artifacts' rows, not their bytes: say where those are, so they are kept too.
+  const blobs = blobStoreFor(cfg.artifactStore, cfg.stateDir).location
+  process.stdout.write(`artifact bytes are not in this file: back up ${blobs} alongside (docs/operations.md, Backup and restore)\n`)
+  return 0
+}
+
+export async function restore({ args, flags }: Invocation): Promise<number> {
+  const r = restoreDatabase(args.FILE!, dbPathOf(flags.db))
+  process.stdout.write(`restored ${args.FILE} to ${r.path} (${r.bytes} bytes, integrity ok)\n`)
+  if (r.previous) process.stdout.write(`the file it replaced is kept as ${r.previous}\n`)
+  if (r.missing > 0) process.stdout.write(`the backup lacks ${r.missing} migration(s); the leader applies them when it starts\n`)
+  process.stdout.write('put the artifact blobs of the same time back too (docs/operations.md, Backup and restore), then start the leader\n')
+  return 0
+}
+
+export async function doctor({ flags, usage }: Invocation): Promise<number> {
+  const only = flags.check as string[] | undefined
+  const names = CHECKS.map((c) => c.name)
+  for (const n of only ?? []) if (!names.includes(n)) throw new UsageError(`unknown check ${n}; the checks are ${names.join(', ')}`, usage)
+  const path = dbPathOf(flags.db)
+  if (!existsSync(path)) throw new CliError(`no state database at ${path} (--db PATH names another)`)
+  const state = openDb(path, { migrate: false })
+  let results
+  try {
+    results = runDoctor(state, { fix: flags.fix === true, only })
+  } finally {
+    state.close()
+  }
+  if (flags.json) {
+    process.stdout.write(JSON.stringify({ db: path, ok: results.every((r) => r.findings.length === 0), checks: results }, null, 2) + '\n')
+  } else {
+    for (const r of results) {
+      for (const f of r.fixed) process.stdout.write(`fixed  ${r.name}: ${f}\n`)
+      if (r.findings.length === 0) process.stdout.write(`ok     ${r.name}\n`)
+      for (const f of r.findings) process.stdout.write(`FAIL   ${r.name}: ${f}\n`)
+    }
+    const bad = results.filter((r) => r.findings.length > 0)
+    if (bad.length > 0 && !flags.fix && bad.some((r) => r.fixable)) process.stdout.write('svc admin doctor --fix repairs what it can (take a backup first: svc admin backup FILE)\n')
+  }
+  return results.every((r) => r.findings.length === 0) ? 0 : 1
 }

@@ -204,7 +204,7 @@ export class Fellows {
       const alreadyIn = binding?.poolId === poolId && existing !== undefined
       if (!alreadyIn && pool.nodeLimit !== null) {
         const n = tx.select({ n: count() }).from(poolNodes).where(eq(poolNodes.poolId, poolId)).get()?.n ?? 0
-        if (n >= pool.nodeLimit) throw new AppError('pool_node_limit', `The pool "${pool.name}" already has its ${pool.nodeLimit} node(s).`, { node_limit: pool.nodeLimit })
+        if (n >= pool.nodeLimit) throw new AppError('pool_node_limit', `The pool "${pool.name}" already has its ${pool.nodeLimit === 1 ? '1 node' : `${pool.nodeLimit} nodes`}.`, { node_limit: pool.nodeLimit })
       }
       const id = existing?.id ?? newId()
       if (existing) {

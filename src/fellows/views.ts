@@ -1,4 +1,6 @@
 // Operator views of fellows, held to the caller's pools: a fellow outside them is "not found".
+import { eq } from 'drizzle-orm'
+import { pools } from '../db/schema'
 import { notFound } from '../errors'
 import { iso, isoOrNull } from '../time'
 import { requireMember } from '../pools/service'
@@ -42,9 +44,21 @@ export class FellowViews implements PoolTelemetry {
 
   nodes(caller: Caller, poolId?: string): NodeView[] {
     const scope = scopeOf(this.db, caller)
-    if (poolId !== undefined && !inScope(scope, poolId)) return []
+    if (poolId !== undefined && !inScope(scope, poolId)) {
+      // A public pool shows its machines to every signed-in person (its page says what they would
+      // join), without whose they are or what they run; per-node telemetry stays with members.
+      if (caller.kind !== 'user' || !this.isPublic(poolId)) return []
+      return this.registry
+        .inPools(new Set([poolId]))
+        .sort((a, b) => a.registeredAt - b.registeredAt)
+        .map((f) => ({ ...this.view(f), owner_user_id: null, job_id: null, bytes_sent: 0, bytes_received: 0 }))
+    }
     const wanted = poolId !== undefined ? new Set([poolId]) : scope
     return this.registry.inPools(wanted).sort((a, b) => a.registeredAt - b.registeredAt).map((f) => this.view(f))
+  }
+
+  private isPublic(poolId: string): boolean {
+    return this.db.select({ v: pools.visibility }).from(pools).where(eq(pools.id, poolId)).get()?.v === 'public'
   }
 
   devices(caller: Caller, poolId?: string) {

@@ -184,6 +184,7 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
   'GET /lang/{code}': { responses: { 303: none('Back to the referring page, in the chosen language (svc_lang cookie).'), 404: html('Not a language of the site.') } },
   'GET /robots.txt': { responses: { 200: media('robots.txt', 'text/plain') } },
   'GET /favicon.svg': { responses: { 200: media('The site icon.', 'image/svg+xml') } },
+  'DELETE /api/v1/pools/{id}/invites/{invite_id}': { responses: { 204: none('Withdrawn; its link no longer works.') } },
   'GET /favicon.ico': { responses: { 301: none('To /favicon.svg.') } },
   'GET /sitemap.xml': { responses: { 200: media('The sitemap.', 'application/xml') } },
   'GET /llms.txt': { responses: { 200: media('llms.txt', 'text/plain') } },

@@ -8,12 +8,14 @@ import { getVisiblePool, planFor } from '../pools/service'
 import { view, securityHeaders, sameOriginPath, originsOf, takeNext, type PageRequest } from './view'
 import { isLang, type Lang } from '../../pages/i18n'
 import { ASSETS, ASSET_VERSION } from '../../pages/assets'
-import { LandingPage, NotFoundPage } from '../../pages/landing'
+import { LandingPage, NotFoundPage, type NotFoundWhat } from '../../pages/landing'
+import { JobPage } from '../../pages/job'
+import { hasPendingJoinRequest } from '../pools/membership'
 import { LoginPage, RegisterPage, VerifyEmailPage, ResetPasswordPage, ForgotPasswordPage } from '../../pages/auth'
 import { DashboardPage } from '../../pages/dashboard'
 import { PoolPage } from '../../pages/pool'
 import { ProfilePage } from '../../pages/profile'
-import { AdminUsersPage, AdminPoolsPage } from '../../pages/admin'
+import { AdminUsersPage, AdminPoolsPage, AdminAuditPage } from '../../pages/admin'
 import { JoinPage, InferencePage } from '../../pages/ops'
 import { LegalDocPage, AccessibilityPage, PlainLanguagePage } from '../../pages/legal'
 import { robotsTxt, sitemapXml, llmsTxt } from '../../pages/crawler'
@@ -59,7 +61,7 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
     r.set.headers['cache-control'] = 'public, max-age=3600'
     return body
   }
-  const notFound = (r: PageRequest, what?: string) => {
+  const notFound = (r: PageRequest, what?: NotFoundWhat) => {
     const v = view(ctx, r)
     return v.html(<NotFoundPage ctx={v.page} what={what} />, 404)
   }
@@ -87,7 +89,7 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
       .get('/en', (r) => view(ctx, r).redirect('/', 301), { policy: 'public' })
       .get('/lang/:code', (r) => {
         const code = r.params.code
-        if (!isLang(code)) return notFound(r, 'This language is not available. Choose English or Deutsch.')
+        if (!isLang(code)) return notFound(r, 'language')
         const v = view(ctx, r)
         v.setLang(code)
         let back = sameOriginPath(r.request.headers.get('referer'), originsOf(ctx, r.request))
@@ -165,7 +167,7 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
             pool = getVisiblePool(ctx.db, actor, r.params.id)
           } catch (e) {
             // Missing and invisible pools look the same: a private pool's existence is not disclosed.
-            if (e instanceof AppError && e.code === 'not_found') return notFound(r, 'There is no pool here, or it is not visible to you.')
+            if (e instanceof AppError && e.code === 'not_found') return notFound(r, 'pool')
             throw e
           }
           const allowed = new Set<string>(planFor(ctx.db, u.role).allowedVisibilities)
@@ -176,12 +178,16 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
               pool={pool}
               canManage={u.role === 'admin' || pool.my_role === 'owner'}
               isMember={pool.my_role !== null}
+              requested={pool.my_role === null && hasPendingJoinRequest(ctx.db, pool.id, u.id)}
               allowedVisibilities={[...allowed]}
             />,
           )
         }), { policy: 'page' })
       .get('/admin/users', (r) => admin(r, (v) => v.html(<AdminUsersPage ctx={v.page} />)), { policy: 'page' })
       .get('/admin/pools', (r) => admin(r, (v) => v.html(<AdminPoolsPage ctx={v.page} />)), { policy: 'page' })
+      .get('/admin/audit', (r) => admin(r, (v) => v.html(<AdminAuditPage ctx={v.page} />)), { policy: 'page' })
+      // The job's facts come from /api/v1/jobs/{id} in the page script, which says when it is not visible.
+      .get('/jobs/:id', (r) => session(r, (v) => (UUID.test(r.params.id) ? v.html(<JobPage ctx={v.page} jobId={r.params.id} />) : notFound(r, 'job'))), { policy: 'page' })
       .get('/ops/join-v2', (r) => session(r, (v) => v.html(<JoinPage ctx={v.page} />)), { policy: 'page' })
       .get('/ops/inference', (r) => session(r, (v) => v.html(<InferencePage ctx={v.page} />)), { policy: 'page' })
       // Legal and accessibility.

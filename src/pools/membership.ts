@@ -60,7 +60,7 @@ function checkInviteCaps(ctx: Ctx, tx: Db, actor: Actor, email: string, now: num
         .where(and(eq(poolInvites.invitedBy, actor.userId), eq(poolInvites.status, 'pending'), gt(poolInvites.expiresAt, now)))
         .get()?.n ?? 0
     if (pending >= limit) {
-      throw new AppError('invite_limit', `You already have ${limit} pending invitation(s), the most one person may have open. Wait until some are accepted or expire.`, { limit })
+      throw new AppError('invite_limit', `You already have ${limit === 1 ? '1 pending invitation' : `${limit} pending invitations`}, the most one person may have open. Wait until some are accepted or expire.`, { limit })
     }
   }
   if (!ctx.mail.enabled) return
@@ -72,8 +72,13 @@ function checkInviteCaps(ctx: Ctx, tx: Db, actor: Actor, email: string, now: num
     .get()
   if (recent && recent.n >= limit) {
     const retryAfterS = ((recent.oldest ?? now) + DAY_MS - now) / 1000
-    throw new AppError('rate_limited', `${email} has been sent ${limit} invitation(s) in the last 24 hours, the most an address gets; try again later.`, { retryAfterS })
+    throw new AppError('rate_limited', `${email} has been sent ${limit === 1 ? '1 invitation' : `${limit} invitations`} in the last 24 hours, the most an address gets; try again later.`, { retryAfterS })
   }
+}
+
+/** Whether the user has asked to join the pool and is still waiting (the pool page keeps "Ask to join" off). */
+export function hasPendingJoinRequest(db: Db, poolId: string, userId: string): boolean {
+  return db.select({ u: joinRequests.userId }).from(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId), eq(joinRequests.status, 'pending'))).get() !== undefined
 }
 
 export class Memberships {
@@ -118,10 +123,38 @@ export class Memberships {
         })
       }
       recordAudit(tx, ctx.clock, { kind: 'pool.invite', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email, refreshed: existing !== undefined, mailed: !open && ctx.mail.enabled } })
-      return { invite: { ...toInvite(row, pool.name), invite_link: link }, created: !open }
+      // `mailed`: whether a mail went out now, so the page says "not mailed, pass the link on" when not.
+      return { invite: { ...toInvite(row, pool.name), invite_link: link, mailed: !open && ctx.mail.enabled }, created: !open }
     })
     ctx.mail.wake()
     return result
+  }
+
+  /** The pool's pending, unexpired invites with their links (owner or admin), to pass on or revoke. */
+  listPoolInvites(actor: Actor, poolId: string) {
+    const ctx = this.ctx
+    const pool = getVisiblePool(ctx.db, actor, poolId)
+    requireOwner(ctx.db, actor, pool)
+    return ctx.db
+      .select()
+      .from(poolInvites)
+      .where(and(eq(poolInvites.poolId, poolId), eq(poolInvites.status, 'pending'), gt(poolInvites.expiresAt, ctx.clock.now())))
+      .orderBy(asc(poolInvites.createdAt))
+      .all()
+      .map((r) => ({ ...toInvite(r, pool.name), invite_link: inviteLink(ctx, r) }))
+  }
+
+  /** Owner or admin withdraws a pending invite; its link stops working (the row is gone). */
+  revokeInvite(actor: Actor, poolId: string, inviteId: string): void {
+    const ctx = this.ctx
+    ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, poolId)
+      requireOwner(tx, actor, pool)
+      const row = tx.select().from(poolInvites).where(and(eq(poolInvites.id, inviteId), eq(poolInvites.poolId, poolId), eq(poolInvites.status, 'pending'))).get()
+      if (!row) throw notFound('Invite')
+      tx.delete(poolInvites).where(eq(poolInvites.id, inviteId)).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.invite_revoke', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email: row.email } })
+    })
   }
 
   /**
@@ -206,6 +239,38 @@ export class Memberships {
       .orderBy(asc(joinRequests.createdAt))
       .all()
       .map(({ r, email, displayName }) => ({ pool_id: r.poolId, user_id: r.userId, email, display_name: displayName, status: r.status, created_at: iso(r.createdAt) }))
+  }
+
+  /** Pending join requests to every pool the caller owns, for the dashboard. */
+  listOwnedJoinRequests(actor: Actor) {
+    const db = this.ctx.db
+    return db
+      .select({ r: joinRequests, email: users.email, displayName: users.displayName, poolName: pools.name })
+      .from(joinRequests)
+      .innerJoin(users, eq(users.id, joinRequests.userId))
+      .innerJoin(pools, eq(pools.id, joinRequests.poolId))
+      .innerJoin(poolMembers, and(eq(poolMembers.poolId, joinRequests.poolId), eq(poolMembers.userId, actor.userId), eq(poolMembers.role, 'owner')))
+      .where(eq(joinRequests.status, 'pending'))
+      .orderBy(asc(joinRequests.createdAt))
+      .all()
+      .map(({ r, email, displayName, poolName }) => ({ pool_id: r.poolId, pool_name: poolName, user_id: r.userId, email, display_name: displayName, status: r.status, created_at: iso(r.createdAt) }))
+  }
+
+  /**
+   * Owner or admin turns a request down: the row goes (no schema state for "rejected"), so the
+   * person may ask again later, as after an owner removed them.
+   */
+  reject(actor: Actor, poolId: string, userId: string): { status: 'rejected' } {
+    const ctx = this.ctx
+    return ctx.db.transaction((tx) => {
+      const pool = getVisiblePool(tx, actor, poolId)
+      requireOwner(tx, actor, pool)
+      const req = tx.select().from(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId), eq(joinRequests.status, 'pending'))).get()
+      if (!req) throw notFound('Join request')
+      tx.delete(joinRequests).where(and(eq(joinRequests.poolId, poolId), eq(joinRequests.userId, userId))).run()
+      recordAudit(tx, ctx.clock, { kind: 'pool.join_reject', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { user_id: userId } })
+      return { status: 'rejected' as const }
+    })
   }
 
   approve(actor: Actor, poolId: string, userId: string): { status: 'joined' } {

@@ -88,7 +88,11 @@ export const Invite = t.Object({
 })
 export const InviteList = t.Object({ items: t.Array(Invite) })
 /** What the inviter gets: the invite and its link, to pass on when mail is off or lost. */
-export const InviteCreated = t.Composite([Invite, t.Object({ invite_link: t.String() })])
+export const InviteCreated = t.Composite([Invite, t.Object({ invite_link: t.String(), mailed: t.Boolean() })])
+/** A pending invite as its pool's owner sees it: with the link to pass on again. */
+export const PoolInvite = t.Composite([Invite, t.Object({ invite_link: t.String() })])
+export const PoolInviteList = t.Object({ items: t.Array(PoolInvite) })
+export const PoolInviteParams = t.Object({ id: t.String({ format: 'uuid' }), invite_id: t.String({ format: 'uuid' }) })
 /** `token`: from the invite link; needed unless the caller's email address is verified. */
 export const AcceptInviteBody = t.Optional(t.Object({ token: t.Optional(t.String({ minLength: 1, maxLength: 128 })) }, { additionalProperties: false }))
 export const InviteBody = t.Object({ email: t.String({ format: 'email', maxLength: 254 }) }, { additionalProperties: false })
@@ -102,6 +106,7 @@ export const JoinRequest = t.Object({
   created_at: Timestamp,
 })
 export const JoinRequestList = t.Object({ items: t.Array(JoinRequest) })
+export const OwnedJoinRequestList = t.Object({ items: t.Array(t.Composite([JoinRequest, t.Object({ pool_name: t.String() })])) })
 export const JoinResult = t.Object({ status: t.Union([t.Literal('joined'), t.Literal('pending'), t.Literal('member')]) })
 
 export const Member = t.Object({

@@ -86,6 +86,10 @@ export function poolRoutes(base: AppBase, pools: Pools, memberships: Memberships
         body: M.AcceptInviteBody,
         response: { 200: M.Invite },
       })
+      .get('/api/v1/pools/join-requests', ({ caller, clientIp }) => ({ items: memberships.listOwnedJoinRequests(actorOf(caller, clientIp)) }), {
+        policy: 'operator',
+        response: { 200: M.OwnedJoinRequestList },
+      })
       .get('/api/v1/pools/:id', ({ caller, clientIp, params }) => pools.get(actorOf(caller, clientIp), params.id), {
         policy: 'operator',
         params: M.PoolParams,
@@ -112,6 +116,15 @@ export function poolRoutes(base: AppBase, pools: Pools, memberships: Memberships
         },
         { policy: 'operator', params: M.PoolParams, body: M.InviteBody, response: { 200: M.InviteCreated, 201: M.InviteCreated } },
       )
+      .get('/api/v1/pools/:id/invites', ({ caller, clientIp, params }) => ({ items: memberships.listPoolInvites(actorOf(caller, clientIp), params.id) }), {
+        policy: 'operator',
+        params: M.PoolParams,
+        response: { 200: M.PoolInviteList },
+      })
+      .delete('/api/v1/pools/:id/invites/:invite_id', ({ caller, clientIp, params, set }) => {
+        memberships.revokeInvite(actorOf(caller, clientIp), params.id, params.invite_id)
+        set.status = 204
+      }, { policy: 'operator', params: M.PoolInviteParams })
       .post('/api/v1/pools/:id/join', ({ caller, clientIp, params, set }) => {
         const r = memberships.join(actorOf(caller, clientIp), params.id)
         set.status = r.status === 'pending' ? 202 : 200
@@ -126,6 +139,11 @@ export function poolRoutes(base: AppBase, pools: Pools, memberships: Memberships
         '/api/v1/pools/:id/join-requests/:user_id/approve',
         ({ caller, clientIp, params }) => memberships.approve(actorOf(caller, clientIp), params.id, params.user_id),
         { policy: 'operator', params: M.PoolUserParams, response: { 200: t.Object({ status: t.Literal('joined') }) } },
+      )
+      .post(
+        '/api/v1/pools/:id/join-requests/:user_id/reject',
+        ({ caller, clientIp, params }) => memberships.reject(actorOf(caller, clientIp), params.id, params.user_id),
+        { policy: 'operator', params: M.PoolUserParams, response: { 200: t.Object({ status: t.Literal('rejected') }) } },
       )
       .get('/api/v1/pools/:id/members', ({ caller, clientIp, params }) => ({ items: memberships.listMembers(actorOf(caller, clientIp), params.id) }), {
         policy: 'operator',

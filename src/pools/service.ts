@@ -33,10 +33,14 @@ export function planFor(db: Db, role: string): Plan {
   return { role, maxPools: row.maxPools, maxNodesPerPool: row.maxNodesPerPool, allowedVisibilities: vis }
 }
 
+/** `n thing`/`n things`, or `any number of things` for null (unlimited). */
+export function countOf(n: number | null, one: string, many: string): string {
+  return n === null ? `any number of ${many}` : `${n} ${n === 1 ? one : many}`
+}
+
 export function planSentence(plan: Plan): string {
-  const n = plan.maxPools === null ? 'unlimited' : String(plan.maxPools)
-  const m = plan.maxNodesPerPool === null ? 'unlimited' : String(plan.maxNodesPerPool)
-  return `Your plan allows ${n} pool(s) with up to ${m} node(s) each.`
+  const nodes = plan.maxNodesPerPool === null ? 'any number of nodes' : `up to ${countOf(plan.maxNodesPerPool, 'node', 'nodes')}`
+  return `Your plan allows ${countOf(plan.maxPools, 'pool', 'pools')} with ${nodes} each.`
 }
 
 function quota(plan: Plan, extra = ''): AppError {
@@ -262,7 +266,7 @@ export class Pools {
 export function deletePoolRow(tx: Db, clock: Clock, id: string, force: boolean, actor: Actor | null): { detached: number; fellowIds: string[] } {
   const attached = tx.select({ fellowId: poolNodes.fellowId }).from(poolNodes).where(eq(poolNodes.poolId, id)).all()
   if (attached.length > 0 && !force) {
-    throw new AppError('pool_has_nodes', `The pool has ${attached.length} node(s) attached; detach them or delete with force=true.`, { node_count: attached.length })
+    throw new AppError('pool_has_nodes', `The pool has ${countOf(attached.length, 'node', 'nodes')} attached; detach them or delete with force=true.`, { node_count: attached.length })
   }
   tx.delete(poolNodes).where(eq(poolNodes.poolId, id)).run()
   tx.delete(pools).where(eq(pools.id, id)).run()

@@ -126,7 +126,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
   test('a second user is invited and accepts through the invite link from the dashboard', async () => {
     await page.fill('#invite-email', 'bob@example.com')
     await page.keyboard.press('Enter')
-    await page.waitForSelector('#invite-form-msg:has-text("Invitation sent")')
+    // No SMTP on this leader: the page says the invite was not mailed and offers its link.
+    await page.waitForSelector('#invite-form-msg:has-text("not mailed")')
     await page.waitForSelector('#invite-link-box:not([hidden])')
     const link = await page.locator('#invite-link').inputValue()
     expect(link).toStartWith(leader.url + '/dashboard?invite=')
@@ -191,16 +192,16 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await p.close()
   }, T)
 
-  test('the chrome switches to German and back, staying on the page', async () => {
+  test('the page switches to German and back, staying on the page', async () => {
     await page.goto(leader.url + '/dashboard')
     await page.click('footer a[data-lang="de"]')
-    await page.waitForSelector('header.top[lang="de"]')
+    await page.waitForSelector('html[lang="de"]')
     expect(new URL(page.url()).pathname).toBe('/dashboard')
     expect(await page.locator('[data-logout]').innerText()).toBe('Abmelden')
-    expect(await page.locator('html').getAttribute('lang')).toBe('en')
+    expect(await page.locator('h1').innerText()).toContain('Willkommen')
     await shot(page, '06-dashboard-de')
     await page.click('footer a[data-lang="en"]')
-    await page.waitForSelector('header.top:not([lang])')
+    await page.waitForSelector('html[lang="en"]')
     expect(await page.locator('[data-logout]').innerText()).toBe('Log out')
   }, T)
 
@@ -220,14 +221,14 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Revoke token laptop CLI' }).count()).toBe(0)
   }, T)
 
-  test('the inference chat box sends with Ctrl+Enter and shows the API error for an unknown model', async () => {
+  test('the inference chat box with no model served says so and sends nothing', async () => {
     await page.goto(leader.url + '/ops/inference')
-    await page.fill('#chat-model', 'no-such-model')
+    await page.waitForSelector('#model-hint:has-text("No models yet")')
+    expect(await page.locator('#chat-model option').innerText()).toBe('No models yet')
     await page.fill('#chat-prompt', 'Hello there')
     await page.focus('#chat-prompt')
     await page.keyboard.press('Control+Enter')
-    await page.waitForSelector('#chat-msg.error:not(:empty)')
-    expect(await page.locator('#chat-log').innerText()).toContain('Hello there')
+    await page.waitForSelector('#chat-msg.error:has-text("Choose a model")')
     expect(await page.locator('#chat-send').isEnabled()).toBe(true)
   }, T)
 
@@ -240,7 +241,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     const row = page.locator('#serving-body tr', { hasText: 'chat-box-1' })
     await row.waitFor({ timeout: 15_000 })
     expect(await row.innerText()).toMatch(/tiny-llm\s+chat-box-1\s+0 of 4/)
-    await page.fill('#chat-model', 'tiny-llm')
+    await page.waitForSelector('#chat-model option[value="tiny-llm"]:not([disabled])', { state: 'attached' })
+    await page.selectOption('#chat-model', 'tiny-llm')
     await page.fill('#chat-prompt', 'It was the best of')
     await page.click('#chat-send')
     // The reply streams in; the built-in model's default length is 64 words. (Polled from here:

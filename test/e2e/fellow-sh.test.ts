@@ -2,7 +2,7 @@
 // it downloads the leader's own executable, verifies its checksum, installs it and starts the
 // agent. Requires `bun run build` first.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Server, Subprocess } from 'bun'
@@ -126,13 +126,14 @@ describe('fellow.sh from the bootstrap route', () => {
   test.skipIf(!canListen(5557) || !canListen(5558))('without --no-start it starts the agent, which joins the pool; SIGTERM stops it cleanly', async () => {
     const home = mkdtempSync(join(tmpdir(), 'svc-home-'))
     const dir = join(home, 'fellow')
-    const proc = runScript(['--leader', leader.url, '--join-token', joinToken, '--dir', dir], home, { wait: false })
+    // An option fellow.sh does not know goes to the agent.
+    const proc = runScript(['--leader', leader.url, '--join-token', joinToken, '--dir', dir, '--hostname', 'installed-box'], home, { wait: false })
     const outcome = await until(
       async () => {
         if (proc.exitCode !== null) return `exited with ${proc.exitCode}`
         const res = await fetch(`${leader.url}/api/v1/cluster/nodes?pool_id=${poolId}`, { headers: auth })
-        const items = ((await res.json()) as { items: { state: string; connected: boolean }[] }).items
-        return items.some((n) => n.state === 'online' && n.connected) && 'online'
+        const items = ((await res.json()) as { items: { state: string; connected: boolean; hostname: string }[] }).items
+        return items.some((n) => n.state === 'online' && n.connected && n.hostname === 'installed-box') && 'online'
       },
       'the installed agent to come online',
       { timeoutMs: 20_000, everyMs: 100 },
@@ -141,9 +142,40 @@ describe('fellow.sh from the bootstrap route', () => {
     const state = join(dir, 'state', 'fellow.json')
     expect(statSync(state).mode & 0o777).toBe(0o600)
     expect(JSON.parse(readFileSync(state, 'utf8')).pool_id).toBe(poolId)
+    // The token reached the agent through its environment: `ps` shows no token.
+    expect(readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8')).not.toContain(joinToken)
     proc.kill('SIGTERM') // sh exec'd the agent: this is its pid
     expect(await proc.exited).toBe(0)
   }, 40_000)
+
+  test('--service writes a systemd unit with the agent options and the token in a 0600 env file', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'svc-home-'))
+    const dir = join(home, 'fellow')
+    const units = join(home, 'units')
+    const etc = join(home, 'etc')
+    mkdirSync(units)
+    const proc = Bun.spawn(['sh', '-s', '--', '--leader', leader.url, '--join-token', joinToken, '--dir', dir, '--service', '--no-start', '--engine', 'tiny=http://127.0.0.1:9/v1', '--hostname', 'gpu "box" 50%'], {
+      cwd: home,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, SVC_SYSTEMD_DIR: units, SVC_FELLOW_ETC: etc },
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    children.push(proc)
+    proc.stdin.write(script)
+    void proc.stdin.end()
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+    expect(stderr).toContain('svc-fellow.service')
+    expect(code).toBe(0)
+    const envFile = join(etc, 'svc-fellow', 'fellow.env')
+    expect(statSync(envFile).mode & 0o777).toBe(0o600)
+    expect(readFileSync(envFile, 'utf8')).toBe(`SVC_JOIN_TOKEN=${joinToken}\nSVC_LEADER_URL=${leader.url}\n`)
+    const unit = readFileSync(join(units, 'svc-fellow.service'), 'utf8')
+    expect(unit).toContain(`EnvironmentFile=${envFile}\n`)
+    expect(unit).toContain(`ExecStart="${dir}/bin/svc" fellow --state-dir "${dir}/state" "--engine" "tiny=http://127.0.0.1:9/v1" "--hostname" "gpu \\"box\\" 50%%"\n`)
+    expect(unit).not.toContain(joinToken)
+    expect(unit).toContain('WantedBy=multi-user.target')
+  }, 30_000)
 
   test('svc fellow refuses bad arguments with usage and exit code 2', async () => {
     const bogus = await runSvc(['fellow', '--bogus'])

@@ -145,16 +145,19 @@ describe('interface language', () => {
     expect(res.headers.getSetCookie().some((c) => c.startsWith('svc_lang='))).toBe(false)
   })
 
-  test('the cookie wins over Accept-Language, which wins over English; chrome roots carry lang when it differs', async () => {
+  test('the cookie wins over Accept-Language, which wins over English; the whole page follows it', async () => {
     const plain = (await sessionClient(h, user.id).get('/dashboard')).body as string
     expect(header(plain)).not.toContain('lang=')
     expect(plain).toContain('Log out')
 
     const german = (await sessionClient(h, user.id).get('/dashboard', { 'accept-language': 'fr;q=0.9, de-DE;q=0.8, en;q=0.1' })).body as string
-    expect(german).toContain('<html lang="en">')
-    expect(header(german)).toContain('lang="de"')
-    expect(german).toMatch(/<footer class="foot" lang="de">/)
+    // Every page body is translated now (issue 29): the page is German, the chrome needs no lang of its own.
+    expect(german).toContain('<html lang="de">')
+    expect(header(german)).not.toContain('lang=')
+    expect(german).toContain('<footer class="foot">')
     expect(german).toContain('Abmelden')
+    expect(german).toContain('Willkommen,')
+    expect(german).toContain('/assets/strings-de.js')
 
     const c = sessionClient(h, user.id)
     c.cookies.set('svc_lang', 'en')
@@ -287,7 +290,8 @@ describe('newcomer friction (issue 29)', () => {
     }
     // The chrome follows the language cookie, then Accept-Language, like every page.
     const de = await h.client().get('/nope', { accept: BROWSER_ACCEPT, 'accept-language': 'de' })
-    expect(de.body).toMatch(/<header[^>]*lang="de"/)
+    expect(de.body).toContain('<html lang="de">')
+    expect(de.body).toContain('<h1>Nicht gefunden</h1>')
     const c = h.client()
     c.cookies.set('svc_lang', 'de')
     expect((await c.get('/nope', { accept: 'text/html' })).body).toContain('Zum Inhalt springen')

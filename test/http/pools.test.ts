@@ -44,7 +44,7 @@ function linkToken(link: string): string {
 
 const inviteMails = (h: Harness) => h.ctx.db.select().from(mailOutbox).where(eq(mailOutbox.template, 'pool-invite')).all()
 
-const PLAN = 'Your plan allows 1 pool(s) with up to 2 node(s) each.'
+const PLAN = 'Your plan allows 1 pool with up to 2 nodes each.'
 
 describe('plans and quota', () => {
   test('the seeded plans: a user gets 1 private pool with 2 nodes, an admin is unlimited', async () => {
@@ -59,7 +59,7 @@ describe('plans and quota', () => {
     })
     const admin = (await A.get('/api/v1/pools/limits')).body
     expect(admin).toMatchObject({ max_pools: null, max_nodes_per_pool: null, allowed_visibilities: ['public', 'private'] })
-    expect(admin.plan).toBe('Your plan allows unlimited pool(s) with up to unlimited node(s) each.')
+    expect(admin.plan).toBe('Your plan allows any number of pools with any number of nodes each.')
   })
 
   test('a user creates one private pool (owner, node limit snapshotted); the second is refused with the plan sentence', async () => {
@@ -89,7 +89,7 @@ describe('plans and quota', () => {
     expect(second.status).toBe(201)
     expect(second.body.node_limit).toBe(5)
     expect((await a.get(`/api/v1/pools/${first.body.id}`)).body.node_limit).toBe(2)
-    expect((await a.get('/api/v1/pools/limits')).body.plan).toBe('Your plan allows 2 pool(s) with up to 5 node(s) each.')
+    expect((await a.get('/api/v1/pools/limits')).body.plan).toBe('Your plan allows 2 pools with up to 5 nodes each.')
   })
 
   test('admins edit plans through the API', async () => {
@@ -442,5 +442,70 @@ describe('default pool', () => {
     expect(d1).toMatchObject({ slug: 'default', visibility: 'private', ownerUserId: null, isDefault: true, nodeLimit: null })
     expect((await a.get('/api/v1/pools')).body.items).toEqual([])
     expect((await A.get('/api/v1/admin/pools')).body.items[0].is_default).toBe(true)
+  })
+})
+
+// Issue 29: what the pool and dashboard pages need to handle invites and requests without mail.
+describe('invites and join requests for the pages (issue 29)', () => {
+  test('an invite says whether it was mailed: not without SMTP, yes with it, not when it was already open', async () => {
+    const off = await setup()
+    const p = await off.A.post('/api/v1/admin/pools', { name: 'No mail' })
+    const first = await off.A.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'x@example.com' })
+    expect([first.status, first.body.mailed]).toEqual([201, false])
+    const on = await setup({ mailEnabled: true })
+    const q = await on.A.post('/api/v1/admin/pools', { name: 'Mail' })
+    const mailed = await on.A.post(`/api/v1/pools/${q.body.id}/invites`, { email: 'x@example.com' })
+    expect([mailed.status, mailed.body.mailed]).toEqual([201, true])
+    const again = await on.A.post(`/api/v1/pools/${q.body.id}/invites`, { email: 'x@example.com' })
+    expect([again.status, again.body.mailed]).toEqual([200, false])
+  })
+
+  test("the owner lists the pool's pending invites with their links and withdraws one, whose link then fails", async () => {
+    const { h, a, b, bob } = await setup()
+    const p = await a.post('/api/v1/pools', { name: 'Mine' })
+    const inv = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'bob@example.com' })
+    await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'carol@example.com' })
+    const list = await a.get(`/api/v1/pools/${p.body.id}/invites`)
+    expect(list.body.items.map((i: { email: string }) => i.email)).toEqual(['bob@example.com', 'carol@example.com'])
+    expect(list.body.items[0].invite_link).toBe(inv.body.invite_link)
+    expect((await b.get(`/api/v1/pools/${p.body.id}/invites`)).status).toBe(404)
+    expect((await b.delete(`/api/v1/pools/${p.body.id}/invites/${inv.body.id}`)).status).toBe(404)
+    expect((await a.delete(`/api/v1/pools/${p.body.id}/invites/${inv.body.id}`)).status).toBe(204)
+    expect((await a.get(`/api/v1/pools/${p.body.id}/invites`)).body.items.map((i: { email: string }) => i.email)).toEqual(['carol@example.com'])
+    const accept = await sessionClient(h, bob.id).post(`/api/v1/pools/invites/${inv.body.id}/accept`, { token: linkToken(inv.body.invite_link) })
+    expect(accept.status).toBe(404)
+    expect((await a.delete(`/api/v1/pools/${p.body.id}/invites/${inv.body.id}`)).status).toBe(404)
+  })
+
+  test('the owner rejects a join request (gone, the person may ask again); the dashboard lists requests to pools one owns, with names', async () => {
+    const { h, A, b, bob } = await setup()
+    await h.ctx.db.update(users).set({ displayName: 'Bob B.' }).where(eq(users.id, bob.id)).run()
+    const closed = await A.post('/api/v1/admin/pools', { name: 'Closed', visibility: 'public' })
+    await b.post(`/api/v1/pools/${closed.body.id}/join`)
+    const owned = await A.get('/api/v1/pools/join-requests')
+    expect(owned.body.items).toEqual([expect.objectContaining({ pool_id: closed.body.id, pool_name: 'Closed', user_id: bob.id, email: 'bob@example.com', display_name: 'Bob B.', status: 'pending' })])
+    expect((await b.get('/api/v1/pools/join-requests')).body.items).toEqual([])
+    expect((await b.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/reject`)).status).toBe(403)
+    expect((await A.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/reject`)).body).toEqual({ status: 'rejected' })
+    expect((await A.get('/api/v1/pools/join-requests')).body.items).toEqual([])
+    expect((await b.get(`/api/v1/pools/${closed.body.id}`)).body.my_role).toBeNull()
+    expect((await A.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/reject`)).status).toBe(404)
+    expect((await b.post(`/api/v1/pools/${closed.body.id}/join`)).status).toBe(202)
+  })
+
+  test("a non-member sees a public pool's machines without owner or job; a private pool's stay hidden", async () => {
+    const { h, A, b } = await setup()
+    const pub = await A.post('/api/v1/admin/pools', { name: 'Shared', visibility: 'public' })
+    const priv = await A.post('/api/v1/admin/pools', { name: 'Hidden' })
+    for (const [pool, hostname] of [[pub.body.id, 'shared-box'], [priv.body.id, 'hidden-box']] as const) {
+      const js = await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool })
+      const reg = await h.client().post('/api/v1/workers/register', { hostname, gpus: [] }, { authorization: `Bearer ${js.body.join_token}` })
+      expect(reg.status).toBe(201)
+    }
+    const seen = await b.get(`/api/v1/cluster/nodes?pool_id=${pub.body.id}`)
+    expect(seen.body.items.map((n: { hostname: string }) => n.hostname)).toEqual(['shared-box'])
+    expect(seen.body.items[0].owner_user_id).toBeNull()
+    expect((await b.get(`/api/v1/cluster/nodes?pool_id=${priv.body.id}`)).body.items).toEqual([])
+    expect((await b.get('/api/v1/cluster/nodes')).body.items).toEqual([])
   })
 })

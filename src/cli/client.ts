@@ -1,0 +1,223 @@
+// The remote commands' HTTP client: which leader and token (flag, then SVC_*, then the config
+// file), JSON calls whose bodies are checked against the routes' own TypeBox schemas before they
+// leave, and Server-Sent Events. Every failure becomes one plain line (CliError or UsageError).
+import type { TSchema } from '@sinclair/typebox'
+import { FormatRegistry } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { loadClientEnv } from '../config'
+import { isEmailAddress } from '../accounts/email'
+import { readConfigFile } from './config-file'
+import type { Values } from './spec'
+import { CliError, UsageError } from './usage'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+export const isUuid = (s: string) => UUID.test(s)
+
+// The formats the routes' schemas name; Elysia registers its own only inside the server.
+if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', isUuid)
+if (!FormatRegistry.Has('email')) FormatRegistry.Set('email', isEmailAddress)
+if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/i.test(v) && !Number.isNaN(Date.parse(v)))
+
+/** Checks a request body or query against the route's schema, so a mistake is named before any call. */
+export function checkInput(schema: TSchema, value: unknown, usage?: string, names: Record<string, string> = {}): void {
+  const first = Value.Errors(schema, value).First()
+  if (!first) return
+  const field = first.path.replace(/^\//, '').split('/')[0]!
+  const label = names[field] ?? (field ? `--${field.replace(/_/g, '-')}` : 'input')
+  throw new UsageError(`${label}: ${first.message.toLowerCase()} (got ${JSON.stringify(first.value)})`, usage)
+}
+
+export interface Target {
+  url: string
+  token: string | null
+  /** How the leader was chosen, for messages: `leader "prod"`, `SVC_LEADER_URL`. */
+  source: string
+}
+
+/** The leader and token of a remote command: --leader/--token, then SVC_LEADER_URL/SVC_TOKEN, then the config file. */
+export function resolveTarget(flags: Values): Target {
+  const env = loadClientEnv()
+  const file = readConfigFile(env.configFile)
+  const wanted = (flags.leader as string | undefined) ?? env.leader
+  let url: string
+  let source: string
+  let fileToken: string | null = null
+  if (wanted !== null && wanted !== undefined) {
+    const named = file.leaders[wanted]
+    if (named) {
+      ;({ url, token: fileToken } = named)
+      source = `leader "${wanted}"`
+    } else if (/^https?:\/\//i.test(wanted)) {
+      url = wanted
+      source = flags.leader !== undefined ? '--leader' : 'SVC_LEADER_URL'
+      // The same URL logged in under a name brings its token along.
+      fileToken = Object.values(file.leaders).find((e) => sameUrl(e.url, wanted))?.token ?? null
+    } else {
+      const names = Object.keys(file.leaders)
+      throw new CliError(`no leader named "${wanted}" in ${env.configFile}${names.length ? ` (known: ${names.join(', ')})` : ''}; give a URL or run svc login`)
+    }
+  } else {
+    const name = file.default ?? (Object.keys(file.leaders).length === 1 ? Object.keys(file.leaders)[0]! : null)
+    const entry = name === null ? undefined : file.leaders[name]
+    if (!entry) throw new CliError('no leader: run `svc login URL`, or pass --leader URL (or set SVC_LEADER_URL)')
+    ;({ url, token: fileToken } = entry)
+    source = `leader "${name}"`
+  }
+  try {
+    const u = new URL(url)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error()
+  } catch {
+    throw new UsageError(`not a leader URL: ${JSON.stringify(url)} (want http://HOST:PORT or https://HOST)`)
+  }
+  const token = (flags.token as string | undefined) ?? env.token ?? fileToken
+  return { url: url.replace(/\/+$/, ''), token, source }
+}
+
+const sameUrl = (a: string, b: string) => a.replace(/\/+$/, '').toLowerCase() === b.replace(/\/+$/, '').toLowerCase()
+
+export interface CallOptions {
+  body?: unknown
+  query?: Record<string, string | number | boolean | undefined>
+  /** Extra headers (a session cookie, say). */
+  headers?: Record<string, string>
+  /** No bearer token, even when one is configured. */
+  anonymous?: boolean
+  signal?: AbortSignal
+}
+
+/** One line for a refusal: the problem's `detail` (or OpenAI's `error.message`), with a hint for 401. */
+async function failure(res: Response, method: string, path: string): Promise<CliError> {
+  let text = ''
+  try {
+    text = await res.text()
+  } catch {
+    // the body is a nicety
+  }
+  let detail = ''
+  try {
+    const o = JSON.parse(text) as { detail?: string; title?: string; error?: { message?: string } }
+    detail = o.detail ?? o.error?.message ?? o.title ?? ''
+  } catch {
+    detail = text.slice(0, 200)
+  }
+  detail = detail.replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
+  if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)
+  if (res.status === 404 && detail === 'no detail') return new CliError(`${method} ${path}: not found`)
+  return new CliError(detail)
+}
+
+export class Client {
+  constructor(readonly target: Target) {}
+
+  get url(): string {
+    return this.target.url
+  }
+
+  private headers(opts: CallOptions, json: boolean): Record<string, string> {
+    const h: Record<string, string> = { accept: 'application/json', ...opts.headers }
+    if (json) h['content-type'] = 'application/json'
+    if (this.target.token !== null && !opts.anonymous) h['authorization'] = `Bearer ${this.target.token}`
+    return h
+  }
+
+  private pathWithQuery(path: string, query?: CallOptions['query']): string {
+    const qs = new URLSearchParams()
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) qs.set(k, String(v))
+    const s = qs.toString()
+    return s ? `${path}?${s}` : path
+  }
+
+  /** The raw answer of a call; refusals (>= 400) and unreachable leaders are CliErrors. */
+  async fetch(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
+    const full = this.pathWithQuery(path, opts.query)
+    let res: Response
+    try {
+      res = await fetch(`${this.target.url}${full}`, {
+        method,
+        headers: this.headers(opts, opts.body !== undefined),
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        signal: opts.signal ?? AbortSignal.timeout(30_000),
+        redirect: 'manual',
+      })
+    } catch (e) {
+      const err = e as { code?: string; name?: string; message?: string }
+      if (err.name === 'TimeoutError') throw new CliError(`the leader at ${this.target.url} did not answer within 30 s`)
+      if (err.name === 'AbortError') throw new CliError('cancelled')
+      throw new CliError(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${err.code ?? err.message ?? 'connection failed'}`)
+    }
+    if (res.status >= 400) throw await failure(res, method, path)
+    if (res.status >= 300) throw new CliError(`${method} ${path}: the leader answered ${res.status} (a redirect: is ${this.target.url} the leader's base URL?)`)
+    return res
+  }
+
+  /** A JSON call; the answer's JSON (null for 204). */
+  async call<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
+    const res = await this.fetch(method, path, opts)
+    if (res.status === 204) return null as T
+    const text = await res.text()
+    try {
+      return (text === '' ? null : JSON.parse(text)) as T
+    } catch {
+      throw new CliError(`${method} ${path}: the answer is not JSON (is ${this.target.url} a leader?)`)
+    }
+  }
+
+  get<T>(path: string, query?: CallOptions['query']): Promise<T> {
+    return this.call<T>('GET', path, { query })
+  }
+
+  /**
+   * Reads a Server-Sent Events answer, calling `onEvent` for each event until it returns false,
+   * the stream ends, or `signal` aborts.
+   */
+  async events(path: string, onEvent: (event: string, data: string, id: string | null) => boolean | void | Promise<boolean | void>, opts: { signal?: AbortSignal; method?: string; body?: unknown; headers?: Record<string, string>; onComment?: () => boolean | void } = {}): Promise<void> {
+    const ctl = new AbortController()
+    const abort = () => ctl.abort()
+    opts.signal?.addEventListener('abort', abort)
+    try {
+      const res = await this.fetch(opts.method ?? 'GET', path, { signal: ctl.signal, body: opts.body, headers: { accept: 'text/event-stream', ...opts.headers } })
+      if (!res.body) return
+      const decoder = new TextDecoder()
+      let buf = ''
+      try {
+        for await (const chunk of res.body) {
+          buf += decoder.decode(chunk as Uint8Array, { stream: true })
+          let sep: number
+          while ((sep = buf.search(/\r?\n\r?\n/)) !== -1) {
+            const block = buf.slice(0, sep)
+            buf = buf.slice(sep).replace(/^\r?\n\r?\n/, '')
+            const lines = block.split(/\r?\n/)
+            if (lines.every((l) => l.startsWith(':'))) {
+              if (opts.onComment?.() === false) return
+              continue
+            }
+            let event = 'message'
+            let id: string | null = null
+            const data: string[] = []
+            for (const l of lines) {
+              if (l.startsWith('event:')) event = l.slice(6).trim()
+              else if (l.startsWith('data:')) data.push(l.slice(5).replace(/^ /, ''))
+              else if (l.startsWith('id:')) id = l.slice(3).trim()
+            }
+            if ((await onEvent(event, data.join('\n'), id)) === false) return
+          }
+        }
+      } catch (e) {
+        if (e instanceof CliError || e instanceof UsageError) throw e
+        if (ctl.signal.aborted) return
+        throw new CliError(`the stream from ${this.target.url} broke off: ${(e as Error).message}`)
+      }
+    } finally {
+      opts.signal?.removeEventListener('abort', abort)
+      ctl.abort()
+    }
+  }
+}
+
+/** The client of a remote command, refusing early when no token is known. */
+export function clientFor(flags: Values, opts: { tokenOptional?: boolean } = {}): Client {
+  const target = resolveTarget(flags)
+  if (target.token === null && !opts.tokenOptional) throw new CliError(`no API token for ${target.url}: run svc login, or pass --token (or set SVC_TOKEN)`)
+  if (target.token !== null && /\s/.test(target.token)) throw new UsageError('the token contains white space; copy it again')
+  return new Client(target)
+}

@@ -1,0 +1,79 @@
+// How remote commands print: an aligned table (or key: value lines for one record) for people,
+// the API's JSON as it is with --json, ids only with --quiet.
+import type { Values } from './spec'
+
+export type Mode = 'table' | 'json' | 'quiet'
+
+export function modeOf(flags: Values): Mode {
+  if (flags.json === true) return 'json'
+  if (flags.quiet === true) return 'quiet'
+  return 'table'
+}
+
+export const out = (s: string): void => void process.stdout.write(s.endsWith('\n') ? s : s + '\n')
+export const note = (s: string): void => void process.stderr.write(s.endsWith('\n') ? s : s + '\n')
+export const printJson = (v: unknown): void => out(JSON.stringify(v, null, 2))
+
+/** Control characters from the leader (hostnames, names) must not drive the terminal. */
+export const clean = (v: unknown): string => {
+  if (v === null || v === undefined) return '-'
+  return String(v).replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')
+}
+
+export interface Column<T> {
+  head: string
+  get(row: T): unknown
+}
+
+export function table<T>(rows: T[], cols: Column<T>[]): string {
+  const cells = rows.map((r) => cols.map((c) => clean(c.get(r))))
+  const widths = cols.map((c, i) => Math.max(c.head.length, ...cells.map((r) => r[i]!.length)))
+  const line = (vals: string[]) => vals.map((v, i) => (i === vals.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd()
+  return [line(cols.map((c) => c.head)), ...cells.map(line)].join('\n') + '\n'
+}
+
+/** Prints a list in the chosen mode: `whole` is the API's answer, `rows` what the table shows. */
+export function printList<T>(mode: Mode, whole: unknown, rows: T[], cols: Column<T>[], id: (r: T) => string, empty = 'nothing to show'): void {
+  if (mode === 'json') return printJson(whole)
+  if (mode === 'quiet') {
+    if (rows.length > 0) out(rows.map(id).join('\n'))
+    return
+  }
+  if (rows.length === 0) return note(empty)
+  out(table(rows, cols))
+}
+
+/** Prints one record: `key: value` lines in the table mode. */
+export function printRecord(mode: Mode, record: unknown, id: string, fields: [string, unknown][]): void {
+  if (mode === 'json') return printJson(record)
+  if (mode === 'quiet') return out(id)
+  const w = Math.max(...fields.map(([k]) => k.length))
+  out(fields.map(([k, v]) => `${(k + ':').padEnd(w + 1)} ${typeof v === 'object' && v !== null ? JSON.stringify(v) : clean(v)}`).join('\n'))
+}
+
+/** Prints what an action did: a sentence for people, the record with --json, the id with --quiet. */
+export function printDone(mode: Mode, record: unknown, id: string | null, sentence: string): void {
+  if (mode === 'json') return printJson(record)
+  if (mode === 'quiet') {
+    if (id !== null) out(id)
+    return
+  }
+  out(sentence)
+}
+
+/** "3 min ago" for times in tables; ISO stays in --json. */
+export function ago(iso: string | null, now = Date.now()): string {
+  if (!iso) return '-'
+  const s = Math.round((now - Date.parse(iso)) / 1000)
+  if (s < 0) return `in ${humanSeconds(-s)}`
+  return s < 2 ? 'just now' : `${humanSeconds(s)} ago`
+}
+
+function humanSeconds(s: number): string {
+  if (s < 90) return `${s} s`
+  if (s < 90 * 60) return `${Math.round(s / 60)} min`
+  if (s < 36 * 3600) return `${Math.round(s / 3600)} h`
+  return `${Math.round(s / 86400)} d`
+}
+
+export const mib = (mb: number | null | undefined): string => (mb === null || mb === undefined ? '-' : mb >= 10240 ? `${(mb / 1024).toFixed(0)} GiB` : `${mb} MiB`)

@@ -1,0 +1,147 @@
+// `svc login`, `svc logout`, `svc whoami` and `svc tokens ...`: the CLI's own credential.
+import os from 'node:os'
+import type { Static } from '@sinclair/typebox'
+import * as A from '../../accounts/model'
+import { loadClientEnv } from '../../config'
+import { Client, checkInput, clientFor, resolveTarget } from '../client'
+import { defaultLeaderName, readConfigFile, writeConfigFile } from '../config-file'
+import { ago, modeOf, note, out, printDone, printJson, printList } from '../output'
+import { promptHidden, readLine, readPassword } from '../prompt'
+import type { Invocation, Values } from '../spec'
+import { CliError, UsageError } from '../usage'
+import { resolveToken } from './refs'
+
+type Me = A.Me
+type TokenRecord = A.ApiTokenRecord
+type Minted = Static<typeof A.MintedToken>
+
+/**
+ * Mints an API token: minting needs a session, not a token (a leaked token cannot mint more), so
+ * this logs in with the password, mints, and logs that session out again.
+ */
+async function mintWithPassword(url: string, email: string, password: string, name: string, expiresInDays?: number): Promise<Minted> {
+  const anon = new Client({ url, token: null, source: url })
+  const login = await anon.fetch('POST', '/api/v1/auth/login', { body: { email, password } })
+  const pairs = login.headers.getSetCookie().map((c) => c.split(';')[0]!)
+  const cookie = pairs.join('; ')
+  const csrf = pairs.find((p) => p.startsWith('svc_csrf='))?.slice('svc_csrf='.length)
+  if (!csrf) throw new CliError('the leader set no CSRF cookie at login; cannot mint a token with this session')
+  const headers = { cookie, 'x-csrf-token': csrf }
+  try {
+    const body = { name, ...(expiresInDays === undefined ? {} : { expires_in_days: expiresInDays }) }
+    checkInput(A.MintTokenBody, body, undefined, { name: 'NAME' })
+    return await anon.call<Minted>('POST', '/api/v1/api-tokens', { body, headers })
+  } finally {
+    await anon.fetch('POST', '/api/v1/auth/logout', { headers }).catch(() => {})
+  }
+}
+
+async function askPassword(flags: Values): Promise<string> {
+  return readPassword(flags['password-stdin'] === true, false)
+}
+
+export async function login({ args, flags, usage }: Invocation): Promise<number> {
+  const env = loadClientEnv()
+  const file = readConfigFile(env.configFile)
+  const given = args.URL ?? (flags.leader as string | undefined) ?? env.leader
+  if (!given) throw new UsageError('missing URL (the leader\'s base URL, e.g. https://leader.example.org)', usage)
+  const named = file.leaders[given]
+  const url = (named ? named.url : given).replace(/\/+$/, '')
+  if (!/^https?:\/\/[^/\s]+/i.test(url)) throw new UsageError(`not a leader URL: ${JSON.stringify(given)} (want http://HOST:PORT or https://HOST)`, usage)
+  const name = (flags.name as string | undefined) ?? (named ? given : defaultLeaderName(url))
+  let token: string
+  if (flags.email !== undefined) {
+    const password = await askPassword(flags)
+    token = (await mintWithPassword(url, flags.email as string, password, `svc cli on ${os.hostname()}`.slice(0, 100))).token
+  } else if (flags['token-stdin']) {
+    token = (await readLine()).trim()
+    if (token === '') throw new UsageError('no token on standard input', usage)
+  } else if (flags.token !== undefined) {
+    token = flags.token as string
+  } else {
+    if (!process.stdin.isTTY) throw new UsageError('no terminal to ask for the token on: pass --token-stdin and pipe it in (or --email to log in with a password)', usage)
+    token = (await promptHidden(`API token for ${url} (your profile page makes one): `)).trim()
+  }
+  if (token === '' || /\s/.test(token)) throw new UsageError('that is not a token (empty or with white space)', usage)
+  const me = await new Client({ url, token, source: url }).get<Me>('/api/v1/auth/me')
+  file.leaders[name] = { url, token }
+  file.default = name
+  writeConfigFile(env.configFile, file)
+  if (flags.json) printJson(me)
+  else if (!flags.quiet) out(`logged in to ${url} as ${me.email} (${me.role}); saved as "${name}" in ${env.configFile}`)
+  return 0
+}
+
+export async function logout({ flags }: Invocation): Promise<number> {
+  const env = loadClientEnv()
+  const file = readConfigFile(env.configFile)
+  const wanted = (flags.leader as string | undefined) ?? file.default
+  const names = flags.all ? Object.keys(file.leaders) : Object.keys(file.leaders).filter((n) => n === wanted || file.leaders[n]!.url === wanted?.replace(/\/+$/, ''))
+  if (names.length === 0) {
+    note(`svc: not logged in${wanted ? ` to ${wanted}` : ''} (nothing in ${env.configFile})`)
+    return 1
+  }
+  for (const n of names) delete file.leaders[n]
+  if (file.default !== null && !(file.default in file.leaders)) file.default = null
+  writeConfigFile(env.configFile, file)
+  if (!flags.quiet) out(`removed ${names.map((n) => `"${n}"`).join(', ')} from ${env.configFile}; the token stays valid until it expires or is revoked (svc tokens revoke)`)
+  return 0
+}
+
+export async function whoami({ flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const me = await c.get<Me>('/api/v1/auth/me')
+  if (flags.json) printJson(me)
+  else if (flags.quiet) out(me.id)
+  else out(`${me.email} (${me.role}, ${me.status}) at ${c.url}, ${c.target.source}`)
+  return 0
+}
+
+export async function tokensList({ flags }: Invocation): Promise<number> {
+  const res = await clientFor(flags).get<{ items: TokenRecord[] }>('/api/v1/api-tokens')
+  const rows = flags.all ? res.items : res.items.filter((t) => t.revoked_at === null && (t.expires_at === null || Date.parse(t.expires_at) > Date.now()))
+  printList(
+    modeOf(flags),
+    res,
+    rows,
+    [
+      { head: 'ID', get: (t) => t.id },
+      { head: 'NAME', get: (t) => t.name },
+      { head: 'PREFIX', get: (t) => `${t.prefix}…` },
+      { head: 'CREATED', get: (t) => ago(t.created_at) },
+      { head: 'LAST USED', get: (t) => ago(t.last_used_at) },
+      { head: 'EXPIRES', get: (t) => (t.revoked_at ? 'revoked' : t.expires_at === null ? 'never' : ago(t.expires_at)) },
+    ],
+    (t) => t.id,
+    'no API tokens',
+  )
+  return 0
+}
+
+export async function tokensCreate({ args, flags, usage }: Invocation): Promise<number> {
+  const body = { name: args.NAME!, ...(flags['expires-in-days'] === undefined ? {} : { expires_in_days: flags['expires-in-days'] as number }) }
+  checkInput(A.MintTokenBody, body, usage, { name: 'NAME' })
+  const target = resolveTarget({ ...flags, token: flags.token })
+  let email = flags.email as string | undefined
+  if (email === undefined) {
+    if (target.token === null) throw new UsageError('pass --email: minting a token needs your password, and there is no token to tell who you are', usage)
+    email = (await new Client(target).get<Me>('/api/v1/auth/me')).email
+  }
+  const password = await askPassword(flags)
+  const minted = await mintWithPassword(target.url, email, password, body.name, body.expires_in_days)
+  if (flags.json) printJson(minted)
+  else if (flags.quiet) out(minted.token)
+  else {
+    out(minted.token)
+    note(`token "${minted.name}" (${minted.id}) for ${email}${minted.expires_at ? `, valid until ${minted.expires_at}` : ''}; it is shown only now`)
+  }
+  return 0
+}
+
+export async function tokensRevoke({ args, flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const t = await resolveToken(c, args.TOKEN!)
+  const r = await c.call<TokenRecord>('DELETE', `/api/v1/api-tokens/${t.id}`)
+  printDone(modeOf(flags), r, r.id, `revoked token "${r.name}" (${r.id})`)
+  return 0
+}

@@ -1,0 +1,287 @@
+// `svc jobs ...` over /api/v1/jobs: submit, list, act on, and follow a job (its metrics stream
+// and its fellows' logs).
+import { readFileSync } from 'node:fs'
+import type { Static } from '@sinclair/typebox'
+import * as J from '../../jobs/model'
+import type { NodeView } from '../../fellows/model'
+import { checkInput, clientFor, type Client } from '../client'
+import { ago, clean, modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
+import type { Invocation } from '../spec'
+import { CliError, UsageError } from '../usage'
+import { resolveJob, resolvePool } from './refs'
+
+type Job = J.Job
+
+/** --config JSON or @FILE, then each --set KEY=VALUE on top (VALUE as JSON when it parses, else text). */
+function configOf(flags: Invocation['flags'], usage: string): Record<string, unknown> | undefined {
+  let config: Record<string, unknown> | undefined
+  const raw = flags.config as string | undefined
+  if (raw !== undefined) {
+    let text = raw
+    if (raw.startsWith('@')) {
+      try {
+        text = readFileSync(raw.slice(1), 'utf8')
+      } catch (e) {
+        throw new UsageError(`--config ${raw}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, usage)
+      }
+    }
+    try {
+      config = JSON.parse(text) as Record<string, unknown>
+    } catch {
+      throw new UsageError('--config must be a JSON object (or @FILE holding one)', usage)
+    }
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new UsageError('--config must be a JSON object (or @FILE holding one)', usage)
+  }
+  for (const kv of (flags.set as string[] | undefined) ?? []) {
+    const eq = kv.indexOf('=')
+    if (eq < 1) throw new UsageError(`--set wants KEY=VALUE; got ${JSON.stringify(kv)}`, usage)
+    const v = kv.slice(eq + 1)
+    let value: unknown = v
+    try {
+      value = JSON.parse(v)
+    } catch {
+      // plain text
+    }
+    config = { ...config, [kv.slice(0, eq)]: value }
+  }
+  return config
+}
+
+export async function submit({ args, flags, usage }: Invocation): Promise<number> {
+  const body: J.SubmitInput = { name: args.NAME! }
+  if (flags.stages !== undefined) body.stages = flags.stages as number
+  if (flags['min-free-vram-mb'] !== undefined) body.min_free_vram_mb = flags['min-free-vram-mb'] as number
+  if (flags.runner !== undefined) body.runner = flags.runner as string
+  const config = configOf(flags, usage)
+  if (config !== undefined) body.config = config
+  checkInput(J.SubmitBody, body, usage)
+  const c = clientFor(flags)
+  if (flags.pool !== undefined) body.pool_id = (await resolvePool(c, flags.pool as string)).id
+  const job = await c.call<Job>('POST', '/api/v1/jobs', { body })
+  printDone(modeOf(flags), job, job.id, `submitted job ${job.name} (${job.id}): ${job.status}${job.reason ? `, ${job.reason}` : ''}\nfollow it with: svc jobs watch ${job.id}`)
+  return 0
+}
+
+export async function list({ flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const poolId = flags.pool === undefined ? undefined : (await resolvePool(c, flags.pool as string)).id
+  const query = { pool_id: poolId, status: flags.status as string | undefined }
+  checkInput(J.JobListQuery, JSON.parse(JSON.stringify(query)))
+  const res = await c.get<{ items: Job[] }>('/api/v1/jobs', query)
+  printList(
+    modeOf(flags),
+    res,
+    res.items,
+    [
+      { head: 'ID', get: (j) => j.id },
+      { head: 'NAME', get: (j) => j.name },
+      { head: 'STATUS', get: (j) => j.status },
+      { head: 'STAGES', get: (j) => j.stages },
+      { head: 'STEP', get: (j) => j.step },
+      { head: 'LOSS', get: (j) => (j.loss === null ? null : j.loss.toPrecision(4)) },
+      { head: 'UPDATED', get: (j) => ago(j.updated_at) },
+      { head: 'REASON', get: (j) => j.reason },
+    ],
+    (j) => j.id,
+    'no jobs',
+  )
+  return 0
+}
+
+export async function show({ args, flags }: Invocation): Promise<number> {
+  const j = await resolveJob(clientFor(flags), args.JOB!)
+  printRecord(modeOf(flags), j, j.id, [
+    ['id', j.id],
+    ['name', j.name],
+    ['pool', j.pool_id],
+    ['status', j.status],
+    ['reason', j.reason],
+    ['runner', j.runner],
+    ['stages', j.stages],
+    ['min free VRAM', `${j.min_free_vram_mb} MiB per stage`],
+    ['transport', j.transport],
+    ['step', j.step],
+    ['loss', j.loss],
+    ...j.assignments.map((a): [string, unknown] => [`stage ${a.stage}`, a.fellow_id]),
+    ['config', j.config],
+    ['created', j.created_at],
+    ['updated', `${j.updated_at} (${ago(j.updated_at)})`],
+  ])
+  return 0
+}
+
+/** cancel, pause, resume: a call on the job and its new state. */
+function action(verb: string, method: string, suffix: string) {
+  return async ({ args, flags }: Invocation): Promise<number> => {
+    const c = clientFor(flags)
+    const j = await resolveJob(c, args.JOB!)
+    const after = await c.call<Job>(method, `/api/v1/jobs/${j.id}${suffix}`)
+    printDone(modeOf(flags), after, after.id, `${verb} job ${after.name} (${after.id}): now ${after.status}`)
+    return 0
+  }
+}
+export const cancel = action('cancelled', 'DELETE', '')
+export const pause = action('paused', 'POST', '/pause')
+export const resume = action('resumed', 'POST', '/resume')
+
+export async function checkpoint({ args, flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const j = await resolveJob(c, args.JOB!)
+  const r = await c.call<{ job_id: string; signalled: number }>('POST', `/api/v1/jobs/${j.id}/checkpoint`)
+  printDone(modeOf(flags), r, j.id, `asked ${r.signalled} fellow(s) of job ${j.name} to checkpoint`)
+  return 0
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled'])
+
+/** The number of steps the job will run, when its config says (the built-in mlp runner: 200 unless told). */
+function totalSteps(j: Job): number | null {
+  const s = j.config.steps
+  if (typeof s === 'number' && Number.isInteger(s) && s > 0) return s
+  return j.runner === 'mlp' ? 200 : null
+}
+
+function bar(step: number, total: number | null, loss: number | null, status: string): string {
+  const lossText = loss === null ? '' : `  loss ${loss.toPrecision(4)}`
+  if (total === null) return `step ${step}${lossText}  ${status}`
+  const width = 30
+  const done = Math.min(width, Math.round((step / total) * width))
+  return `[${'#'.repeat(done)}${'-'.repeat(width - done)}] ${step}/${total} ${String(Math.min(100, Math.floor((step / total) * 100))).padStart(3)} %${lossText}  ${status}`
+}
+
+/** How a finished job ends a watch: 0 completed; 1 failed or cancelled, with the reason. */
+function finish(j: Job, json: boolean): number {
+  if (json) printJson(j)
+  else if (j.status === 'completed') out(`job ${j.name} completed at step ${j.step}${j.loss === null ? '' : `, loss ${j.loss.toPrecision(4)}`}`)
+  if (j.status === 'completed') return 0
+  note(`svc: job ${j.name} ${j.status}${j.reason ? `: ${j.reason}` : ''}`)
+  return 1
+}
+
+type MetricEvent = { fellow_id: string; stage: number; step: number | null; loss: number | null; throughput: number | null; status: string; ts: string }
+
+export async function watch({ args, flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  let job = await resolveJob(c, args.JOB!)
+  const json = flags.json === true
+  if (TERMINAL.has(job.status)) return finish(job, json)
+  const tty = process.stdout.isTTY === true && !json
+  const total = totalSteps(job)
+  let step = job.step
+  let loss = job.loss
+  let status = job.status as string
+  let lastPrinted = ''
+  const show = () => {
+    const line = bar(step, total, loss, status)
+    if (tty) process.stdout.write(`\r\x1b[2K${line}`)
+    else if (!json && line !== lastPrinted) out(line)
+    lastPrinted = line
+  }
+  const onSigint = () => {
+    if (tty) process.stdout.write('\n')
+    process.exit(130)
+  }
+  process.on('SIGINT', onSigint)
+  let lastId: string | null = null
+  try {
+    if (!json) show()
+    for (let attempt = 0; ; attempt++) {
+      let ended = false
+      await c.events(
+        `/api/v1/jobs/${job.id}/metrics/stream`,
+        (event, data, id) => {
+          if (id !== null) lastId = id
+          if (event === 'end') return ((ended = true), false)
+          if (event !== 'metrics') return
+          const e = JSON.parse(data) as MetricEvent
+          if (json) return void out(JSON.stringify(e))
+          // Stages report the same step; the pipeline is as far as its furthest report.
+          if (e.step !== null && e.step >= step) {
+            step = e.step
+            if (e.loss !== null) loss = e.loss
+          }
+          status = e.status
+          show()
+        },
+        { headers: lastId === null ? {} : { 'last-event-id': lastId }, signal: AbortSignal.timeout(24 * 3600_000) },
+      )
+      job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
+      if (ended || TERMINAL.has(job.status)) break
+      // The stream broke off (a leader restart, a proxy): resume after the last event seen.
+      if (attempt >= 20) throw new CliError(`the metrics stream of job ${job.id} keeps breaking off`)
+      await Bun.sleep(1000)
+    }
+    // The stream ends when the job does; its record may lag a moment behind the last report.
+    for (let i = 0; i < 20 && !TERMINAL.has(job.status); i++) {
+      await Bun.sleep(250)
+      job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
+    }
+  } finally {
+    process.off('SIGINT', onSigint)
+  }
+  if (tty) {
+    step = Math.max(step, job.step)
+    status = job.status
+    show()
+    process.stdout.write('\n')
+  }
+  return finish(job, json)
+}
+
+type LogEvent = { ts: string; line: string }
+
+export async function logs({ args, flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const job = await resolveJob(c, args.JOB!)
+  let placed = job.assignments
+  if (flags.stage !== undefined) placed = placed.filter((a) => a.stage === flags.stage)
+  if (placed.length === 0) {
+    if (job.assignments.length === 0) throw new CliError(`job ${job.name} is ${job.status} and placed on no fellow${job.reason ? ` (${job.reason})` : ''}: there are no logs to show`)
+    throw new CliError(`job ${job.name} has no stage ${flags.stage} (stages 0 to ${job.stages - 1})`)
+  }
+  const nodes = (await c.get<{ items: Static<typeof NodeView>[] }>('/api/v1/cluster/nodes')).items
+  const host = (id: string) => nodes.find((n) => n.fellow_id === id)?.hostname ?? id
+  const follow = flags.follow === true
+  const ctl = new AbortController()
+  // Following ends with the job (or Ctrl-C); the log streams themselves never end.
+  const watcher = follow ? followJobEnd(c, job.id, ctl) : null
+  await Promise.all(
+    placed.map((a) =>
+      streamLogs(c, a.fellow_id, follow, ctl.signal, (e) => {
+        if (flags.json) out(JSON.stringify({ stage: a.stage, fellow_id: a.fellow_id, ...e }))
+        else out(placed.length > 1 ? `[stage ${a.stage} ${clean(host(a.fellow_id))}] ${clean(e.line)}` : clean(e.line))
+      }),
+    ),
+  )
+  ctl.abort()
+  await watcher
+  return 0
+}
+
+/** One fellow's log: what the leader kept, then (follow) new lines until `signal` aborts. */
+async function streamLogs(c: Client, fellowId: string, follow: boolean, signal: AbortSignal, onLine: (e: LogEvent) => void): Promise<void> {
+  await c.events(
+    `/api/v1/workers/${fellowId}/logs/stream`,
+    (event, data) => {
+      if (event === 'log') onLine(JSON.parse(data) as LogEvent)
+    },
+    // The leader sends a keep-alive comment once it has nothing more: the backlog is done.
+    { signal, onComment: () => follow },
+  )
+}
+
+async function followJobEnd(c: Client, jobId: string, ctl: AbortController): Promise<void> {
+  while (!ctl.signal.aborted) {
+    await Bun.sleep(2000)
+    if (ctl.signal.aborted) return
+    try {
+      const j = await c.get<Job>(`/api/v1/jobs/${jobId}`)
+      if (TERMINAL.has(j.status)) {
+        await Bun.sleep(1000) // the last lines a fellow ships after the end
+        return ctl.abort()
+      }
+    } catch {
+      // a failed poll is retried; the log streams report a lost leader themselves
+    }
+  }
+}

@@ -1,0 +1,47 @@
+// Commands take what a person remembers (a pool's slug, a fellow's host name, a job's name, a
+// user's email) as well as ids; these turn either into the one id, or say plainly why not.
+import type { Static } from '@sinclair/typebox'
+import type { Pool } from '../../pools/model'
+import type { NodeView } from '../../fellows/model'
+import type { Job } from '../../jobs/model'
+import type { UserList, AdminUser } from '../../admin/model'
+import type { ApiTokenRecord } from '../../accounts/model'
+import { isUuid, type Client } from '../client'
+import { CliError } from '../usage'
+
+function pick<T>(what: string, ref: string, matches: T[], id: (t: T) => string): T {
+  if (matches.length === 1) return matches[0]!
+  if (matches.length === 0) throw new CliError(`no ${what} "${ref}" that you can see`)
+  throw new CliError(`"${ref}" names ${matches.length} ${what}s (${matches.slice(0, 5).map(id).join(', ')}): give the id`)
+}
+
+export async function resolvePool(c: Client, ref: string): Promise<Pool> {
+  if (isUuid(ref)) return c.get<Pool>(`/api/v1/pools/${ref}`)
+  const { items } = await c.get<{ items: Pool[] }>('/api/v1/pools')
+  const bySlug = items.filter((p) => p.slug === ref)
+  return pick('pool', ref, bySlug.length ? bySlug : items.filter((p) => p.name.toLowerCase() === ref.toLowerCase()), (p) => p.id)
+}
+
+export async function resolveFellow(c: Client, ref: string): Promise<Static<typeof NodeView>> {
+  const { items } = await c.get<{ items: Static<typeof NodeView>[] }>('/api/v1/cluster/nodes')
+  return pick('fellow', ref, items.filter((n) => (isUuid(ref) ? n.fellow_id === ref.toLowerCase() : n.hostname === ref)), (n) => n.fellow_id)
+}
+
+export async function resolveJob(c: Client, ref: string): Promise<Job> {
+  if (isUuid(ref)) return c.get<Job>(`/api/v1/jobs/${ref}`)
+  const { items } = await c.get<{ items: Job[] }>('/api/v1/jobs')
+  return pick('job', ref, items.filter((j) => j.name === ref), (j) => j.id)
+}
+
+/** A user's id: given, or found by exact email (admins only: the admin list). */
+export async function resolveUserId(c: Client, ref: string): Promise<string> {
+  if (isUuid(ref)) return ref.toLowerCase()
+  const list = await c.get<UserList>('/api/v1/admin/users', { q: ref, page_size: 200 })
+  return pick('user', ref, list.items.filter((u: AdminUser) => u.email.toLowerCase() === ref.toLowerCase()), (u) => u.email).id
+}
+
+export async function resolveToken(c: Client, ref: string): Promise<ApiTokenRecord> {
+  const { items } = await c.get<{ items: ApiTokenRecord[] }>('/api/v1/api-tokens')
+  if (isUuid(ref)) return pick('API token', ref, items.filter((t) => t.id === ref.toLowerCase()), (t) => t.id)
+  return pick('API token', ref, items.filter((t) => t.name === ref && t.revoked_at === null), (t) => t.id)
+}

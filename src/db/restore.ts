@@ -1,0 +1,127 @@
+// `svc admin restore FILE`: puts a backup in place of the state file. Refuses while any process
+// (a leader) has the state file open, since swapping a file under a running SQLite connection
+// loses writes and can corrupt it; checks the backup's integrity and migrations before touching
+// anything; keeps the file it replaces beside it.
+import { Database } from 'bun:sqlite'
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+import { MIGRATIONS } from './migrations.gen'
+
+export class RestoreError extends Error {}
+
+/** Pids of other processes that have `path` open (Linux: /proc; elsewhere: lsof), or null when it cannot tell. */
+export function processesHolding(path: string): number[] | null {
+  let target: { dev: number; ino: number }
+  try {
+    target = statSync(path)
+  } catch {
+    return []
+  }
+  if (existsSync('/proc/self/fd')) {
+    const pids: number[] = []
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+      let fds: string[]
+      try {
+        fds = readdirSync(`/proc/${entry}/fd`)
+      } catch {
+        continue // gone, or another user's: that user's leader could not open our 0600 file anyway
+      }
+      for (const fd of fds) {
+        try {
+          const s = statSync(`/proc/${entry}/fd/${fd}`)
+          if (s.dev === target.dev && s.ino === target.ino) {
+            pids.push(Number(entry))
+            break
+          }
+        } catch {
+          // closed meanwhile
+        }
+      }
+    }
+    return pids
+  }
+  try {
+    const r = Bun.spawnSync(['lsof', '-t', '--', path], { stdout: 'pipe', stderr: 'ignore' })
+    if (r.exitCode !== 0 && r.exitCode !== 1) return null
+    return r.stdout.toString().split('\n').filter(Boolean).map(Number).filter((p) => p !== process.pid)
+  } catch {
+    return null
+  }
+}
+
+/** What a backup file holds, checked: integrity, and migrations this binary knows. */
+export function checkBackup(file: string): { migrations: number; missing: number } {
+  if (!existsSync(file) || !statSync(file).isFile()) throw new RestoreError(`no such file: ${file}`)
+  let db: Database
+  try {
+    db = new Database(file, { readonly: true })
+  } catch (e) {
+    throw new RestoreError(`${file} is not an SQLite database: ${(e as Error).message}`)
+  }
+  try {
+    let ok: string
+    try {
+      ok = (db.query('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check
+    } catch (e) {
+      throw new RestoreError(`${file} is not an SQLite database: ${(e as Error).message}`)
+    }
+    if (ok !== 'ok') throw new RestoreError(`${file} fails its integrity check: ${ok.split('\n')[0]}`)
+    let tags: string[]
+    try {
+      tags = (db.query('SELECT tag FROM __migrations').all() as { tag: string }[]).map((r) => r.tag)
+    } catch {
+      throw new RestoreError(`${file} is not a leader's state file (no __migrations table)`)
+    }
+    const known = new Set(MIGRATIONS.map((m) => m.tag))
+    const unknown = tags.filter((t) => !known.has(t))
+    if (unknown.length > 0) throw new RestoreError(`${file} was written by a newer leader (unknown migrations: ${unknown.join(', ')}); restore it with that version`)
+    return { migrations: tags.length, missing: MIGRATIONS.length - tags.length }
+  } finally {
+    db.close()
+  }
+}
+
+export interface Restored {
+  path: string
+  bytes: number
+  /** Where the file it replaced now is, or null when there was none. */
+  previous: string | null
+  /** Migrations the backup lacks: the leader applies them when it starts. */
+  missing: number
+}
+
+export function restoreDatabase(file: string, dbPath: string, now = new Date()): Restored {
+  const source = resolve(file)
+  const dest = resolve(dbPath)
+  if (source === dest) throw new RestoreError('the backup is the state file itself')
+  const { missing } = checkBackup(source)
+  for (const p of [dest, `${dest}-wal`, `${dest}-shm`]) {
+    const holders = processesHolding(p)
+    if (holders === null) throw new RestoreError(`cannot tell whether a leader has ${dest} open on this system (no /proc, no lsof); stop it and move the file aside by hand`)
+    if (holders.length > 0) throw new RestoreError(`${dest} is in use by process ${holders.join(', ')} (a running leader?): stop it first, then restore`)
+  }
+  mkdirSync(dirname(dest), { recursive: true, mode: 0o700 })
+  // A compacted, WAL-free copy beside the target, renamed into place: never a half-written state file.
+  const tmp = join(dirname(dest), `.${basename(dest)}.restore-${process.pid}`)
+  rmSync(tmp, { force: true })
+  const src = new Database(source, { readonly: true })
+  try {
+    src.query('VACUUM INTO ?').run(tmp)
+  } catch (e) {
+    rmSync(tmp, { force: true })
+    throw new RestoreError(`copying ${source} failed: ${(e as Error).message}`)
+  } finally {
+    src.close()
+  }
+  chmodSync(tmp, 0o600)
+  let previous: string | null = null
+  if (existsSync(dest)) {
+    previous = `${dest}.pre-restore-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`
+    renameSync(dest, previous)
+    // A crashed leader's WAL belongs to the file it wrote: it goes along, under the name SQLite looks for.
+    for (const ext of ['-wal', '-shm']) if (existsSync(dest + ext)) renameSync(dest + ext, previous + ext)
+  }
+  renameSync(tmp, dest)
+  return { path: dest, bytes: statSync(dest).size, previous, missing }
+}

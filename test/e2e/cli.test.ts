@@ -1,0 +1,212 @@
+// The operator CLI as an operator uses it: the built dist/svc against a running leader (and a
+// fellow it adds with the join command it printed). Then every command's --help, and every
+// command fed bad input. Requires `bun run build` first.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { mkdtempSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { SVC_BIN, runSvc, startLeader, type Leader } from '../helpers/leader'
+import { closedPort, mintToken, registerUser, type Session } from '../helpers/e2e'
+import { freeBase } from '../helpers/listen'
+import { until } from '../helpers/until'
+import { COMMANDS } from '../../src/cli/commands'
+import { allFlags, type Command } from '../../src/cli/spec'
+
+let leader: Leader
+let admin: Session
+let home: string
+const children: Subprocess[] = []
+
+beforeAll(async () => {
+  leader = await startLeader({ SVC_HEARTBEAT_INTERVAL_S: '1' })
+  admin = await registerUser(leader.url, 'admin@example.com', 'cli admin password') // the first user: an admin
+  home = mkdtempSync(join(tmpdir(), 'svc-cli-home-'))
+})
+
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL')
+  await Promise.all(children.map((c) => c.exited))
+  await leader?.stop()
+})
+
+/** dist/svc with this test's own config file (no token in the environment unless given). */
+const svc = (args: string[], opts: { stdin?: string; env?: Record<string, string> } = {}) =>
+  runSvc(args, { stdin: opts.stdin, env: { HOME: home, SVC_CLI_CONFIG: join(home, 'config.toml'), ...opts.env } })
+
+/** One line on stderr, and nothing that looks like a stack trace. */
+function oneClearLine(stderr: string): string {
+  const lines = stderr.trimEnd().split('\n')
+  expect([stderr, lines.length]).toEqual([stderr, 1])
+  expect(stderr).not.toMatch(/^\s+at |Error:|\.ts:\d+/m)
+  return lines[0]!
+}
+
+describe('svc against a running leader', () => {
+  test('login, a pool, its join command starts a fellow, a job watched to the end, chat, and a revoked token', async () => {
+    const token = await mintToken(admin, 'cli e2e')
+    const login = await svc(['login', leader.url, '--name', 'lab', '--token-stdin'], { stdin: `${token}\n` })
+    expect([login.code, login.stderr]).toEqual([0, ''])
+    expect(login.stdout).toContain('as admin@example.com (admin)')
+    expect(statSync(join(home, 'config.toml')).mode & 0o777).toBe(0o600)
+
+    const pool = await svc(['pools', 'create', 'CLI lab', '--description', 'e2e', '--quiet'])
+    expect(pool.code).toBe(0)
+    const poolId = pool.stdout.trim()
+    expect((await svc(['pools', 'list'])).stdout).toMatch(new RegExp(`${poolId}\\s+cli-lab\\s+CLI lab\\s+private`))
+
+    // The printed join command, run the way its flags say (the installer part is test/e2e/fellow-sh.test.ts).
+    const jc = await svc(['pools', 'join-command', 'cli-lab'])
+    expect(jc.code).toBe(0)
+    const line = jc.stdout.trim()
+    expect(line.split('\n')).toHaveLength(1)
+    const leaderUrl = /--leader '([^']+)'/.exec(line)![1]!
+    const joinToken = /--join-token '(svc_join_[^']+)'/.exec(line)![1]!
+    const dir = mkdtempSync(join(tmpdir(), 'svc-cli-fellow-'))
+    const fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leaderUrl, '--join-token', joinToken, '--state-dir', join(dir, 'state'), '--hostname', 'cli-box', '--advertise-host', '127.0.0.1', '--p2p-port-base', String(freeBase())], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '' },
+      stdin: 'ignore',
+      stdout: 'ignore',
+      stderr: 'ignore',
+    })
+    children.push(fellow)
+    type Node = { fellow_id: string; hostname: string; state: string; connected: boolean; pool_id: string }
+    const node = await until(
+      async () => {
+        const r = await svc(['fellows', 'list', '--json'])
+        return (JSON.parse(r.stdout) as { items: Node[] }).items.find((n) => n.hostname === 'cli-box' && n.state === 'online' && n.connected)
+      },
+      'the fellow online in svc fellows list --json',
+      { timeoutMs: 20_000, everyMs: 300 },
+    )
+    expect(node.pool_id).toBe(poolId)
+    expect((await svc(['fellows', 'list'])).stdout).toMatch(/cli-box\s+online\s+idle/)
+
+    const submit = await svc(['jobs', 'submit', 'cli-job', '--pool', 'cli-lab', '--set', 'steps=3000', '--set', 'report_every=100', '--quiet'])
+    expect([submit.code, submit.stderr]).toEqual([0, ''])
+    const jobId = submit.stdout.trim()
+    const watch = await svc(['jobs', 'watch', jobId])
+    expect([watch.code, watch.stderr]).toEqual([0, ''])
+    const lines = watch.stdout.trim().split('\n')
+    expect(lines.at(-1)).toMatch(/^job cli-job completed at step 3000, loss \d/)
+    expect(lines.some((l) => l.includes('3000/3000 100 %'))).toBe(true)
+    const shown = JSON.parse((await svc(['jobs', 'show', 'cli-job', '--json'])).stdout) as { status: string; assignments: { fellow_id: string }[] }
+    expect(shown.status).toBe('completed')
+    expect(shown.assignments.map((a) => a.fellow_id)).toEqual([node.fellow_id])
+    const logs = await svc(['jobs', 'logs', jobId])
+    expect([logs.code, logs.stderr]).toEqual([0, ''])
+    expect(logs.stdout).toContain('"registered"')
+
+    await until(async () => (await svc(['models', 'list', '--quiet'])).stdout.split('\n').includes('tiny-llm'), 'tiny-llm in svc models list', { timeoutMs: 10_000, everyMs: 300 })
+    const chat = await svc(['chat', 'tiny-llm', 'It was the best of', '--max-tokens', '6'])
+    expect(chat.code).toBe(0)
+    expect(chat.stdout.trim().split(/\s+/)).toHaveLength(6)
+
+    // Revoking the token the CLI uses: the next command fails with exit 1 and says why in one line.
+    const revoke = await svc(['tokens', 'revoke', 'cli e2e'])
+    expect([revoke.code, revoke.stderr]).toEqual([0, ''])
+    const after = await svc(['pools', 'list'])
+    expect(after.code).toBe(1)
+    expect(after.stdout).toBe('')
+    expect(oneClearLine(after.stderr)).toContain('the leader refused the token')
+
+    const logout = await svc(['logout'])
+    expect(logout.code).toBe(0)
+    const none = await svc(['pools', 'list'])
+    expect([none.code, oneClearLine(none.stderr)]).toEqual([1, 'svc: no leader: run `svc login URL`, or pass --leader URL (or set SVC_LEADER_URL)'])
+    fellow.kill('SIGTERM')
+    expect(await fellow.exited).toBe(0)
+  }, 60_000)
+
+  test('admin restore refuses while the leader has the state file open; doctor passes on it', async () => {
+    const db = join(leader.dir, 'state', 'join_state.sqlite3')
+    const copy = join(mkdtempSync(join(tmpdir(), 'svc-cli-backup-')), 'copy.sqlite3')
+    expect((await svc(['admin', 'backup', copy, '--db', db])).code).toBe(0)
+    const r = await svc(['admin', 'restore', copy, '--db', db])
+    expect(r.code).toBe(1)
+    expect(oneClearLine(r.stderr)).toMatch(new RegExp(`^svc: ${db.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is in use by process \\d+`))
+    const doc = await svc(['admin', 'doctor', '--db', copy])
+    expect([doc.code, doc.stdout]).toEqual([0, 'ok     integrity\nok     foreign-keys\nok     migrations\n'])
+    // Stopped, the copy goes in place and the old file is kept.
+    const other = join(mkdtempSync(join(tmpdir(), 'svc-cli-restore-')), 'state.sqlite3')
+    expect((await svc(['admin', 'backup', other, '--db', db])).code).toBe(0)
+    const ok = await svc(['admin', 'restore', copy, '--db', other])
+    expect([ok.code, ok.stderr]).toEqual([0, ''])
+    expect(ok.stdout).toContain(`the file it replaced is kept as ${other}.pre-restore-`)
+  })
+})
+
+describe('every command', () => {
+  const table = COMMANDS.filter((c) => !c.external)
+  const remote = table.filter((c) => c.shared.includes('remote') && c.path[0] !== 'logout')
+  const fill: Record<string, string> = { POOL: 'lab', FELLOW: 'box', JOB: 'job', USER: 'u@example.org', EMAIL: 'u@example.org', NAME: 'x', MODEL: 'm', PROMPT: 'hi', TOKEN: 't', FILE: 'f.sqlite3', SHELL: 'bash' }
+  const argsOf = (c: Command, url?: string) => c.args.filter((a) => !a.optional || a.name === 'URL').map((a) => (a.name === 'URL' ? url ?? 'http://127.0.0.1:1' : fill[a.name]!))
+  const label = (c: Command) => c.path.join(' ')
+
+  /** Runs the cases a few at a time: ~200 short processes, without flooding a shared machine. */
+  async function each<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
+    const queue = [...items]
+    await Promise.all(Array.from({ length: 3 }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item)
+    }))
+  }
+
+  test('--help exits 0 and mentions every flag the command takes', async () => {
+    await each(COMMANDS, async (c) => {
+      const r = await svc([...c.path, '--help'])
+      expect([label(c), r.code, r.stderr]).toEqual([label(c), 0, ''])
+      expect(r.stdout).toStartWith(`usage: svc ${label(c)}`)
+      const missing = allFlags(c).filter((f) => !r.stdout.includes(`--${f.name}`))
+      expect([label(c), missing]).toEqual([label(c), []])
+      expect(r.stdout).toContain('examples:')
+    })
+  })
+
+  test('an unknown flag, a missing argument or a value of the wrong type: exit 2, one line, then the command\'s usage', async () => {
+    type Case = [Command, string[], string]
+    const cases: Case[] = []
+    for (const c of table) {
+      cases.push([c, [...c.path, ...argsOf(c), '--no-such-flag'], 'svc: unknown option --no-such-flag'])
+      const required = c.args.filter((a) => !a.optional)
+      if (required.length > 0) cases.push([c, [...c.path], `svc: missing ${required[0]!.name}`])
+      const int = c.flags.find((f) => f.type === 'int')
+      if (int) cases.push([c, [...c.path, ...argsOf(c), `--${int.name}`, 'many'], `svc: --${int.name} must be a whole number; got "many"`])
+      const choice = c.flags.find((f) => f.choices)
+      if (choice) cases.push([c, [...c.path, ...argsOf(c), `--${choice.name}`, 'nonsense'], `svc: --${choice.name} must be one of`])
+    }
+    await each(cases, async ([c, argv, first]) => {
+      const r = await svc(argv)
+      expect([argv.join(' '), r.code, r.stdout]).toEqual([argv.join(' '), 2, ''])
+      const [line, blank, usage] = r.stderr.split('\n')
+      expect([argv.join(' '), line!.startsWith(first), blank, usage!.startsWith(`usage: svc ${label(c)}`)]).toEqual([argv.join(' '), true, '', true])
+      expect(r.stderr).not.toMatch(/^\s+at |\.ts:\d+/m)
+    })
+  })
+
+  test('an unreachable leader or an expired token: exit 1 and one clear line', async () => {
+    const port = await closedPort()
+    const expired = await mintToken(admin, 'soon expired')
+    const db = new Database(join(leader.dir, 'state', 'join_state.sqlite3'))
+    db.exec('PRAGMA busy_timeout = 5000')
+    db.query("UPDATE api_tokens SET expires_at = 1 WHERE name = 'soon expired'").run()
+    db.close()
+    const cases: [Command, string[], RegExp][] = []
+    for (const c of remote) {
+      const unreachable = `http://127.0.0.1:${port}`
+      cases.push([c, [...c.path, ...argsOf(c, unreachable), '--leader', unreachable, '--token', 'svc_pat_unused'], new RegExp(`^svc: cannot reach the leader at ${unreachable}`)])
+      cases.push([c, [...c.path, ...argsOf(c, leader.url), '--leader', leader.url, '--token', expired], /^svc: .*the leader refused the token/])
+    }
+    await each(cases, async ([c, argv, pattern]) => {
+      const r = await svc(argv, { stdin: '' })
+      expect([label(c), argv.includes(expired) ? 'expired' : 'unreachable', r.code]).toEqual([label(c), argv.includes(expired) ? 'expired' : 'unreachable', 1])
+      expect([label(c), oneClearLine(r.stderr)]).toEqual([label(c), expect.stringMatching(pattern)])
+    })
+    // Offline commands fail the same way: one line, exit 1.
+    const missing = await svc(['admin', 'doctor', '--db', join(home, 'nothing.sqlite3')])
+    expect([missing.code, oneClearLine(missing.stderr)]).toEqual([1, `svc: no state database at ${join(home, 'nothing.sqlite3')} (--db PATH names another)`])
+    const junk = await svc(['admin', 'restore', join(home, 'nothing.sqlite3'), '--db', join(home, 'state.sqlite3')])
+    expect([junk.code, oneClearLine(junk.stderr)]).toEqual([1, `svc: no such file: ${join(home, 'nothing.sqlite3')}`])
+  }, 60_000)
+})

@@ -1,0 +1,228 @@
+// The operator CLI's table, parser, docs, completion, config file, doctor and restore, in process.
+// The built binary against a running leader is test/e2e/cli.test.ts.
+import { describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { COMMANDS, helpFor } from '../../src/cli/commands'
+import { allFlags, commandHelp, parseInvocation } from '../../src/cli/spec'
+import { renderCommandReference, withReference } from '../../src/cli/docs'
+import { bashScript } from '../../src/cli/completion'
+import { readConfigFile, writeConfigFile } from '../../src/cli/config-file'
+import { UsageError } from '../../src/cli/usage'
+import { CHECKS, runDoctor, type DoctorCheck } from '../../src/admin/doctor'
+import { openDb } from '../../src/db/client'
+import { RestoreError, restoreDatabase } from '../../src/db/restore'
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'svc-cli-unit-'))
+
+/** Splits an example line the way sh would for the simple quoting the examples use. */
+function shellWords(line: string): string[] {
+  const out: string[] = []
+  let cur = ''
+  let quote: string | null = null
+  let any = false
+  for (const ch of line) {
+    if (quote) {
+      if (ch === quote) quote = null
+      else cur += ch
+    } else if (ch === '"' || ch === "'") {
+      quote = ch
+      any = true
+    } else if (ch === ' ') {
+      if (cur !== '' || any) out.push(cur)
+      cur = ''
+      any = false
+    } else cur += ch
+  }
+  if (cur !== '' || any) out.push(cur)
+  return out
+}
+
+/** The `svc ...` invocation of an example (after a pipe, without redirections), or null for a wrapper. */
+function invocationOf(example: string, path: string[]): string[] | null {
+  if (example.includes('<(') || example.includes('"$(svc')) return null
+  const segment = example.split(' | ').find((s) => s.includes(`svc ${path.join(' ')}`))
+  if (!segment) return null
+  // A command substitution inside a word ($(date +%F)) is one word's worth of text.
+  const words = shellWords(segment.replace(/\$\([^)]*\)/g, 'X').trim().replace(/^(\w+=\S+ )+/, '').replace(/^xargs /, ''))
+  const gt = words.findIndex((w) => w === '>' || w.startsWith('>'))
+  const argv = (gt === -1 ? words : words.slice(0, gt)).slice(1)
+  return argv
+}
+
+describe('the command table', () => {
+  test('docs/cli.md carries the reference generated from the table (run scripts/cli-docs.ts after a change)', () => {
+    const doc = readFileSync(new URL('../../docs/cli.md', import.meta.url), 'utf8')
+    expect(doc).toContain(renderCommandReference())
+    expect(withReference(doc)).toBe(doc)
+    for (const c of COMMANDS) expect(doc).toContain(`### svc ${c.path.join(' ')}\n`)
+  })
+
+  test('every example in the help and the docs parses as its command', () => {
+    let checked = 0
+    for (const c of COMMANDS) {
+      expect(c.examples.length).toBeGreaterThan(0)
+      if (c.external) continue
+      for (const ex of c.examples) {
+        const argv = invocationOf(ex, c.path)
+        if (argv === null) continue
+        expect([ex, argv.slice(0, c.path.length)]).toEqual([ex, c.path])
+        // xargs appends the id a previous command printed.
+        const args = ex.includes('xargs') ? [...argv.slice(c.path.length), '0190c4d1-0000-7000-8000-000000000000'] : argv.slice(c.path.length)
+        expect(() => parseInvocation(c, args)).not.toThrow()
+        checked++
+      }
+    }
+    expect(checked).toBeGreaterThan(40)
+  })
+
+  test('every command\'s help names each of its flags and arguments, and says how to use it', () => {
+    for (const c of COMMANDS) {
+      const help = commandHelp(c)
+      expect(help.startsWith(`usage: svc ${c.path.join(' ')}`)).toBe(true)
+      for (const f of allFlags(c)) expect([c.path.join(' '), help.includes(`--${f.name}`)]).toEqual([c.path.join(' '), true])
+      for (const a of c.args) expect(help).toContain(a.name)
+      expect(helpFor([...c.path, '--help'])).toBe(help)
+    }
+    expect(helpFor(['pools'])).toContain('join-command POOL')
+    expect(helpFor([])).toContain('admin backup FILE')
+  })
+
+  test('bad input is a UsageError with the command\'s usage: unknown option, missing or extra argument, wrong type, bad choice', () => {
+    const find = (...path: string[]) => COMMANDS.find((c) => c.path.join(' ') === path.join(' '))!
+    const cases: [string[], string[], string][] = [
+      [['pools', 'create'], ['x', '--nope'], 'unknown option --nope'],
+      [['pools', 'create'], [], 'missing NAME'],
+      [['pools', 'show'], ['a', 'b'], 'unexpected argument: b'],
+      [['pools', 'create'], ['x', '--node-limit', 'ten'], '--node-limit must be a whole number; got "ten"'],
+      [['pools', 'create'], ['x', '--node-limit', '-1'], 'option --node-limit needs a value'],
+      [['pools', 'create'], ['x', '--visibility', 'secret'], '--visibility must be one of private, public; got "secret"'],
+      [['jobs', 'submit'], ['x', '--stages', '65'], '--stages must be between 1 and 64; got 65'],
+      [['jobs', 'submit'], ['x', '--pool'], 'option --pool needs a value'],
+      [['jobs', 'list'], ['--json=yes'], 'option --json takes no value'],
+    ]
+    for (const [path, argv, message] of cases) {
+      let err: unknown
+      try {
+        parseInvocation(find(...path), argv)
+      } catch (e) {
+        err = e
+      }
+      expect(err).toBeInstanceOf(UsageError)
+      expect((err as UsageError).message).toBe(message)
+      expect((err as UsageError).usage).toContain(`usage: svc ${path.join(' ')}`)
+    }
+    const ok = parseInvocation(find('jobs', 'submit'), ['toy', '--stages', '3', '--set', 'a=1', '--set', 'b=x', '-q'])
+    expect(ok).toMatchObject({ args: { NAME: 'toy' }, flags: { stages: 3, set: ['a=1', 'b=x'], quiet: true } })
+  })
+})
+
+describe('shell completion', () => {
+  const complete = (line: string[]) => {
+    const script = bashScript()
+    const words = line.map((w) => `'${w}'`).join(' ')
+    const r = Bun.spawnSync(['bash', '-c', `${script}\nCOMP_WORDS=(${words}); COMP_CWORD=${line.length - 1}; _svc_complete; printf '%s\\n' "\${COMPREPLY[@]}"`])
+    expect(r.exitCode).toBe(0)
+    return r.stdout.toString().split('\n').filter(Boolean)
+  }
+
+  test('bash completes commands, subcommands, flags and fixed values', () => {
+    expect(complete(['svc', 'po'])).toEqual(['pools'])
+    expect(complete(['svc', 'pools', ''])).toEqual(expect.arrayContaining(['list', 'show', 'create', 'delete', 'join-command', 'invite']))
+    expect(complete(['svc', 'pools', 'create', 'x', '--vis'])).toEqual(['--visibility'])
+    expect(complete(['svc', 'pools', 'create', 'x', '--visibility', ''])).toEqual(['private', 'public'])
+    expect(complete(['svc', 'jobs', 'list', '--pool', 'lab', '--st'])).toEqual(['--status'])
+    expect(complete(['svc', 'completion', ''])).toEqual(expect.arrayContaining(['bash', 'zsh']))
+  })
+})
+
+describe('the config file', () => {
+  test('is written with mode 0600 and read back, several leaders with a default', () => {
+    const path = join(tmp(), 'svc', 'config.toml')
+    writeConfigFile(path, { default: 'lab', leaders: { lab: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a"b\\c' }, 'prod.example:443': { url: 'https://prod.example', token: 'svc_pat_x' } } })
+    expect(statSync(path).mode & 0o777).toBe(0o600)
+    expect(readConfigFile(path)).toEqual({ default: 'lab', leaders: { lab: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a"b\\c' }, 'prod.example:443': { url: 'https://prod.example', token: 'svc_pat_x' } } })
+    expect(readConfigFile(join(tmp(), 'none.toml'))).toEqual({ default: null, leaders: {} })
+  })
+
+  test('a broken file is one plain error naming it', () => {
+    const path = join(tmp(), 'config.toml')
+    writeFileSync(path, '[leaders.x]\nurl = 3\n', { mode: 0o600 })
+    expect(() => readConfigFile(path)).toThrow(`config file ${path}: leader "x" needs a url and a token`)
+    writeFileSync(path, 'this is = = not toml', { mode: 0o600 })
+    expect(() => readConfigFile(path)).toThrow(/is not valid TOML/)
+  })
+})
+
+describe('svc admin doctor', () => {
+  const fresh = () => openDb(join(tmp(), 'state.sqlite3'))
+
+  test('a freshly migrated state file passes every check', () => {
+    const state = fresh()
+    expect(runDoctor(state).map((r) => [r.name, r.findings])).toEqual(CHECKS.map((c) => [c.name, []]))
+    state.close()
+  })
+
+  test('finds dangling references and missing or unknown migrations', () => {
+    const state = fresh()
+    state.sqlite.exec('PRAGMA foreign_keys = OFF')
+    state.sqlite.query("INSERT INTO api_tokens (id, user_id, name, prefix, token_hash, created_at) VALUES ('t1', 'no-such-user', 'n', 'p', 'h', 0)").run()
+    const first = (state.sqlite.query('SELECT tag FROM __migrations ORDER BY tag LIMIT 1').get() as { tag: string }).tag
+    state.sqlite.query('DELETE FROM __migrations WHERE tag = ?').run(first)
+    state.sqlite.query("INSERT INTO __migrations (tag, applied_at) VALUES ('9999_from_the_future', 0)").run()
+    const byName = Object.fromEntries(runDoctor(state).map((r) => [r.name, r.findings]))
+    expect(byName['integrity']).toEqual([])
+    expect(byName['foreign-keys']).toEqual(['1 row(s) of api_tokens point at missing rows of users'])
+    expect(byName['migrations']).toEqual([`not applied (the leader applies them when it starts): ${first}`, 'applied by a newer leader, unknown to this binary: 9999_from_the_future'])
+    state.close()
+  })
+
+  test('a check with a fix repairs what it found with --fix, and only then', () => {
+    const state = fresh()
+    state.sqlite.exec('CREATE TABLE doctor_probe (n INTEGER)')
+    state.sqlite.exec('INSERT INTO doctor_probe VALUES (-1)')
+    const probe: DoctorCheck = {
+      name: 'probe',
+      description: 'no negative numbers',
+      run: ({ sqlite }) => ((sqlite.query('SELECT count(*) AS n FROM doctor_probe WHERE n < 0').get() as { n: number }).n ? ['a negative number'] : []),
+      fix: ({ sqlite }) => [`${sqlite.query('UPDATE doctor_probe SET n = 0 WHERE n < 0').run().changes} row(s) set to 0`],
+    }
+    expect(runDoctor(state, { checks: [probe] })).toEqual([{ name: 'probe', findings: ['a negative number'], fixed: [], fixable: true }])
+    expect(runDoctor(state, { checks: [probe], fix: true })).toEqual([{ name: 'probe', findings: [], fixed: ['1 row(s) set to 0'], fixable: true }])
+    state.close()
+  })
+})
+
+describe('svc admin restore', () => {
+  test('refuses a file that is not a state file, and keeps the file it replaces', () => {
+    const dir = tmp()
+    const junk = join(dir, 'junk.sqlite3')
+    writeFileSync(junk, 'not a database at all, just text '.repeat(200))
+    expect(() => restoreDatabase(junk, join(dir, 'state.sqlite3'))).toThrow(RestoreError)
+    const plain = join(dir, 'plain.sqlite3')
+    new Database(plain, { create: true }).exec('CREATE TABLE t (x)')
+    expect(() => restoreDatabase(plain, join(dir, 'state.sqlite3'))).toThrow("is not a leader's state file")
+
+    const backup = openDb(join(dir, 'backup.sqlite3'))
+    backup.sqlite.exec("CREATE TABLE restore_marker (v TEXT); INSERT INTO restore_marker VALUES ('from the backup')")
+    backup.close()
+    const live = openDb(join(dir, 'state.sqlite3'))
+    live.sqlite.exec("CREATE TABLE restore_marker (v TEXT); INSERT INTO restore_marker VALUES ('before')")
+    live.close()
+    const r = restoreDatabase(join(dir, 'backup.sqlite3'), join(dir, 'state.sqlite3'), new Date('2025-01-02T03:04:05Z'))
+    expect(r.previous).toBe(join(dir, 'state.sqlite3.pre-restore-20250102T030405Z'))
+    expect(r.missing).toBe(0)
+    expect(statSync(r.path).mode & 0o777).toBe(0o600)
+    const read = (p: string) => {
+      const db = new Database(p, { readonly: true })
+      const v = (db.query('SELECT v FROM restore_marker').get() as { v: string }).v
+      db.close()
+      return v
+    }
+    expect(read(r.path)).toBe('from the backup')
+    expect(read(r.previous!)).toBe('before')
+    expect(existsSync(join(dir, `.state.sqlite3.restore-${process.pid}`))).toBe(false)
+  })
+})
