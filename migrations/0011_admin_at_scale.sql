@@ -7,6 +7,7 @@ CREATE INDEX `audit_actor_ts_idx` ON `audit_log` (`actor_user_id`,`ts`,`id`);-->
 CREATE INDEX `audit_target_ts_idx` ON `audit_log` (`target_id`,`ts`,`id`);--> statement-breakpoint
 ALTER TABLE `users` ADD `pool_count` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE `users` ADD `node_count` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE INDEX `users_status_login_idx` ON `users` (`status`,`last_login_at`,`email`);--> statement-breakpoint
 CREATE INDEX `users_pool_count_idx` ON `users` (`pool_count`,`email`);--> statement-breakpoint
 CREATE INDEX `users_node_count_idx` ON `users` (`node_count`,`email`);--> statement-breakpoint
 UPDATE `users` SET
@@ -41,26 +42,16 @@ END;
 --> statement-breakpoint
 CREATE VIRTUAL TABLE `users_fts` USING fts5(`email`, `display_name`, tokenize = 'trigram');
 --> statement-breakpoint
-CREATE TABLE `users_fts_rows` (
-  `user_id` text PRIMARY KEY NOT NULL,
-  `fts_rowid` integer NOT NULL
-) WITHOUT ROWID;
---> statement-breakpoint
 INSERT INTO `users_fts` (`rowid`, `email`, `display_name`) SELECT `rowid`, `email`, `display_name` FROM `users`;
 --> statement-breakpoint
-INSERT INTO `users_fts_rows` (`user_id`, `fts_rowid`) SELECT `id`, `rowid` FROM `users`;
---> statement-breakpoint
 CREATE TRIGGER `users_fts_ins` AFTER INSERT ON `users` BEGIN
-  INSERT INTO `users_fts` (`email`, `display_name`) VALUES (NEW.`email`, NEW.`display_name`);
-  INSERT INTO `users_fts_rows` (`user_id`, `fts_rowid`) VALUES (NEW.`id`, last_insert_rowid());
+  INSERT INTO `users_fts` (`rowid`, `email`, `display_name`) VALUES (NEW.`rowid`, NEW.`email`, NEW.`display_name`);
 END;
 --> statement-breakpoint
 CREATE TRIGGER `users_fts_upd` AFTER UPDATE OF `email`, `display_name` ON `users` BEGIN
-  UPDATE `users_fts` SET `email` = NEW.`email`, `display_name` = NEW.`display_name`
-    WHERE `rowid` = (SELECT `fts_rowid` FROM `users_fts_rows` WHERE `user_id` = NEW.`id`);
+  UPDATE `users_fts` SET `email` = NEW.`email`, `display_name` = NEW.`display_name` WHERE `rowid` = NEW.`rowid`;
 END;
 --> statement-breakpoint
 CREATE TRIGGER `users_fts_del` AFTER DELETE ON `users` BEGIN
-  DELETE FROM `users_fts` WHERE `rowid` = (SELECT `fts_rowid` FROM `users_fts_rows` WHERE `user_id` = OLD.`id`);
-  DELETE FROM `users_fts_rows` WHERE `user_id` = OLD.`id`;
+  DELETE FROM `users_fts` WHERE `rowid` = OLD.`rowid`;
 END;

@@ -10,7 +10,7 @@ export function adminAuditClient(): void {
   const SIZE = 50
   const params = new URLSearchParams(location.search)
   let page = Math.max(1, Number(params.get('page')) || 1)
-  let pages = 1
+  let more = false
   const kindField = form.elements.namedItem('kind') as HTMLSelectElement
   if (params.get('kind') !== null) kindField.value = params.get('kind') ?? ''
 
@@ -40,10 +40,13 @@ export function adminAuditClient(): void {
     if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) }))])
     const items = r.data.items as any[]
     const total = Number(r.data.total) || 0
-    pages = Math.max(1, Math.ceil(total / SIZE))
+    // The total is counted up to a cap (total_exact false past it); next_cursor says whether more follow.
+    const exact = r.data.total_exact !== false
+    const pages = Math.max(1, Math.ceil(total / SIZE))
+    more = r.data.next_cursor !== null && r.data.next_cursor !== undefined
     ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
-    ;($('page-next') as HTMLButtonElement).disabled = page >= pages
-    svc.render($('page-info'), [page, pages, total], () => [t('audit.page', { page, pages, n: total })])
+    ;($('page-next') as HTMLButtonElement).disabled = !more
+    svc.render($('page-info'), [page, pages, total, exact], () => [exact ? t('audit.page', { page, pages, n: total }) : t('audit.pageMany', { page, n: total })])
     svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: t('audit.none') }))]))
   }
 
@@ -54,7 +57,7 @@ export function adminAuditClient(): void {
   })
   kindField.addEventListener('change', () => ((page = 1), list.now()))
   $('page-prev')?.addEventListener('click', () => ((page = Math.max(1, page - 1)), list.now()))
-  $('page-next')?.addEventListener('click', () => ((page = Math.min(pages, page + 1)), list.now()))
+  $('page-next')?.addEventListener('click', () => more && ((page = page + 1), list.now()))
 
   const list = svc.poll(load, 15000)
 }

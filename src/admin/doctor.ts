@@ -3,6 +3,7 @@
 // help and docs/cli.md list whatever is here.
 import type { StateDb } from '../db/client'
 import { MIGRATIONS } from '../db/migrations.gen'
+import { userCountsCheck, userSearchCheck } from './consistency'
 
 export interface DoctorCheck {
   /** Short, kebab-case: shown in the report and accepted by `--check NAME`. */
@@ -56,7 +57,7 @@ export const migrationsCheck: DoctorCheck = {
 }
 
 /** Every check, in the order they run; the consistency checks of later features go at the end. */
-export const CHECKS: DoctorCheck[] = [integrityCheck, foreignKeysCheck, migrationsCheck]
+export const CHECKS: DoctorCheck[] = [integrityCheck, foreignKeysCheck, migrationsCheck, userCountsCheck, userSearchCheck]
 
 export interface CheckResult {
   name: string

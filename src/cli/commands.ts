@@ -232,14 +232,16 @@ export const COMMANDS: Command[] = [
     flags: [
       { name: 'kind', type: 'string', value: 'KIND', help: 'an exact kind (auth.login) or a prefix ending in a dot (auth.)' },
       { name: 'actor', type: 'string', value: 'USER', help: 'only what this user did (email or id)' },
+      { name: 'target', type: 'string', value: 'ID', help: 'only entries about this target (a user, pool, job or fellow id)' },
       { name: 'since', type: 'string', value: 'TIME', help: 'from this ISO 8601 time' },
       { name: 'until', type: 'string', value: 'TIME', help: 'up to this ISO 8601 time' },
       { name: 'page', type: 'int', min: 1, help: 'page number (from 1)' },
+      { name: 'cursor', type: 'string', value: 'CURSOR', help: 'the entries after a page (its next_cursor, printed with --json)' },
       { name: 'page-size', type: 'int', min: 1, max: 200, help: 'entries per page (default 50)' },
       { name: 'follow', short: 'f', type: 'boolean', help: 'keep printing new entries (every 2 s) until Ctrl-C' },
     ],
     shared: R,
-    examples: ['svc audit list --kind auth.', 'svc audit list --follow --json'],
+    examples: ['svc audit list --kind auth.', 'svc audit list --target 0190a4c2-7e1b-7c3d-9f00-5b2a1c9e8d77 --json', 'svc audit list --follow --json'],
     run: lazy(admin, 'auditList'),
   },
 

@@ -38,6 +38,7 @@ export const users = sqliteTable(
     // Nameless accounts last in both directions: one index per direction.
     index('users_name_asc_idx').on(sql`(display_name IS NULL)`, sql`display_name COLLATE NOCASE`, t.email),
     index('users_name_desc_idx').on(sql`(display_name IS NULL)`, sql`display_name COLLATE NOCASE DESC`, sql`email DESC`),
+    index('users_status_login_idx').on(t.status, t.lastLoginAt, t.email),
     index('users_pool_count_idx').on(t.poolCount, t.email),
     index('users_node_count_idx').on(t.nodeCount, t.email),
   ],

@@ -95,9 +95,16 @@ describe('svc against a running leader', () => {
     const shown = JSON.parse((await svc(['jobs', 'show', 'cli-job', '--json'])).stdout) as { status: string; assignments: { fellow_id: string }[] }
     expect(shown.status).toBe('completed')
     expect(shown.assignments.map((a) => a.fellow_id)).toEqual([node.fellow_id])
-    const logs = await svc(['jobs', 'logs', jobId])
+    // The agent ships its log every 2 s: the job may end before its first lines arrive.
+    const logs = await until(
+      async () => {
+        const r = await svc(['jobs', 'logs', jobId])
+        return r.stdout.includes('"registered"') ? r : null
+      },
+      'the fellow\'s "registered" line in svc jobs logs',
+      { timeoutMs: 10_000, everyMs: 500 },
+    )
     expect([logs.code, logs.stderr]).toEqual([0, ''])
-    expect(logs.stdout).toContain('"registered"')
 
     await until(async () => (await svc(['models', 'list', '--quiet'])).stdout.split('\n').includes('tiny-llm'), 'tiny-llm in svc models list', { timeoutMs: 10_000, everyMs: 300 })
     const chat = await svc(['chat', 'tiny-llm', 'It was the best of', '--max-tokens', '6'])
@@ -128,7 +135,7 @@ describe('svc against a running leader', () => {
     expect(r.code).toBe(1)
     expect(oneClearLine(r.stderr)).toMatch(new RegExp(`^svc: ${db.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is in use by process \\d+`))
     const doc = await svc(['admin', 'doctor', '--db', copy])
-    expect([doc.code, doc.stdout]).toEqual([0, 'ok     integrity\nok     foreign-keys\nok     migrations\n'])
+    expect([doc.code, doc.stdout]).toEqual([0, 'ok     integrity\nok     foreign-keys\nok     migrations\nok     user-counts\nok     user-search\n'])
     // Stopped, the copy goes in place and the old file is kept.
     const other = join(mkdtempSync(join(tmpdir(), 'svc-cli-restore-')), 'state.sqlite3')
     expect((await svc(['admin', 'backup', other, '--db', db])).code).toBe(0)

@@ -108,7 +108,7 @@ describe('audit log', () => {
       let cursor: string | null = null
       let first: { total: number; total_exact: boolean } | null = null
       do {
-        const r = (await A.get(`/api/v1/admin/audit?page_size=200${filter}${cursor ? `&cursor=${cursor}` : ''}`)).body
+        const r: { items: { id: string }[]; next_cursor: string | null; total: number; total_exact: boolean } = (await A.get(`/api/v1/admin/audit?page_size=200${filter}${cursor ? `&cursor=${cursor}` : ''}`)).body
         first ??= r
         seen.push(...r.items.map((e: { id: string }) => e.id))
         cursor = r.next_cursor

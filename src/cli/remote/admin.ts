@@ -78,10 +78,12 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
   const query = {
     kind: flags.kind as string | undefined,
     actor,
+    target: flags.target as string | undefined,
     since: flags.since as string | undefined,
     until: flags.until as string | undefined,
     page: flags.page as number | undefined,
     page_size: flags['page-size'] as number | undefined,
+    cursor: flags.cursor as string | undefined,
   }
   checkInput(M.AuditQuery, JSON.parse(JSON.stringify(query)), usage)
   const mode = modeOf(flags)
@@ -118,7 +120,7 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
     for (const e of items) if (!seen.has(e.id)) print(e)
     const last = items.at(-1)?.ts ?? query.since
     await Bun.sleep(2000)
-    const next = await c.get<M.AuditList>('/api/v1/admin/audit', { ...query, page: undefined, page_size: 200, ...(last ? { since: last } : {}) })
+    const next = await c.get<M.AuditList>('/api/v1/admin/audit', { ...query, page: undefined, cursor: undefined, page_size: 200, ...(last ? { since: last } : {}) })
     items = [...next.items].reverse()
   }
 }
