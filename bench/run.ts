@@ -48,7 +48,7 @@ const plan = quick
   ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, artifactRounds: 2, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
   : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, artifactRounds: 3, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
 const CONNECTIONS = 64
-const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, artifactRatio: 0.8, inferAddedMs: 1, readyMs: 150, idleRssBytes: 60 * 1024 * 1024 }
+const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, artifactRatio: 0.8, inferAddedMs: 1, readyMs: 120, idleRssBytes: 55 * 1024 * 1024, adminP50Ms: 10, adminP99Ms: 25 }
 
 const resultsDir = join(ROOT, 'bench/results')
 mkdirSync(resultsDir, { recursive: true })
@@ -303,17 +303,13 @@ await scenario('startup', async () => {
 
 await scenario('admin', async () => {
   const r: AdminListResult = await adminList(plan.adminRuns)
-  const slowest = [...r.cases].sort((a, b) => b.appP50 - a.appP50)[0]!
-  const ratios = r.cases.map((c) => c.floorP50 / c.appP50)
-  rows.push({
-    scenario: `admin user list, ${fmt.int(r.users)} users, slowest of ${r.cases.length} cases, p50 (${slowest.name})`,
-    leader: fmt.ms(slowest.appP50),
-    floor: fmt.ms(slowest.floorP50),
-    ratio: slowest.floorP50 / slowest.appP50,
-    target: '—',
-    met: null,
-  })
-  rows.push({ scenario: `admin user list, median over cases of floor/app p50`, leader: '', floor: '', ratio: median(ratios), target: '—', met: null })
+  const worst = (cs: typeof r.cases, k: 'appP50' | 'appP99') => [...cs].sort((a, b) => b[k] - a[k])[0]!
+  const p50 = worst(r.cases, 'appP50')
+  const p99 = worst(r.cases, 'appP99')
+  rows.push({ scenario: `admin user list, ${fmt.int(r.users)} users, slowest of ${r.cases.length} cases, p50 (${p50.name})`, leader: fmt.ms(p50.appP50), floor: fmt.ms(p50.floorP50), ratio: p50.floorP50 / p50.appP50, target: `<= ${TARGET.adminP50Ms} ms`, met: p50.appP50 <= TARGET.adminP50Ms })
+  rows.push({ scenario: `admin user list, ${fmt.int(r.users)} users, slowest p99 (${p99.name})`, leader: fmt.ms(p99.appP99), floor: fmt.ms(p99.floorP99), ratio: p99.floorP99 / p99.appP99, target: `<= ${TARGET.adminP99Ms} ms`, met: p99.appP99 <= TARGET.adminP99Ms })
+  const a50 = worst(r.auditCases, 'appP50')
+  rows.push({ scenario: `audit list, ${fmt.int(r.auditEntries)} entries, slowest of ${r.auditCases.length} filters, p50 (${a50.name})`, leader: fmt.ms(a50.appP50), floor: fmt.ms(a50.floorP50), ratio: a50.floorP50 / a50.appP50, target: `<= ${TARGET.adminP50Ms} ms`, met: a50.appP50 <= TARGET.adminP50Ms })
   details.admin = r
 })
 
