@@ -35,6 +35,9 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     // disk, never buffered); every route's body reader enforces its own, smaller, limit.
     maxRequestBodySize: Math.max(cfg.relayMaxFrameBytes + 1024 * 1024, cfg.artifactMaxBytes),
     idleTimeout: SERVER_IDLE_TIMEOUT_S,
+    // A relay socket's message carries what a relay push does (one frame cap and its headers); Bun
+    // closes a socket sending more with 1009 before buffering it. One limit for every socket.
+    websocket: { maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024 },
   })
   const server = app.server!
   const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${server.port}`

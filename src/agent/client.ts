@@ -73,6 +73,16 @@ export class LeaderClient {
     return base + (at >= 0 ? path.slice(at) : path)
   }
 
+  /** The relay's WebSocket data channel of a job, on the --leader origin (null: none to use). */
+  relaySocketUrl(jobId: string): string | null {
+    return `${this.leaderUrl.replace(/^http/, 'ws')}/ws/relay/${encodeURIComponent(jobId)}`
+  }
+
+  /** The credential requests carry now (the node token once registered). */
+  bearer(): string | null {
+    return this.token()
+  }
+
   async request(method: string, pathOrUrl: string, opts: RequestOptions = {}): Promise<Response> {
     const url = /^https?:\/\//.test(pathOrUrl) ? this.rebase(pathOrUrl) : this.leaderUrl + pathOrUrl
     const headers: Record<string, string> = {}

@@ -7,6 +7,7 @@ import { encodeFrames, type Frame } from '../wire/frames'
 import { Backoff } from './backoff'
 import { LeaderError, isRetryable, type LeaderClient } from './client'
 import { P2PRefused, P2PSender, parseAddress, type Channel } from './p2p'
+import { RelaySocketClient } from './relay-socket'
 import { sleep, systemClock, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
@@ -111,6 +112,8 @@ export interface LinkOptions {
   key?: Uint8Array | null
   /** How long auto mode tries a neighbour's listener before using the relay. */
   connectTimeoutMs?: number
+  /** false: the relay's HTTP routes only, never its WebSocket data channel (tests of the fallback). */
+  relaySocket?: boolean
   /**
    * How long auto mode keeps trying a neighbour whose listener refuses our handshake before using
    * the relay: signals reach fellows one by one, so it may not have taken this job's START, or
@@ -126,8 +129,13 @@ export class Link {
   private epoch = new AbortController()
   private readonly closed = new AbortController()
 
+  /** The relay's WebSocket data channel; null in p2p mode or when turned off. */
+  private readonly socket: RelaySocketClient | null
+
   constructor(private readonly o: LinkOptions) {
     this.inbox = new Inbox({ clock: o.clock })
+    const url = o.mode === 'p2p' || o.relaySocket === false ? null : o.client.relaySocketUrl(o.jobId)
+    this.socket = url === null ? null : new RelaySocketClient({ url, token: () => o.client.bearer(), deliver: (ch, f) => this.deliver(ch, f), log: o.log, jobId: o.jobId })
   }
 
   get jobId(): string {
@@ -141,8 +149,32 @@ export class Link {
 
   start(): void {
     if (this.o.mode === 'p2p') return
-    if (this.o.stage > 0) void this.popLoop('activations')
-    if (this.o.stage < this.o.stages - 1) void this.popLoop('gradients')
+    void this.relayLoop()
+  }
+
+  /**
+   * Receives from the relay: over its WebSocket while one is open, else by HTTP long polls, trying
+   * the socket again now and then (a leader that restarted, a proxy that let it through).
+   */
+  private async relayLoop(): Promise<void> {
+    const signal = this.closed.signal
+    const channels: Channel[] = []
+    if (this.o.stage > 0) channels.push('activations')
+    if (this.o.stage < this.o.stages - 1) channels.push('gradients')
+    const backoff = new Backoff({ baseMs: 1000, maxMs: 30_000 })
+    while (!signal.aborted) {
+      if (this.socket && (await this.socket.open())) {
+        backoff.reset()
+        await this.socket.closed()
+        continue
+      }
+      if (signal.aborted) return
+      // No socket: poll over HTTP until it is time to try the socket again.
+      const polling = new AbortController()
+      const stopPolling = this.socket ? this.o.clock.setTimeout(() => polling.abort(), backoff.next()) : undefined
+      await Promise.all(channels.map((ch) => this.popLoop(ch, AbortSignal.any([signal, polling.signal]))))
+      stopPolling?.()
+    }
   }
 
   /** A frame from the p2p listeners or the relay; frames of other jobs are stale and dropped. */
@@ -168,6 +200,7 @@ export class Link {
 
   close(): void {
     this.closed.abort()
+    this.socket?.close()
     for (const s of this.senders.values()) s.close()
     this.senders.clear()
     this.inbox.clear()
@@ -217,6 +250,20 @@ export class Link {
     const bytes = encodeFrames(frames)
     const backoff = new Backoff({ baseMs: 250, maxMs: 5000 })
     while (!signal.aborted) {
+      // Over the socket while it is open: the same answers as the HTTP route, without a request.
+      const ack = this.socket?.isOpen ? await this.socket.push(channel, bytes) : null
+      if (ack?.ok) {
+        this.o.counters.sent += bytes.byteLength
+        return true
+      }
+      if (ack && ack.code === 'rate_limited') {
+        if (!(await sleep(this.o.clock, ack.retry_after_s * 1000, signal))) return false
+        continue
+      }
+      if (ack) {
+        this.o.log.warn('relay push refused', { job_id: this.o.jobId, channel, error: ack.detail })
+        return false
+      }
       try {
         await this.o.client.relayPush(this.o.relayUrl, channel, bytes, signal)
         this.o.counters.sent += bytes.byteLength
@@ -236,9 +283,8 @@ export class Link {
     return false
   }
 
-  private async popLoop(channel: Channel): Promise<void> {
+  private async popLoop(channel: Channel, signal: AbortSignal): Promise<void> {
     const backoff = new Backoff({ baseMs: 250, maxMs: 5000 })
-    const signal = this.closed.signal
     while (!signal.aborted) {
       try {
         const polled = this.o.clock.now()

@@ -1,6 +1,6 @@
 // Jobs: submission, the scheduler (queued -> scheduled), lifecycle signals, re-placement when a
 // fellow goes offline, and the status reports fellows post.
-import { and, asc, count, desc, eq, inArray, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { jobs, pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId } from '../crypto'
@@ -48,9 +48,15 @@ function toJob(r: JobRow): Job {
   }
 }
 
+/** A job by id, prepared once: the relay and status reports read one per request (issue 22). */
+function jobById(ctx: Ctx) {
+  return ctx.db.select().from(jobs).where(eq(jobs.id, sql.placeholder('id'))).prepare()
+}
+
 export class JobService {
   /** Pools the last scheduler pass looked into (null before the first pass); see schedulePass. */
   private visited: Set<string> | null = null
+  private byId: ReturnType<typeof jobById>
 
   constructor(
     private ctx: Ctx,
@@ -58,7 +64,9 @@ export class JobService {
     private signals: SignalHub,
     private relay: RelayHub,
     readonly metrics: JobMetrics,
-  ) {}
+  ) {
+    this.byId = jobById(ctx)
+  }
 
   /** The scheduler: places queued jobs on free fellows once a second. */
   loops(): LoopSpec[] {
@@ -66,7 +74,7 @@ export class JobService {
   }
 
   private row(id: string): JobRow | undefined {
-    return this.ctx.db.select().from(jobs).where(eq(jobs.id, id)).get()
+    return this.byId.get({ id })
   }
 
   /** A job the caller may see (its pools; admins all); anything else is "not found". */

@@ -6,6 +6,7 @@ import { AppError } from '../errors'
 import { problem } from '../http/problem'
 import { decodeFrames, wireParts } from '../wire/frames'
 import { MAX_POP_WAIT_MS, type FullScope, type RelayChannel, type RelayHub } from './hub'
+import { RelaySockets, type RelaySocket } from './socket'
 import { nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
@@ -16,6 +17,9 @@ const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.Union
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
+/** Bun's socket under Elysia's wrapper; Elysia's types predate getBufferedAmount, which Bun 1.4 has. */
+const rawOf = (ws: { raw: unknown }) => ws.raw as RelaySocket
+
 const FULL: Record<FullScope, string> = {
   channel: 'The relay channel is full; retry shortly.',
   pool: "The relay queues of this pool's jobs are full; retry shortly.",
@@ -23,8 +27,49 @@ const FULL: Record<FullScope, string> = {
 }
 
 export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters) {
+  const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters)
   return new Elysia({ name: 'relay' })
     .use(base)
+    // The data channel over one WebSocket (src/relay/socket.ts, wire format src/wire/relay-socket.ts):
+    // the same queues and caps as push/pop below, without a request per frame.
+    .ws('/ws/relay/:job_id', {
+      policy: 'node',
+      params: t.Object({ job_id: t.String({ format: 'uuid' }) }),
+      query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false }),
+      beforeHandle({ caller, params, query }) {
+        // Refused at the upgrade: only a fellow assigned to the job gets a socket.
+        try {
+          jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+        } catch (e) {
+          if (e instanceof AppError) return problem(e.code, e.message)
+          throw e
+        }
+      },
+      // The raw socket: Elysia hands every callback a fresh wrapper (see the signal socket).
+      open(ws) {
+        const { caller, params, query } = ws.data
+        const node = nodeOrOpen(caller)
+        const where = () => {
+          const r = jobs.stageOf(node, params.job_id, query.fellow_id)
+          return { stage: r.stage, assignments: r.assignments, poolId: r.row.poolId }
+        }
+        try {
+          sockets.attach(rawOf(ws), params.job_id, where)
+        } catch (e) {
+          if (!(e instanceof AppError)) throw e
+          ws.raw.close(1008, e.message.slice(0, 120))
+        }
+      },
+      message(ws, message) {
+        sockets.message(rawOf(ws), ws.data.params.job_id, message)
+      },
+      drain(ws) {
+        sockets.drain(rawOf(ws))
+      },
+      close(ws) {
+        sockets.detach(rawOf(ws))
+      },
+    })
     .post(
       '/api/v1/relay/:job_id/:channel/push',
       ({ caller, params, body, query, set }) => {

@@ -201,7 +201,7 @@ describe('START payload', () => {
 describe('the key a fellow checks peers against', () => {
   test("is the running job's, and follows a RECONFIGURE that changes only the key (the job's fellows changed elsewhere)", () => {
     const idle = (_u: string, _c: string, _w: number, signal?: AbortSignal) => new Promise((r) => signal?.addEventListener('abort', () => r([])))
-    const client = { relayPush: async () => undefined, relayPop: idle, jobStatus: async () => undefined } as unknown as LeaderClient
+    const client = { relaySocketUrl: () => null, relayPush: async () => undefined, relayPop: idle, jobStatus: async () => undefined } as unknown as LeaderClient
     const work = new Work({ client, log: silentLogger, stateDir: mkdtempSync(join(tmpdir(), 'p2p-auth-')), counters: { sent: 0, received: 0 }, clock: new FakeClock(), onReleased: () => undefined })
     cleanups.push(() => work.stopAll('test over'))
     const k1 = Buffer.alloc(32, 1)

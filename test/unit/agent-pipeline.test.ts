@@ -33,6 +33,8 @@ function relay(opts: { dropGradients?: number } = {}) {
   }
   const clientFor = (stage: number): LeaderClient =>
     ({
+      // The HTTP relay only (no WebSocket data channel).
+      relaySocketUrl: () => null,
       async relayPush(_url: string, channel: string, bytes: Uint8Array) {
         if (channel === 'gradients' && stage === 1 && toDrop > 0) return void toDrop-- // lost on the way to stage 0
         q(channel === 'activations' ? stage + 1 : stage - 1, channel).push(...decodeFrames(bytes, { maxFrameBytes: 1 << 30 }))

@@ -24,6 +24,8 @@ async function withTime<T>(clock: FakeClock, work: Promise<T>, what: string, ste
 /** A client whose relay records pushes and never has anything to pop. */
 function recordingClient(pushed: { channel: string; frames: Frame[] }[]): LeaderClient {
   return {
+    // A leader with the HTTP relay only (no WebSocket data channel).
+    relaySocketUrl: () => null,
     relayPush: async (_url: string, channel: string, bytes: Uint8Array) => void pushed.push({ channel, frames: decodeFrames(bytes, { maxFrameBytes: 1 << 30 }) }),
     relayPop: (_url: string, _channel: string, _wait: number, signal?: AbortSignal) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve([]))),
   } as unknown as LeaderClient

@@ -1,0 +1,117 @@
+// The agent's end of the relay's WebSocket data channel (/ws/relay/{job_id}; wire format in
+// src/wire/relay-socket.ts). One socket per job carries this stage's pushes to its neighbours and
+// the frames the leader holds for it. A push resolves with the leader's answer; a socket that
+// cannot open (an older leader, a proxy without WebSockets) or that drops answers null, and the
+// caller uses the HTTP routes instead.
+import { decodeFrames } from '../wire/frames'
+import { CHANNEL_OF_TAG, CHANNEL_TAG, type PushAck, type RelayChannelName } from '../wire/relay-socket'
+import type { Frame } from '../wire/frames'
+import type { Logger } from '../log'
+
+/** The largest frame the agent accepts from the leader (its own limit applies before). */
+const MAX_FRAME_BYTES = 1024 * 1024 * 1024
+/** How long the upgrade may take before the socket counts as unavailable. */
+const OPEN_TIMEOUT_MS = 5000
+
+export interface RelaySocketOptions {
+  url: string
+  token: () => string | null
+  deliver: (channel: RelayChannelName, frame: Frame) => void
+  log: Logger
+  jobId: string
+}
+
+export class RelaySocketClient {
+  private ws: WebSocket | null = null
+  /** Pushes waiting for their answer, in the order they were sent (the leader answers in order). */
+  private unanswered: ((ack: PushAck | null) => void)[] = []
+  private whenClosed: Promise<void> = Promise.resolve()
+  private gone = false
+
+  constructor(private readonly o: RelaySocketOptions) {}
+
+  get isOpen(): boolean {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN
+  }
+
+  /** Opens the socket; true once open, false when it could not be (the caller falls back to HTTP). */
+  open(): Promise<boolean> {
+    if (this.gone) return Promise.resolve(false)
+    const token = this.o.token()
+    const ws = new WebSocket(this.o.url, { headers: token ? { authorization: `Bearer ${token}` } : {} } as unknown as string[])
+    ws.binaryType = 'arraybuffer'
+    this.ws = ws
+    let closed!: () => void
+    this.whenClosed = new Promise<void>((resolve) => (closed = resolve))
+    return new Promise<boolean>((resolve) => {
+      let opened = false
+      const timer = setTimeout(() => {
+        if (!opened) ws.close()
+      }, OPEN_TIMEOUT_MS)
+      ws.onopen = () => {
+        opened = true
+        clearTimeout(timer)
+        resolve(true)
+      }
+      ws.onmessage = (ev) => this.onMessage(ev.data)
+      ws.onclose = (ev) => {
+        clearTimeout(timer)
+        if (this.ws === ws) this.ws = null
+        // Pushes the leader never answered: the caller sends them again over HTTP.
+        for (const r of this.unanswered.splice(0)) r(null)
+        if (opened) this.o.log.warn('relay socket closed', { job_id: this.o.jobId, code: ev.code, reason: ev.reason })
+        closed()
+        resolve(false)
+      }
+    })
+  }
+
+  /** Resolves when the socket (opened by the last open()) has closed. */
+  closed(): Promise<void> {
+    return this.whenClosed
+  }
+
+  /** Sends encoded frames on `channel`; the leader's answer, or null when the socket is not usable. */
+  push(channel: RelayChannelName, frames: Uint8Array): Promise<PushAck | null> {
+    const ws = this.ws
+    if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.resolve(null)
+    const msg = new Uint8Array(frames.byteLength + 1)
+    msg[0] = CHANNEL_TAG[channel]
+    msg.set(frames, 1)
+    return new Promise<PushAck | null>((resolve) => {
+      this.unanswered.push(resolve)
+      ws.send(msg)
+    })
+  }
+
+  /** Closes for good (the job ended here). */
+  close(): void {
+    this.gone = true
+    this.ws?.close(1000, 'the stage ended')
+    this.ws = null
+  }
+
+  private onMessage(data: unknown): void {
+    if (typeof data === 'string') {
+      let ack: PushAck
+      try {
+        ack = JSON.parse(data) as PushAck
+      } catch {
+        return
+      }
+      this.unanswered.shift()?.(ack)
+      return
+    }
+    const bytes = new Uint8Array(data as ArrayBuffer)
+    const channel = CHANNEL_OF_TAG[bytes[0] ?? 255]
+    if (!channel) return
+    let frames: Frame[]
+    try {
+      frames = decodeFrames(bytes.subarray(1), { maxFrameBytes: MAX_FRAME_BYTES })
+    } catch (e) {
+      this.o.log.warn('relay socket: frames that do not decode; dropped', { job_id: this.o.jobId, error: (e as Error).message })
+      return
+    }
+    for (const f of frames) this.o.deliver(channel, f)
+  }
+}

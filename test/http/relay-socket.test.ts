@@ -1,0 +1,241 @@
+// The relay's WebSocket data channel (/ws/relay/{job_id}) over a real socket: frames both ways
+// with an answer per push, the same queues as the HTTP routes, refusal at the upgrade, a frame
+// over the limit closing the socket with nothing queued, and a reader that does not read making
+// the sender wait at the queue's cap instead of the leader's memory growing.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
+import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { listen, rawUpgrade } from '../helpers/listen'
+import { until } from '../helpers/until'
+import { decodeFrames, encodeFrames, type Frame } from '../../src/wire/frames'
+import { CHANNEL_TAG, RELAY_CLOSE, type PushAck } from '../../src/wire/relay-socket'
+import { LeaderClient } from '../../src/agent/client'
+import { Link } from '../../src/agent/transport'
+import { silentLogger } from '../../src/log'
+import { systemClock } from '../../src/time'
+
+const all: { h: Harness; stop(): Promise<void> }[] = []
+afterAll(async () => {
+  for (const x of all) {
+    await x.stop()
+    x.h.close()
+  }
+})
+
+interface Fellow {
+  fellow_id: string
+  node_token: string
+  c: Client
+}
+
+/** A pool of three fellows and a 2-stage job on two of them, served on a real port. */
+async function pipeline(env: Record<string, string> = {}) {
+  const h = makeHarness(env)
+  const server = listen(h)
+  all.push({ h, stop: server.stop })
+  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+  const A = sessionClient(h, admin.id)
+  const pool = (await A.post('/api/v1/admin/pools', { name: 'Lab', visibility: 'private' })).body
+  const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+  const fellows: Fellow[] = []
+  for (let i = 0; i < 3; i++) {
+    const r = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: `gpu-${i}` })).body
+    const c = h.client({ bearer: r.node_token })
+    await c.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [{ index: 0, name: 'A100', memory_total_mb: 81920, memory_free_mb: 40_960, utilization_pct: 0 }] } })
+    h.clock.advance(1)
+    fellows.push({ ...r, c })
+  }
+  const job = (await A.post('/api/v1/jobs', { name: 'relay', pool_id: pool.id, stages: 2 })).body
+  const byId = (id: string) => fellows.find((f) => f.fellow_id === id)!
+  const s0 = byId(job.assignments[0].fellow_id)
+  const s1 = byId(job.assignments[1].fellow_id)
+  const outsider = fellows.find((f) => f !== s0 && f !== s1)!
+  return { h, server, job, s0, s1, outsider }
+}
+
+/** A client socket that collects what it receives: acks (text) and frame messages (binary). */
+class RelayClient {
+  acks: PushAck[] = []
+  received: { tag: number; frames: Frame[] }[] = []
+  closed: { code: number; reason: string } | null = null
+  private ws: WebSocket
+
+  constructor(url: string, token: string) {
+    this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } } as unknown as string[])
+    this.ws.binaryType = 'arraybuffer'
+    this.ws.onmessage = (ev) => {
+      if (typeof ev.data === 'string') this.acks.push(JSON.parse(ev.data) as PushAck)
+      else {
+        const bytes = new Uint8Array(ev.data as ArrayBuffer)
+        this.received.push({ tag: bytes[0]!, frames: decodeFrames(bytes.subarray(1), { maxFrameBytes: 1 << 30 }) })
+      }
+    }
+    this.ws.onclose = (ev) => (this.closed = { code: ev.code, reason: ev.reason })
+  }
+
+  opened(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.ws.readyState === WebSocket.OPEN) return resolve()
+      this.ws.onopen = () => resolve()
+      this.ws.onerror = () => reject(new Error('the relay socket did not open'))
+    })
+  }
+
+  push(channel: keyof typeof CHANNEL_TAG, frames: Frame[]): void {
+    const body = encodeFrames(frames)
+    const msg = new Uint8Array(body.byteLength + 1)
+    msg[0] = CHANNEL_TAG[channel]
+    msg.set(body, 1)
+    this.ws.send(msg)
+  }
+
+  close(): void {
+    this.ws.close()
+  }
+}
+
+const wsUrl = (base: string, jobId: string) => `${base.replace(/^http/, 'ws')}/ws/relay/${jobId}`
+const bin = { 'content-type': 'application/octet-stream' }
+
+describe('the relay socket', () => {
+  test('carries activations forward and gradients back, answering each push in order, and shares the queues with push/pop', async () => {
+    const { server, job, s0, s1 } = await pipeline()
+    // Queued over HTTP before the reader's socket exists: it gets them when it connects.
+    expect((await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, encodeFrames([{ meta: { step: 0 }, data: new Uint8Array([1, 2, 3]) }]), bin)).status).toBe(202)
+    const a = new RelayClient(wsUrl(server.url, job.id), s0.node_token)
+    const b = new RelayClient(wsUrl(server.url, job.id), s1.node_token)
+    await Promise.all([a.opened(), b.opened()])
+    const big = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 7) & 0xff)
+    a.push('activations', [
+      { meta: { step: 1, micro_batch: 0 }, data: big },
+      { meta: { step: 1, micro_batch: 1 }, data: new Uint8Array(0) },
+    ])
+    a.push('activations', [{ meta: { step: 2 }, data: new Uint8Array([9]) }])
+    await until(() => (b.received.flatMap((m) => m.frames).length >= 4 ? true : null), 'four frames at stage 1')
+    expect(a.acks).toEqual([
+      { ok: true, queued_frames: 2, depth_bytes: expect.any(Number) },
+      { ok: true, queued_frames: 1, depth_bytes: expect.any(Number) },
+    ])
+    const got = b.received.flatMap((m) => m.frames.map((f) => ({ tag: m.tag, meta: f.meta, len: f.data.byteLength })))
+    expect(got).toEqual([
+      { tag: 0, meta: { step: 0 }, len: 3 },
+      { tag: 0, meta: { step: 1, micro_batch: 0 }, len: big.byteLength },
+      { tag: 0, meta: { step: 1, micro_batch: 1 }, len: 0 },
+      { tag: 0, meta: { step: 2 }, len: 1 },
+    ])
+    expect(b.received.flatMap((m) => m.frames)[1]!.data).toEqual(big)
+
+    // Gradients back over the socket; the last one is left for an HTTP pop (the queues are shared).
+    b.close()
+    await until(() => (b.closed ? true : null), 'the reader socket closed')
+    const g = await s1.c.call('POST', `/api/v1/relay/${job.id}/gradients/push`, encodeFrames([{ meta: { step: 1 }, data: new Uint8Array([5]) }]), bin)
+    expect(g.status).toBe(202)
+    await until(() => (a.received.length >= 1 ? true : null), 'the gradient at stage 0')
+    expect(a.received.map((m) => [m.tag, m.frames[0]!.meta])).toEqual([[CHANNEL_TAG.gradients, { step: 1 }]])
+    // Stage 0 has no previous stage: its gradients are refused in the answer, not queued.
+    a.push('gradients', [{ meta: {}, data: new Uint8Array([1]) }])
+    await until(() => (a.acks.length === 3 ? true : null), 'the third answer')
+    expect(a.acks[2]).toMatchObject({ ok: false, code: 'conflict' })
+    a.close()
+  })
+
+  test('is refused at the upgrade (403) to a fellow not assigned to the job and without a token, like the signal socket', async () => {
+    const { server, job, outsider } = await pipeline()
+    expect(await rawUpgrade(server.port, `/ws/relay/${job.id}`, { authorization: `Bearer ${outsider.node_token}` })).toBe(403)
+    expect(await rawUpgrade(server.port, `/ws/relay/${job.id}`)).toBe(403)
+    expect(await rawUpgrade(server.port, '/ws/relay/not-a-uuid', { authorization: `Bearer ${outsider.node_token}` })).toBe(422)
+  })
+
+  test('a frame over SVC_RELAY_MAX_FRAME_BYTES closes the socket with 1009 and queues nothing; a text message with 1003', async () => {
+    const { server, job, s0, s1 } = await pipeline({ SVC_RELAY_MAX_FRAME_BYTES: '1024' })
+    const a = new RelayClient(wsUrl(server.url, job.id), s0.node_token)
+    await a.opened()
+    a.push('activations', [
+      { meta: { n: 1 }, data: new Uint8Array(10) },
+      { meta: { n: 2 }, data: new Uint8Array(2000) },
+    ])
+    await until(() => (a.closed ? true : null), 'the socket closed')
+    expect(a.closed!.code).toBe(RELAY_CLOSE.tooBig)
+    expect(a.closed!.reason).toContain('frame limit')
+    // Neither frame of the message was queued (all or nothing).
+    expect((await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop`)).status).toBe(204)
+
+    const t = new WebSocket(wsUrl(server.url, job.id), { headers: { authorization: `Bearer ${s0.node_token}` } } as unknown as string[])
+    const closed = new Promise<number>((resolve) => (t.onclose = (ev) => resolve(ev.code)))
+    t.onopen = () => t.send('{"frames": []}')
+    expect(await closed).toBe(RELAY_CLOSE.unsupported)
+  })
+
+  test('a reader that does not read makes the sender wait at the queue cap; the leader holds the cap and one socket buffer, not more', async () => {
+    const cap = 2 * 1024 * 1024
+    const { h, server, job, s0, s1 } = await pipeline({ SVC_RELAY_MAX_QUEUE_BYTES: String(cap), SVC_RELAY_MAX_FRAME_BYTES: String(1024 * 1024) })
+    // Stage 1's socket, opened by hand and then never read from: the kernel's buffers fill, then Bun's.
+    const reader = connect(server.port, '127.0.0.1')
+    await new Promise<void>((resolve) => reader.once('connect', () => resolve()))
+    reader.write(
+      [`GET /ws/relay/${job.id} HTTP/1.1`, `Host: 127.0.0.1:${server.port}`, 'Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13', `Authorization: Bearer ${s1.node_token}`, '', ''].join('\r\n'),
+    )
+    const head = await new Promise<string>((resolve) => reader.once('data', (d) => resolve(d.toString('latin1'))))
+    expect(head).toStartWith('HTTP/1.1 101')
+    reader.pause()
+
+    const a = new RelayClient(wsUrl(server.url, job.id), s0.node_token)
+    await a.opened()
+    const frame = { meta: { step: 1 }, data: new Uint8Array(1024 * 1024 - 64) }
+    // A sender that keeps two pushes unanswered, like the agent, until the leader says full.
+    let sent = 0
+    while (!a.acks.some((x) => !x.ok)) {
+      while (sent - a.acks.length < 2) {
+        a.push('activations', [frame])
+        sent++
+      }
+      await until(() => (a.acks.length > sent - 2 ? true : null), `the answer to push ${sent - 1}`)
+      expect(sent).toBeLessThan(200) // ~1 MiB each: the leader must say full long before 200 MiB
+    }
+    const refused = a.acks.find((x) => !x.ok)!
+    expect(refused).toMatchObject({ ok: false, code: 'rate_limited', retry_after_s: expect.any(Number) })
+    // What the leader holds for the reader: the queue at most its cap.
+    expect(h.services.relay.stats().queuedBytes).toBeLessThanOrEqual(cap)
+    // The frames accepted = delivered into the socket's buffers + still queued; none was dropped.
+    const accepted = a.acks.filter((x) => x.ok).length
+    expect(accepted).toBeGreaterThan(cap / frame.data.byteLength)
+    reader.destroy()
+    a.close()
+  })
+
+  test("the agent's tunnel link sends and receives over the socket, never the HTTP routes, while the socket is open", async () => {
+    const { server, job, s0, s1 } = await pipeline()
+    const httpOnly = () => {
+      throw new Error('the HTTP relay was used')
+    }
+    const linkFor = (f: Fellow, stage: number) => {
+      const client = new LeaderClient(server.url, () => f.node_token)
+      Object.assign(client, { relayPush: httpOnly, relayPop: httpOnly })
+      const other = stage === 0 ? s1 : s0
+      const peer = { fellow_id: other.fellow_id, address: null }
+      const counters = { sent: 0, received: 0 }
+      return new Link({ jobId: job.id, stage, stages: 2, mode: 'tunnel', relayUrl: `${server.url}/api/v1/relay/${job.id}`, prev: stage === 1 ? peer : null, next: stage === 0 ? peer : null, client, log: silentLogger, counters, clock: systemClock })
+    }
+    const l0 = linkFor(s0, 0)
+    const l1 = linkFor(s1, 1)
+    l0.start()
+    l1.start()
+    const stop = new AbortController()
+    try {
+      await until(() => (socketOpen(l0) && socketOpen(l1) ? true : null), 'both relay sockets open')
+      expect(await l0.send('activations', { meta: { job_id: job.id, step: 7 }, data: new Uint8Array([1, 2, 3]) })).toBe(true)
+      const got = await l1.inbox.take(['activations'], stop.signal, 5000)
+      expect(got?.frame.meta).toEqual({ job_id: job.id, step: 7 })
+      expect(await l1.send('gradients', { meta: { job_id: job.id, step: 7 }, data: new Uint8Array([4]) })).toBe(true)
+      const back = await l0.inbox.take(['gradients'], stop.signal, 5000)
+      expect(back?.frame.data).toEqual(new Uint8Array([4]))
+    } finally {
+      stop.abort()
+      l0.close()
+      l1.close()
+    }
+  })
+})
+
+/** Whether a link's relay socket is open (a private field, read for the test). */
+const socketOpen = (l: Link) => (l as unknown as { socket: { isOpen: boolean } | null }).socket?.isOpen === true
