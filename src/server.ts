@@ -7,6 +7,7 @@ import { startLoops, type LoopSpec } from './loops'
 import { createTransport, mailLoop } from './mail/sender'
 import { closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
+import { socketBackpressureLimit } from './relay/socket'
 
 export interface RunningServer {
   url: string
@@ -37,7 +38,9 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     idleTimeout: SERVER_IDLE_TIMEOUT_S,
     // A relay socket's message carries what a relay push does (one frame cap and its headers); Bun
     // closes a socket sending more with 1009 before buffering it. One limit for every socket.
-    websocket: { maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024 },
+    // Bun drops a message that would take a socket past its backpressure limit: the relay socket
+    // waits at its high water, so one frame past it must still fit (src/relay/socket.ts).
+    websocket: { maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024, backpressureLimit: socketBackpressureLimit(cfg.relayMaxFrameBytes + 1024 * 1024) },
   })
   const server = app.server!
   const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${server.port}`

@@ -177,7 +177,7 @@ function operationOf(op: Operation, route: RouteFacts, method: string, path: str
   for (const status of [...errorStatuses(route, method, path, querySchema, op['x-websocket'] === true), ...facts.errors]) responses[String(status)] ??= problemRef(status, openAi)
   out.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
   out.security = facts.security?.(cfg) ?? securityOf(route, method, cfg)
-  out.tags = [path.startsWith('/api/v1/') ? path.split('/')[3]! : path.startsWith('/ws/') ? 'signals' : path === '/metrics' ? 'metrics' : 'pages']
+  out.tags = [path.startsWith('/api/v1/') ? path.split('/')[3]! : path.startsWith('/ws/') ? path.split('/')[2]! : path === '/metrics' ? 'metrics' : 'pages']
   return out
 }
 

@@ -20,6 +20,8 @@ export type FullScope = 'channel' | 'pool' | 'relay'
 
 export interface PopOptions {
   max: number
+  /** At most this many bytes of frames (always at least one frame). Default: no byte limit. */
+  maxBytes?: number
   waitMs: number
   signal?: AbortSignal
 }
@@ -55,6 +57,7 @@ export const MAX_POP_WAIT_MS = 30_000
 
 interface Waiter {
   max: number
+  maxBytes: number
   resolve: (frames: Frame[]) => void
   timer: ReturnType<typeof setTimeout> | null
   signal?: AbortSignal
@@ -101,9 +104,17 @@ export class MemoryRelayHub implements RelayHub {
     // relay filled by other jobs still lets a consumer that is keeping up receive.
     let held = cost
     if (existing && existing.waiters.length > 0) {
-      let room = 0
-      for (const w of existing.waiters) room += w.max
-      for (let i = 0; i < Math.min(room, frames.length); i++) held -= costs[i]!
+      // As take() will hand them out: each waiter its count, within its bytes (at least one frame).
+      let i = 0
+      for (const w of existing.waiters) {
+        let bytes = 0
+        for (let n = 0; n < w.max && i < frames.length; n++, i++) {
+          if (n > 0 && bytes + costs[i]! > w.maxBytes) break
+          bytes += costs[i]!
+          held -= costs[i]!
+        }
+        if (i >= frames.length) break
+      }
     }
     // Refused whole: a partial enqueue would leave the pusher unable to know what to resend.
     const full = (scope: FullScope): PushResult => ({ ok: false, retryAfterS: this.retryAfterS, reason: 'full', scope })
@@ -121,7 +132,7 @@ export class MemoryRelayHub implements RelayHub {
     while (q.waiters.length > 0 && q.head < q.frames.length) {
       const w = q.waiters.shift()!
       this.waiterCount--
-      this.settle(w, this.take(q, w.max))
+      this.settle(w, this.take(q, w.max, w.maxBytes))
     }
     const depthBytes = q.bytes
     this.prune(jobId, channel, q)
@@ -134,7 +145,7 @@ export class MemoryRelayHub implements RelayHub {
     if (opts.signal?.aborted) return Promise.resolve([])
     const existing = this.jobs.get(jobId)?.get(channel)
     if (existing && existing.head < existing.frames.length) {
-      const frames = this.take(existing, opts.max)
+      const frames = this.take(existing, opts.max, opts.maxBytes)
       this.prune(jobId, channel, existing)
       return Promise.resolve(frames)
     }
@@ -142,7 +153,7 @@ export class MemoryRelayHub implements RelayHub {
     if (!(waitMs > 0)) return Promise.resolve([])
     const q = existing ?? this.queue(jobId, channel)
     return new Promise<Frame[]>((resolve) => {
-      const w: Waiter = { max: opts.max, resolve, timer: null, signal: opts.signal }
+      const w: Waiter = { max: opts.max, maxBytes: opts.maxBytes ?? Infinity, resolve, timer: null, signal: opts.signal }
       const leave = () => {
         const i = q.waiters.indexOf(w)
         if (i < 0) return
@@ -187,8 +198,18 @@ export class MemoryRelayHub implements RelayHub {
     return q
   }
 
-  private take(q: Queue, max: number): Frame[] {
-    const end = Math.min(q.frames.length, q.head + max)
+  private take(q: Queue, max: number, maxBytes = Infinity): Frame[] {
+    let end = Math.min(q.frames.length, q.head + max)
+    if (maxBytes !== Infinity) {
+      let bytes = q.costs[q.head]!
+      for (let i = q.head + 1; i < end; i++) {
+        bytes += q.costs[i]!
+        if (bytes > maxBytes) {
+          end = i
+          break
+        }
+      }
+    }
     const frames = q.frames.slice(q.head, end)
     let freed = 0
     for (let i = q.head; i < end; i++) freed += q.costs[i]!

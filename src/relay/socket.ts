@@ -14,6 +14,8 @@ import type { Counters } from '../observability/metrics'
 
 /** Bytes a socket may have queued for sending before the leader waits for it to drain. */
 export const SOCKET_HIGH_WATER = 8 * 1024 * 1024
+/** Bun's per-socket limit of unsent bytes (src/server.ts): room for one message past the high water. */
+export const socketBackpressureLimit = (maxFrameBytes: number) => maxFrameBytes + 2 * SOCKET_HIGH_WATER
 /** How long one pop waits before the socket's assignment is checked again. */
 const POP_WAIT_MS = 25_000
 /** Frames taken from a queue at once. */
@@ -32,7 +34,8 @@ export type WhereIs = () => { stage: number; assignments: Assignment[]; poolId: 
 interface Open {
   where: WhereIs
   stop: AbortController
-  drained: (() => void) | null
+  /** Pumps waiting for the socket to drain (one a channel). */
+  drained: (() => void)[]
 }
 
 const FULL: Record<'channel' | 'pool' | 'relay', string> = {
@@ -57,7 +60,7 @@ export class RelaySockets {
 
   /** A socket of a fellow assigned to `jobId`: starts sending it what is queued for its stage. */
   attach(ws: RelaySocket, jobId: string, where: WhereIs): void {
-    const o: Open = { where, stop: new AbortController(), drained: null }
+    const o: Open = { where, stop: new AbortController(), drained: [] }
     this.open.set(ws, o)
     const { stage, assignments } = where()
     if (stage > 0) void this.pump(ws, o, jobId, 'activations')
@@ -69,14 +72,12 @@ export class RelaySockets {
     if (!o) return
     this.open.delete(ws)
     o.stop.abort()
-    o.drained?.()
+    for (const d of o.drained.splice(0)) d()
   }
 
   drain(ws: RelaySocket): void {
     const o = this.open.get(ws)
-    const d = o?.drained
-    if (o) o.drained = null
-    d?.()
+    if (o) for (const d of o.drained.splice(0)) d()
   }
 
   /** One pushed message: queued for the neighbour whole, or refused whole; answered with a PushAck. */
@@ -130,20 +131,24 @@ export class RelaySockets {
         if (e instanceof AppError) ws.close(RELAY_CLOSE.policy, clip(e.message))
         return
       }
-      const frames = await this.relay.pop(this.key(jobId, stage), channel, { max: POP_MAX, waitMs: POP_WAIT_MS, signal: o.stop.signal })
+      // Frames stay in the queue while this socket is full: another socket of the stage, or an
+      // HTTP pop, may take them meanwhile.
+      if (ws.getBufferedAmount() > SOCKET_HIGH_WATER) await new Promise<void>((resolve) => o.drained.push(resolve))
+      if (o.stop.signal.aborted) return
+      const room = Math.max(0, SOCKET_HIGH_WATER - ws.getBufferedAmount())
+      const frames = await this.relay.pop(this.key(jobId, stage), channel, { max: POP_MAX, maxBytes: room, waitMs: POP_WAIT_MS, signal: o.stop.signal })
       if (frames.length === 0) continue
       if (o.stop.signal.aborted) {
         // The socket went between the pop and now: its frames go back to no one (the stage restarts
         // from a checkpoint when a fellow goes), as they would with an HTTP pop cut off mid-answer.
         return
       }
-      let bytes = 0
+      // At most the room left under the high water, or one frame past it: under Bun's backpressure
+      // limit (SVC_RELAY_MAX_FRAME_BYTES + 16 MiB, src/server.ts), past which it drops a message.
       for (const part of wireParts(frames)) {
         ws.send(tagged(tag, part))
-        bytes += part.byteLength
+        this.counters.relayBytesOut += part.byteLength
       }
-      this.counters.relayBytesOut += bytes
-      if (ws.getBufferedAmount() > SOCKET_HIGH_WATER) await new Promise<void>((resolve) => (o.drained = resolve))
     }
   }
 
