@@ -65,7 +65,8 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
         policy: 'node',
         detail: { 'x-websocket': true },
         params: t.Object({ job_id: t.String({ format: 'uuid' }) }),
-        query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false }),
+        // ?token=: the node token, for a client that cannot set headers on a handshake (the gate reads it).
+        query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })), token: t.Optional(t.String({ maxLength: 200 })) }, { additionalProperties: false }),
       },
     )
     .post(

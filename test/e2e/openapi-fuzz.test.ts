@@ -228,7 +228,7 @@ describe('the OpenAPI document against the built binary', () => {
       }
       if (o.op['x-websocket']) {
         sent++
-        const problems = await upgrade(o.path.replace('{fellow_id}', world.chain.fellowId), world.chain.nodeToken)
+        const problems = await upgrade(o.path.replace('{fellow_id}', world.chain.fellowId).replace('{job_id}', world.chain.jobId), world.chain.nodeToken)
         if (problems.length === 0) succeeded.add(name)
         failures.push(...problems.map((p) => `${name}: ${p}`))
       }
