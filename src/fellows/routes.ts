@@ -14,6 +14,9 @@ import { logStream, type LogRings } from './logs'
 import { lastEventId } from '../http/sse'
 import type { Counters } from '../observability/metrics'
 import * as M from './model'
+import type { SignalSocket } from './signals'
+
+type SignalWs = SignalSocket & { data: { fellowId: string } }
 
 export interface FellowRouteDeps {
   counters: Counters
@@ -23,6 +26,13 @@ export interface FellowRouteDeps {
 }
 
 export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters }: FellowRouteDeps) {
+  // One set of handlers for every signal socket (Elysia's socket dispatcher calls ws.data's).
+  // Fellows report over HTTP; the socket only carries signals to them.
+  const signalHandlers = {
+    open: (ws: SignalWs) => fellows.signals.attach(ws.data.fellowId, ws),
+    close: (ws: SignalWs) => fellows.signals.detach(ws.data.fellowId, ws),
+    message: () => {},
+  }
   const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
     if (!ctx.cfg.bootstrapRequireToken) return
     const token = headers['x-bootstrap-token']
@@ -113,26 +123,20 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         },
         { policy: 'node', params: M.FellowParams, body: M.LogLinesBody },
       )
-      .ws('/ws/signals/:fellow_id', {
-        policy: 'node',
-        params: M.FellowParams,
-        beforeHandle({ caller, params }) {
+      // The signal socket: a GET that upgrades itself once the policy and the checks passed. Its data
+      // is the fellow id and the handlers (shared by every socket), not the upgrade request's context
+      // an Elysia .ws route keeps per socket: 100,000 fellows hold one socket each.
+      .get(
+        '/ws/signals/:fellow_id',
+        ({ caller, params, request, server }) => {
           // The handshake is refused before the socket exists: a token only opens its own fellow's channel.
-          if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) return problem('forbidden', 'This node token belongs to another fellow.')
-          if (!fellows.isActive(params.fellow_id)) return problem('forbidden', 'Unknown or released fellow.')
+          if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) throw new AppError('forbidden', 'This node token belongs to another fellow.')
+          if (!fellows.isActive(params.fellow_id)) throw new AppError('forbidden', 'Unknown or released fellow.')
+          if (server?.upgrade(request, { data: { fellowId: params.fellow_id, ...signalHandlers } })) return
+          throw new AppError('bad_request', 'This route is a WebSocket: send an Upgrade: websocket request.')
         },
-        // The hub holds Bun's own socket: Elysia hands every callback a fresh wrapper, so the wrapper
-        // seen on close is never the one seen on open, and the raw socket is all a send needs.
-        open(ws) {
-          fellows.signals.attach(ws.data.params.fellow_id, ws.raw)
-        },
-        close(ws) {
-          fellows.signals.detach(ws.data.params.fellow_id, ws.raw)
-        },
-        message() {
-          // Fellows report over HTTP; the socket only carries signals to them.
-        },
-      })
+        { policy: 'node', params: M.FellowParams, detail: { 'x-websocket': true } },
+      )
       // Operator views and management.
       .get('/api/v1/workers', ({ caller, query }) => ({ items: views.nodes(caller, query.pool_id) }), {
         policy: 'operator',

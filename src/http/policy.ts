@@ -215,7 +215,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
     } catch (e) {
       // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not
       // reachable before accept). A plain GET on a socket path is refused alike (src/app.ts).
-      if (upgrade && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message)
+      if ((upgrade || route.startsWith('/ws/')) && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message)
       throw e
     }
     if (

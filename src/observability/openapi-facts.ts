@@ -141,7 +141,7 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
         'Switching Protocols: the relay data channel of the calling fellow\'s stage (docs/api.md, Relay). Binary messages both ways: a channel tag byte (0 activations, 1 gradients) and frames in the relay encoding; each pushed message is answered in order with a text message {ok, queued_frames, depth_bytes} or {ok: false, code, detail, retry_after_s?}. Closes 1009 for a frame over SVC_RELAY_MAX_FRAME_BYTES, 1003 for anything but such binary messages, 1008 once the fellow is no longer assigned. A plain GET (no Upgrade) answers 400.',
       ),
     },
-    errors: [400, 401, 403, 404],
+    errors: [400, 403, 404],
   },
   'DELETE /api/v1/workers/{fellow_id}': { responses: { 204: none('Removed.') } },
   'POST /api/v1/workers/release': { responses: { 200: json('Released; the fellow is told to stop.', obj({ released: { const: true }, fellow_id: { type: 'string' } })) } },

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Client } from '../helpers/harness'
-import { bindPath, expected, matches, type CallerKind } from '../helpers/matrix'
+import { bindPath, expected, matches, type CallerKind, type Expect } from '../helpers/matrix'
 import { buildChain, buildWorld, refsOf, type Chain } from '../helpers/world'
 import { stateDigest, stateDump, diffDumps } from '../helpers/state'
 import { exampleOf, type JsonSchema } from '../helpers/schema-arb'
@@ -116,7 +116,8 @@ describe('authorization matrix', () => {
       const path = query === '' ? bound0.path : `${bound0.path}?${query}`
       // Callers that must be refused go first: a refusal changes nothing, and an allowed call may
       // (a DELETE removes what the next caller would have been refused).
-      const wants = KINDS.map((kind) => ({ kind, want: expected(r.cls, kind, scope) }))
+      // A socket path answers a missing or refused credential with 403 (docs/api.md, Signals).
+      const wants = KINDS.map((kind) => ({ kind, want: ((w: Expect) => (r.upgrades && w === 401 ? 403 : w))(expected(r.cls, kind, scope)) }))
       const order = [...wants.filter((w) => w.want !== 'allowed'), ...wants.filter((w) => w.want === 'allowed')]
       const rows: string[] = []
       for (const { kind, want } of order) {
