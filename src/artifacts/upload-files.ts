@@ -27,7 +27,7 @@ export interface UploadBody {
 
 /** How often a copy under way hashes and flushes what has landed, and the least it flushes. */
 const SWEEP_MS = 10
-const FLUSH_EVERY_BYTES = 8 * 1024 * 1024
+const FLUSH_EVERY_BYTES = 32 * 1024 * 1024
 const HASH_READ_BYTES = 1024 * 1024
 /** Hashing from the page cache runs at 1.5 GB/s here: 4 MiB is under 3 ms of the event loop. */
 const TURN_BYTES = 4 * 1024 * 1024
