@@ -18,6 +18,7 @@ import { leaderBinary, PINNING, profileLeadersInto, ROOT, SVC_BIN, tempDir, useB
 import { fmt, machine, median, table, type Row } from './lib/report'
 import { seedState, type Seed } from './lib/seed'
 import { heartbeats, type HeartbeatResult } from './scenarios/heartbeat'
+import { telemetryCost } from './scenarios/telemetry'
 import { signals, type SignalsResult } from './scenarios/signals'
 import { relay, type RelayResult } from './scenarios/relay'
 import { startup, startupFigures, type StartupResult } from './scenarios/startup'
@@ -186,7 +187,18 @@ await scenario('heartbeat', async () => {
     target: '—',
     met: null,
   })
-  details.heartbeat = { connections: CONNECTIONS, tool: WRK ? 'wrk' : 'bun', results }
+  // Issue 25: the telemetry history (buckets fed by every heartbeat, written by the flush) must not
+  // cost heartbeat throughput: the same binary with it and without it (SVC_TELEMETRY_RETENTION_DAYS=0).
+  const tc = await telemetryCost(seedOf(10_000), { rounds: plan.rounds * 2, seconds: plan.seconds, connections: CONNECTIONS })
+  rows.push({
+    scenario: `heartbeats/s with telemetry history vs without it, ${fmt.int(tc.fellows)} fellows (server CPU per heartbeat)`,
+    leader: `${fmt.int(tc.on.rps)} (${tc.on.cpuUs.toFixed(0)} µs)`,
+    floor: `${fmt.int(tc.off.rps)} (${tc.off.cpuUs.toFixed(0)} µs)`,
+    ratio: tc.on.rps / tc.off.rps,
+    target: '>= 0.95x without',
+    met: tc.on.rps / tc.off.rps >= 0.95,
+  })
+  details.heartbeat = { connections: CONNECTIONS, tool: WRK ? 'wrk' : 'bun', results, telemetryHistory: tc }
 })
 
 await scenario('signals', async () => {

@@ -18,6 +18,8 @@ const TEXT = {
     poolsCaption: 'Pools you can see',
     cols: ['Name', 'Visibility', 'Your role', 'Machines', 'Members'],
     requests: 'Join requests to your pools',
+    fleet: 'Your fleet over the last day',
+    fleetIntro: 'Per pool: machines online and free VRAM.',
     invitations: 'Invitations',
     linkIntro: 'You opened an invitation link. Accept it to join the pool it names.',
     accept: 'Accept the invitation',
@@ -44,6 +46,8 @@ const TEXT = {
     poolsCaption: 'Pools, die Sie sehen können',
     cols: ['Name', 'Sichtbarkeit', 'Ihre Rolle', 'Maschinen', 'Mitglieder'],
     requests: 'Beitrittsanfragen an Ihre Pools',
+    fleet: 'Ihre Maschinen am letzten Tag',
+    fleetIntro: 'Je Pool: Maschinen online und freier VRAM.',
     invitations: 'Einladungen',
     linkIntro: 'Sie haben einen Einladungslink geöffnet. Nehmen Sie ihn an, um dem genannten Pool beizutreten.',
     accept: 'Einladung annehmen',
@@ -73,7 +77,7 @@ export function DashboardPage(props: { ctx: PageCtx }) {
   const u = props.ctx.user!
   const t = TEXT[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title={t.title} script="dashboard.js">
+    <Layout ctx={props.ctx} title={t.title} script={['uplot.js', 'console.js', 'dashboard.js']}>
       <h1>
         <span safe>{t.welcome}</span> <span safe>{u.name}</span>
       </h1>
@@ -104,6 +108,11 @@ export function DashboardPage(props: { ctx: PageCtx }) {
             </tbody>
           </table>
         </div>
+      </section>
+      <section class="card" aria-labelledby="fleet-title" id="fleet-card" hidden>
+        <h2 id="fleet-title" safe>{t.fleet}</h2>
+        <p class="muted" safe>{t.fleetIntro}</p>
+        <ul class="plain fleet-list" id="fleet-list"></ul>
       </section>
       <section class="card" aria-labelledby="requests-title" id="requests-card" hidden>
         <h2 id="requests-title" safe>{t.requests}</h2>

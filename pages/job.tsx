@@ -1,5 +1,8 @@
-// /jobs/{id}: one job's status, the reason it waits or failed, its stages and their machines, with
-// cancel. The facts come from /api/v1/jobs/{id} (job.js), which also decides who may see the job.
+// /jobs/{id}: one job's status, the reason it waits or failed, its stages and their machines (and
+// the transport between them), a live loss and throughput chart from the metrics stream, step
+// progress with the time left, pause/resume/checkpoint/cancel, its checkpoints and artifacts, and
+// the log tail of its machines. The facts come from /api/v1/jobs/{id} (job.js), which also decides
+// who may see the job.
 import { Layout, Notice, Table, type PageCtx } from './layout'
 import type { Lang } from './i18n'
 
@@ -18,7 +21,17 @@ const TEXT = {
     stages: 'Stages',
     stagesCaption: 'Stages of this job and the machines running them',
     cols: ['Stage', 'Machine', 'State'],
+    transport: 'Transport',
+    progress: 'Progress',
+    steer: 'Control',
+    pause: 'Pause',
+    resume: 'Resume',
+    checkpoint: 'Save a checkpoint',
     cancel: 'Cancel this job',
+    artifacts: 'Checkpoints and artifacts',
+    artifactsCaption: 'Checkpoints and other files this job stored',
+    artifactCols: ['Name', 'Kind', 'Stage', 'Step', 'Size', 'Stored'],
+    logs: 'Log of its machines',
   },
   de: {
     title: 'Auftrag',
@@ -34,7 +47,17 @@ const TEXT = {
     stages: 'Stufen',
     stagesCaption: 'Stufen dieses Auftrags und die Maschinen, die sie ausführen',
     cols: ['Stufe', 'Maschine', 'Zustand'],
+    transport: 'Übertragung',
+    progress: 'Fortschritt',
+    steer: 'Steuerung',
+    pause: 'Pausieren',
+    resume: 'Fortsetzen',
+    checkpoint: 'Checkpoint sichern',
     cancel: 'Diesen Auftrag abbrechen',
+    artifacts: 'Checkpoints und Artefakte',
+    artifactsCaption: 'Checkpoints und andere Dateien, die dieser Auftrag gespeichert hat',
+    artifactCols: ['Name', 'Art', 'Stufe', 'Schritt', 'Größe', 'Gespeichert'],
+    logs: 'Protokoll seiner Maschinen',
   },
 } satisfies Record<Lang, unknown>
 
@@ -47,7 +70,7 @@ export function JobPage(props: { ctx: PageCtx; jobId: string }) {
     </>
   )
   return (
-    <Layout ctx={props.ctx} title={t.title} script="job.js" data={{ 'job-id': props.jobId }}>
+    <Layout ctx={props.ctx} title={t.title} script={['uplot.js', 'console.js', 'job.js']} data={{ 'job-id': props.jobId }}>
       <p class="muted">
         <a href="/dashboard" safe>{t.dashboard}</a> / <span id="job-pool-crumb" safe>{t.title}</span>
       </p>
@@ -58,18 +81,41 @@ export function JobPage(props: { ctx: PageCtx; jobId: string }) {
         {fact('job-reason', t.reason)}
         {fact('job-pool', t.pool)}
         {fact('job-runner', t.runner)}
+        {fact('job-transport', t.transport)}
         {fact('job-step', t.step)}
         {fact('job-loss', t.loss)}
         {fact('job-created', t.created)}
         {fact('job-updated', t.updated)}
       </dl>
+      <section class="card" aria-labelledby="steer-title">
+        <h2 id="steer-title" safe>{t.steer}</h2>
+        <div class="actions">
+          <button type="button" class="secondary" id="job-pause" hidden safe>{t.pause}</button>
+          <button type="button" id="job-resume" hidden safe>{t.resume}</button>
+          <button type="button" class="secondary" id="job-checkpoint" hidden safe>{t.checkpoint}</button>
+          <button type="button" class="danger" id="job-cancel" hidden safe>{t.cancel}</button>
+        </div>
+      </section>
+      <section class="card" aria-labelledby="progress-title">
+        <h2 id="progress-title" safe>{t.progress}</h2>
+        <div id="job-progress-box" hidden>
+          <progress id="job-progress" max="1" value="0" aria-labelledby="progress-title" aria-describedby="job-progress-text"></progress>
+        </div>
+        <p id="job-progress-text"></p>
+        <div id="job-chart"></div>
+      </section>
       <section class="card" aria-labelledby="stages-title">
         <h2 id="stages-title" safe>{t.stages}</h2>
         <Table id="stages-body" caption={t.stagesCaption} cols={t.cols} lang={props.ctx.lang} />
       </section>
-      <div class="actions">
-        <button type="button" class="danger" id="job-cancel" hidden safe>{t.cancel}</button>
-      </div>
+      <section class="card" aria-labelledby="artifacts-title">
+        <h2 id="artifacts-title" safe>{t.artifacts}</h2>
+        <Table id="artifacts-body" caption={t.artifactsCaption} cols={t.artifactCols} lang={props.ctx.lang} />
+      </section>
+      <section class="card" aria-labelledby="logs-title">
+        <h2 id="logs-title" safe>{t.logs}</h2>
+        <div id="job-log"></div>
+      </section>
     </Layout>
   )
 }

@@ -80,6 +80,7 @@ const NOT_FOUND = {
     nothing: 'There is nothing at this address.',
     pool: 'There is no pool here, or it is not visible to you.',
     job: 'There is no job here, or it is not visible to you.',
+    fellow: 'There is no machine here, or it is not visible to you.',
     language: 'This language is not available. Choose English or Deutsch.',
     back: 'Back to the start page',
   },
@@ -88,12 +89,13 @@ const NOT_FOUND = {
     nothing: 'Unter dieser Adresse gibt es nichts.',
     pool: 'Hier gibt es keinen Pool, oder er ist für Sie nicht sichtbar.',
     job: 'Hier gibt es keinen Auftrag, oder er ist für Sie nicht sichtbar.',
+    fellow: 'Hier gibt es keine Maschine, oder sie ist für Sie nicht sichtbar.',
     language: 'Diese Sprache gibt es nicht. Wählen Sie English oder Deutsch.',
     back: 'Zurück zur Startseite',
   },
 } satisfies Record<Lang, unknown>
 
-export type NotFoundWhat = 'pool' | 'job' | 'language'
+export type NotFoundWhat = 'pool' | 'job' | 'fellow' | 'language'
 
 export function NotFoundPage(props: { ctx: PageCtx; what?: NotFoundWhat }) {
   const t = NOT_FOUND[props.ctx.lang]

@@ -44,6 +44,19 @@ const TEXT = {
     copy: 'Copy command',
     jobs: 'Jobs',
     jobsCaption: 'Jobs of this pool',
+    fleet: 'Machines over time',
+    range: 'Period',
+    ranges: [['1h', 'Last hour'], ['1d', 'Last day'], ['30d', 'Last 30 days']],
+    submit: 'Submit a job',
+    submitIntro: 'The job waits until enough machines of this pool are online and free; its page then shows the training live.',
+    jobName: 'Name',
+    runner: 'Runner',
+    runnerHint: 'The runners this pool\'s machines offer; mlp is built in.',
+    stages: 'Stages (machines in the pipeline)',
+    minVram: 'Minimum free VRAM per stage, in MiB (0: any machine)',
+    config: 'Configuration (JSON object, optional)',
+    configHint: 'Handed to the runner. For mlp, e.g. {"steps": 500, "report_every": 10}.',
+    submitButton: 'Submit job',
     jobCols: ['Name', 'Status', 'Stages', 'Step', 'Loss', 'Updated'],
     models: 'Models',
     members: 'Members',
@@ -94,6 +107,19 @@ const TEXT = {
     copy: 'Befehl kopieren',
     jobs: 'Aufträge',
     jobsCaption: 'Aufträge dieses Pools',
+    fleet: 'Maschinen im Verlauf',
+    range: 'Zeitraum',
+    ranges: [['1h', 'Letzte Stunde'], ['1d', 'Letzter Tag'], ['30d', 'Letzte 30 Tage']],
+    submit: 'Auftrag starten',
+    submitIntro: 'Der Auftrag wartet, bis genug Maschinen dieses Pools online und frei sind; seine Seite zeigt dann das Training live.',
+    jobName: 'Name',
+    runner: 'Runner',
+    runnerHint: 'Die Runner, die die Maschinen dieses Pools anbieten; mlp ist eingebaut.',
+    stages: 'Stufen (Maschinen in der Pipeline)',
+    minVram: 'Mindestens freier VRAM je Stufe, in MiB (0: jede Maschine)',
+    config: 'Konfiguration (JSON-Objekt, optional)',
+    configHint: 'Wird an den Runner übergeben. Für mlp z. B. {"steps": 500, "report_every": 10}.',
+    submitButton: 'Auftrag starten',
     jobCols: ['Name', 'Status', 'Stufen', 'Schritt', 'Loss', 'Aktualisiert'],
     models: 'Modelle',
     members: 'Mitglieder',
@@ -204,7 +230,7 @@ export function PoolPage(props: PoolPageProps) {
     <Layout
       ctx={props.ctx}
       title={p.name}
-      script={['pool.js', 'pool-manage.js']}
+      script={['pool.js', 'pool-manage.js', 'uplot.js', 'console.js', 'pool-console.js']}
       data={{ 'pool-id': p.id, 'can-manage': props.canManage ? '1' : '0', 'is-member': props.isMember ? '1' : '0', 'user-id': props.ctx.user?.id ?? '' }}
     >
       <p class="muted">
@@ -258,9 +284,54 @@ export function PoolPage(props: PoolPageProps) {
       )}
       {props.isMember || props.ctx.user?.role === 'admin' ? (
         <>
+          <section class="card" aria-labelledby="fleet-title">
+            <h2 id="fleet-title" safe>{t.fleet}</h2>
+            <div class="actions">
+              <label for="fleet-range" class="inline" safe>{t.range}</label>
+              <select id="fleet-range">
+                {t.ranges.map(([v, label]) => (
+                  <option value={v} selected={v === '1d'} safe>{label}</option>
+                ))}
+              </select>
+            </div>
+            <div class="charts">
+              <div id="fleet-online"></div>
+              <div id="fleet-vram"></div>
+            </div>
+          </section>
           <section class="card" aria-labelledby="jobs-title">
             <h2 id="jobs-title" safe>{t.jobs}</h2>
             <Table id="jobs-body" caption={t.jobsCaption} cols={t.jobCols} lang={lang} />
+          </section>
+          <section class="card" aria-labelledby="submit-title">
+            <h2 id="submit-title" safe>{t.submit}</h2>
+            <p class="muted" safe>{t.submitIntro}</p>
+            <form id="submit-job" method="post" novalidate>
+              <label for="job-name-input" safe>{t.jobName}</label>
+              <input id="job-name-input" name="name" type="text" required maxlength="100" aria-describedby="job-name-input-error" />
+              <p class="field-error" id="job-name-input-error"></p>
+              <label for="job-runner-input" safe>{t.runner}</label>
+              <input id="job-runner-input" name="runner" type="text" list="job-runner-options" value="mlp" required maxlength="64" autocomplete="off" aria-describedby="job-runner-input-hint job-runner-input-error" />
+              <datalist id="job-runner-options">
+                <option value="mlp"></option>
+              </datalist>
+              <p class="hint" id="job-runner-input-hint" safe>{t.runnerHint}</p>
+              <p class="field-error" id="job-runner-input-error"></p>
+              <label for="job-stages-input" safe>{t.stages}</label>
+              <input id="job-stages-input" name="stages" type="number" min="1" max="64" step="1" value="1" required aria-describedby="job-stages-input-error" />
+              <p class="field-error" id="job-stages-input-error"></p>
+              <label for="job-vram-input" safe>{t.minVram}</label>
+              <input id="job-vram-input" name="min_free_vram_mb" type="number" min="0" step="1" value="0" aria-describedby="job-vram-input-error" />
+              <p class="field-error" id="job-vram-input-error"></p>
+              <label for="job-config-input" safe>{t.config}</label>
+              <textarea id="job-config-input" name="config" rows="4" spellcheck="false" class="mono" aria-describedby="job-config-input-hint job-config-input-error"></textarea>
+              <p class="hint" id="job-config-input-hint" safe>{t.configHint}</p>
+              <p class="field-error" id="job-config-input-error"></p>
+              <div class="actions">
+                <button type="submit" id="submit-job-button" safe>{t.submitButton}</button>
+              </div>
+              <Notice id="submit-msg" />
+            </form>
           </section>
           <section class="card" aria-labelledby="models-title">
             <h2 id="models-title" safe>{t.models}</h2>

@@ -105,6 +105,8 @@ export interface Config {
   tokenlessJoinWindowS: number
   /** Bytes of shipped log lines kept for all fellows together (SVC_LOG_MAX_TOTAL_BYTES). */
   logMaxTotalBytes: number
+  /** Days the 15-minute telemetry buckets are kept in the state file; 0 keeps none (SVC_TELEMETRY_RETENTION_DAYS). */
+  telemetryRetentionDays: number
   artifactStore: ArtifactStoreConfig
   /** The largest artifact a fellow may upload (SVC_ARTIFACT_MAX_BYTES). */
   artifactMaxBytes: number
@@ -134,7 +136,7 @@ export const CONFIG_VARIABLES = [
   'SVC_MAX_QUEUED_JOBS_PER_USER', 'SVC_MAX_QUEUED_JOBS_PER_POOL', 'SVC_MAX_PENDING_INVITES_PER_USER', 'SVC_MAX_INVITE_MAILS_PER_ADDRESS', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
   'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
   'SVC_BOOTSTRAP_REQUIRE_TOKEN', 'SVC_ALLOW_TOKENLESS_JOIN', 'SVC_TOKENLESS_JOIN_RATE_MAX', 'SVC_TOKENLESS_JOIN_MAX',
-  'SVC_TOKENLESS_JOIN_WINDOW_S', 'SVC_LOG_MAX_TOTAL_BYTES', 'SVC_ARTIFACTS_URL', 'SVC_ARTIFACTS_S3_ENDPOINT',
+  'SVC_TOKENLESS_JOIN_WINDOW_S', 'SVC_LOG_MAX_TOTAL_BYTES', 'SVC_TELEMETRY_RETENTION_DAYS', 'SVC_ARTIFACTS_URL', 'SVC_ARTIFACTS_S3_ENDPOINT',
   'SVC_ARTIFACTS_S3_REGION', 'SVC_ARTIFACTS_S3_ACCESS_KEY_ID', 'SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY',
   'SVC_ARTIFACT_MAX_BYTES', 'SVC_ARTIFACT_POOL_QUOTA_BYTES', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
   'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_SMTP_CA_FILE', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
@@ -386,6 +388,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     tokenlessJoinMax: int(env, 'SVC_TOKENLESS_JOIN_MAX', 30, 1, 1_000_000),
     tokenlessJoinWindowS: int(env, 'SVC_TOKENLESS_JOIN_WINDOW_S', 60, 1, 86_400),
     logMaxTotalBytes: int(env, 'SVC_LOG_MAX_TOTAL_BYTES', 16 * 1024 * 1024, 64 * 1024, 16 * 1024 * 1024 * 1024),
+    telemetryRetentionDays: int(env, 'SVC_TELEMETRY_RETENTION_DAYS', 30, 0, 366),
     artifactStore: artifactStore(env),
     artifactMaxBytes,
     artifactPoolQuotaBytes,

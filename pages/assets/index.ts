@@ -4,7 +4,11 @@
 import { CSS, ICON_SVG } from './style'
 import { stringsScript } from '../client-strings'
 // A directory import: Bun runs client/index.ts, TypeScript sees client/index.d.ts (client/package.json).
-import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient, jobClient, adminAuditClient } from '../client'
+import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient, jobClient, adminAuditClient, consoleClient, fellowClient, poolConsoleClient } from '../client'
+// The charting library, kept as a dependency and served from the binary (no CDN): uPlot's browser
+// build defines the global uPlot; its stylesheet is appended to app.css.
+import UPLOT_JS from 'uplot/dist/uPlot.iife.min.js' with { type: 'text' }
+import UPLOT_CSS from 'uplot/dist/uPlot.min.css' with { type: 'text' }
 
 export interface Asset {
   body: string
@@ -14,7 +18,7 @@ export interface Asset {
 const js = (fn: () => void): Asset => ({ body: `'use strict';\n(${fn.toString()})();\n`, type: 'text/javascript; charset=utf-8' })
 
 export const ASSETS: Record<string, Asset> = {
-  'app.css': { body: CSS, type: 'text/css; charset=utf-8' },
+  'app.css': { body: CSS + '\n' + UPLOT_CSS + '\n', type: 'text/css; charset=utf-8' },
   'icon.svg': { body: ICON_SVG, type: 'image/svg+xml' },
   'strings-en.js': { body: stringsScript('en'), type: 'text/javascript; charset=utf-8' },
   'strings-de.js': { body: stringsScript('de'), type: 'text/javascript; charset=utf-8' },
@@ -30,6 +34,10 @@ export const ASSETS: Record<string, Asset> = {
   'inference.js': js(inferenceClient),
   'job.js': js(jobClient),
   'admin-audit.js': js(adminAuditClient),
+  'uplot.js': { body: UPLOT_JS, type: 'text/javascript; charset=utf-8' },
+  'console.js': js(consoleClient),
+  'fellow.js': js(fellowClient),
+  'pool-console.js': js(poolConsoleClient),
 }
 
 /** Changes whenever any asset changes: appended as ?v= so browsers may cache assets for long. */

@@ -143,6 +143,35 @@ video { max-width: 100%; border-radius: 6px; background: #000; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
 dl.facts dt { font-weight: 600; color: var(--muted); }
 dl.facts dd { margin: 0; }
+
+/* The training console: charts (uPlot canvas, hidden from screen readers; the summary and table
+   beside it say the same), step progress, the log tail, field errors of the submit form. */
+.charts { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); }
+figure.chart { margin: 0; min-width: 0; }
+figure.chart figcaption { font-weight: 600; margin-bottom: .25rem; }
+.chart-plot { width: 100%; overflow: hidden; }
+.chart-summary { color: var(--muted); font-size: .9rem; margin: .25rem 0; }
+figure.chart.compact .chart-summary { font-size: .85rem; }
+.chart-legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; font-size: .9rem; margin-bottom: .25rem; }
+.swatch { display: inline-block; width: .9rem; height: .25rem; margin-right: .35rem; vertical-align: middle; border-radius: 2px; }
+.swatch-blue { background: #1d4ed8; } .swatch-green { background: #15803d; } .swatch-orange { background: #b45309; }
+.swatch-purple { background: #7e22ce; } .swatch-red { background: #b42318; }
+.chart-data summary { cursor: pointer; color: var(--accent); margin: .25rem 0; }
+.fleet-list { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 260px), 1fr)); }
+.fleet-list h3 { margin: 0 0 .25rem; }
+progress { width: 100%; height: 1rem; accent-color: var(--accent); }
+label.inline { display: inline-block; margin: 0 .25rem 0 0; }
+.log-controls { gap: .5rem 1rem; }
+.log-controls select { width: auto; }
+.log-lines { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85rem; background: #111827; color: #f3f4f6; border-radius: 6px; padding: .5rem .75rem; max-height: 22rem; overflow-y: auto; }
+.log-lines li { white-space: pre-wrap; overflow-wrap: anywhere; padding: .05rem 0; }
+.log-lines time, .log-src { color: #b6bcc8; }
+.log-lines .empty { color: #d1d5db; }
+.log-lvl { font-weight: 700; }
+.log-warn .log-lvl { color: #fcd34d; } .log-error .log-lvl { color: #fca5a5; } .log-info .log-lvl { color: #93c5fd; } .log-debug .log-lvl { color: #d1d5db; }
+.field-error { color: var(--err-fg); margin: .25rem 0 0; font-weight: 600; }
+.field-error:empty { display: none; }
+[aria-invalid="true"] { border-color: var(--danger) !important; box-shadow: 0 0 0 1px var(--danger); }
 `
 
 /** A small mark for the tab icon and the header. */

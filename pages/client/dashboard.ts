@@ -58,6 +58,47 @@ export function dashboardClient(): void {
     if (!p.ok) return svc.render($('pools-body'), { e: p.error }, () => [emptyRow(svc.t('dash.poolsFailed', { error: p.error ?? '' }), 5)])
     const items = p.data.items as any[]
     svc.render($('pools-body'), items, () => (items.length ? items.map(poolRow) : [emptyRow(svc.t('dash.noPools'), 5)]))
+    fleetPools = items.filter((x) => x.my_role !== null).slice(0, FLEET_MAX)
+    if (fleetPools.map((x) => x.id).join() !== Array.from(fleetCharts.keys()).join()) fleet.now()
+  }
+
+  // Per pool a small chart of the last day: machines online and free VRAM (its summary is the text).
+  const FLEET_MAX = 12
+  let fleetPools: any[] = []
+  const fleetCharts = new Map<string, ReturnType<typeof window.svcConsole.chart>>()
+  async function loadFleet() {
+    const list = $('fleet-list')
+    const card = $('fleet-card')
+    if (!list || !card) return
+    card.hidden = fleetPools.length === 0
+    const wanted = fleetPools.map((x) => x.id).join()
+    if (wanted !== Array.from(fleetCharts.keys()).join()) {
+      fleetCharts.clear()
+      list.replaceChildren(
+        ...fleetPools.map((pool) => {
+          const box = el('div')
+          const item = el('li', { 'data-pool': pool.id }, el('h3', {}, el('a', { href: '/pools/' + encodeURIComponent(pool.id), text: pool.name })), box)
+          fleetCharts.set(
+            pool.id,
+            window.svcConsole.chart(box, svc.t('fleet.dashTitle', { pool: pool.name }), [
+              { label: svc.t('fleet.online'), color: 'green', fmt: (n) => svc.fmtNum(n) },
+              { label: svc.t('fleet.vramFree'), color: 'blue', scale: 'vram', fmt: (n) => svc.fmtNum(n, 1) + ' GiB' },
+            ], { height: 70, compact: true }),
+          )
+          return item
+        }),
+      )
+    }
+    await Promise.all(
+      fleetPools.map(async (pool) => {
+        const r = await svc.api('GET', `/api/v1/pools/${encodeURIComponent(pool.id)}/telemetry?range=1d`)
+        const c = fleetCharts.get(pool.id)
+        if (!r.ok || !c) return
+        const pts = r.data.points as any[]
+        const now = Date.now() / 1000
+        c.set(pts.map((x) => Date.parse(x.ts) / 1000), [pts.map((x) => x.online), pts.map((x) => Math.round((x.vram_free_mb / 1024) * 100) / 100)], [now - 86400, now])
+      }),
+    )
   }
 
   // Join requests waiting for the caller, as owner of their pools: approve or reject from here.
@@ -159,6 +200,7 @@ export function dashboardClient(): void {
   })
 
   const pools = svc.poll(loadPools, 5000)
+  const fleet = svc.poll(loadFleet, 60000)
   const invites = svc.poll(loadInvites, 15000)
   const requests = svc.poll(loadRequests, 15000)
 }

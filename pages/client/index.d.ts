@@ -12,3 +12,6 @@ export declare function joinClient(): void
 export declare function inferenceClient(): void
 export declare function jobClient(): void
 export declare function adminAuditClient(): void
+export declare function consoleClient(): void
+export declare function fellowClient(): void
+export declare function poolConsoleClient(): void

@@ -1,5 +1,7 @@
 // job.js: one job, polled: status with its reason (why it waits, why it failed), stages and the
-// machines running them, and cancel while it is not finished.
+// machines running them, the transport; the loss and throughput chart and the step progress from
+// the metrics stream (SSE, resumed by the browser with Last-Event-ID); pause, resume, checkpoint
+// and cancel, each after a confirmation; its checkpoints and artifacts; its machines' log tail.
 import type {} from './types'
 
 export function jobClient(): void {
@@ -10,10 +12,87 @@ export function jobClient(): void {
   const jobId = svc.data('job-id')
   const path = '/api/v1/jobs/' + encodeURIComponent(jobId)
   const TERMINAL = ['completed', 'failed', 'cancelled']
+  const ACTIVE = ['scheduled', 'running', 'paused']
   const set = (id: string, ...children: (Node | string)[]) => {
     const node = $(id)
     if (node) node.replaceChildren(...children)
   }
+  const show = (id: string, on: boolean) => {
+    const node = $(id)
+    if (node) node.hidden = !on
+  }
+  /** The step budget: config.steps, or the built-in runner's default of 200. */
+  const budgetOf = (j: any): number | null => (typeof j.config?.steps === 'number' ? j.config.steps : j.runner === 'mlp' ? 200 : null)
+
+  let job: any = null
+  const chart = window.svcConsole.chart($('job-chart')!, t('job.chart'), [
+    { label: t('job.loss'), color: 'blue', fmt: (n) => svc.fmtNum(n, 4) },
+    { label: t('job.throughput'), color: 'orange', scale: 'tp', fmt: (n) => t('job.perSecond', { n: svc.fmtNum(n, 1) }) },
+  ])
+  // Metric events: x = time; loss from the stage that reports it, throughput from any stage.
+  const xs: number[] = []
+  const loss: (number | null)[] = []
+  const tput: (number | null)[] = []
+  const steps: { at: number; step: number }[] = []
+  let drawTimer: ReturnType<typeof setTimeout> | undefined
+  const draw = () => {
+    drawTimer ??= setTimeout(() => {
+      drawTimer = undefined
+      chart.set(xs.slice(), [loss.slice(), tput.slice()])
+      progress()
+    }, 150)
+  }
+
+  function progress() {
+    if (!job) return
+    const budget = budgetOf(job)
+    const step = Math.max(job.step ?? 0, steps.length ? steps[steps.length - 1]!.step : 0)
+    const bar = $('job-progress') as HTMLProgressElement | null
+    show('job-progress-box', budget !== null)
+    if (budget === null) return set('job-progress-text', t('job.stepNoBudget', { step: svc.fmtNum(step) }))
+    if (bar) {
+      bar.max = budget
+      bar.value = Math.min(step, budget)
+    }
+    let eta = ''
+    // The rate over the last events (at most 50): steps per second while it ran.
+    const recent = steps.slice(-50)
+    if (job.status === 'running' && recent.length >= 2) {
+      const a = recent[0]!
+      const b = recent[recent.length - 1]!
+      const rate = (b.step - a.step) / Math.max(0.001, b.at - a.at)
+      if (rate > 0 && step < budget) eta = ' ' + t('job.eta', { time: fmtDuration((budget - step) / rate) })
+    }
+    set('job-progress-text', t('job.stepOf', { step: svc.fmtNum(step), budget: svc.fmtNum(budget), pct: svc.fmtNum((100 * Math.min(step, budget)) / budget, 0) }) + eta)
+  }
+
+  function fmtDuration(s: number): string {
+    if (s < 60) return t('job.seconds', { n: Math.max(1, Math.round(s)) })
+    if (s < 3600) return t('job.minutes', { n: Math.round(s / 60) })
+    return t('job.hours', { n: Math.round(s / 360) / 10 })
+  }
+
+  const stream = new EventSource(path + '/metrics/stream')
+  stream.addEventListener('metrics', (e) => {
+    let d: any
+    try {
+      d = JSON.parse((e as MessageEvent).data)
+    } catch {
+      return
+    }
+    const at = Date.parse(d.ts) / 1000
+    if (typeof d.step === 'number') steps.push({ at, step: d.step })
+    if (typeof d.loss !== 'number' && typeof d.throughput !== 'number') return
+    xs.push(at)
+    loss.push(typeof d.loss === 'number' ? d.loss : null)
+    tput.push(typeof d.throughput === 'number' ? d.throughput : null)
+    if (xs.length > 2000) for (const a of [xs, loss, tput]) a.splice(0, a.length - 2000)
+    draw()
+  })
+  // The stream ends with the job: no reconnecting to a finished one.
+  stream.addEventListener('end', () => stream.close())
+
+  let tail: ReturnType<typeof window.svcConsole.logTail> | null = null
 
   async function load() {
     const r = await svc.api('GET', path)
@@ -23,8 +102,12 @@ export function jobClient(): void {
       if (facts) facts.hidden = r.status === 404
       return
     }
-    const j = r.data
-    const [nodes, pool] = await Promise.all([svc.api('GET', '/api/v1/cluster/nodes?pool_id=' + encodeURIComponent(j.pool_id)), svc.api('GET', '/api/v1/pools/' + encodeURIComponent(j.pool_id))])
+    const j = (job = r.data)
+    const [nodes, pool, arts] = await Promise.all([
+      svc.api('GET', '/api/v1/cluster/nodes?pool_id=' + encodeURIComponent(j.pool_id)),
+      svc.api('GET', '/api/v1/pools/' + encodeURIComponent(j.pool_id)),
+      svc.api('GET', '/api/v1/artifacts?job_id=' + encodeURIComponent(j.id)),
+    ])
     const byId = new Map<string, any>(nodes.ok ? (nodes.data.items as any[]).map((n) => [n.fellow_id, n]) : [])
     svc.render($('job-name'), [j.name], () => [j.name])
     document.title = `${j.name} · svc leader`
@@ -32,7 +115,9 @@ export function jobClient(): void {
     svc.render($('job-reason'), [j.reason, j.status], () => [j.reason ?? (j.status === 'failed' ? t('job.noReason') : '—')])
     const poolName = pool.ok ? pool.data.name : j.pool_id
     svc.render($('job-pool'), [poolName], () => [el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: poolName })])
+    svc.render($('job-pool-crumb'), [poolName], () => [el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: poolName })])
     set('job-runner', j.runner)
+    set('job-transport', j.transport ? t('job.transport.' + j.transport) : t('job.transportNone'))
     set('job-step', svc.fmtNum(j.step))
     set('job-loss', svc.fmtNum(j.loss, 4))
     set('job-created', svc.fmtTime(j.created_at))
@@ -46,24 +131,58 @@ export function jobClient(): void {
       rows.map((s) =>
         el(
           'tr',
-          {},
+          { 'data-stage': s.stage },
           el('td', { text: String(s.stage) }),
-          el('td', {}, s.fellow ? el('span', {}, el('strong', { text: s.host ?? '—' }), ' ', el('span', { class: 'muted mono', text: s.fellow.slice(0, 13) })) : el('span', { class: 'empty', text: t('job.unassigned') })),
+          el(
+            'td',
+            {},
+            s.fellow
+              ? el('span', {}, el('a', { href: '/fellows/' + encodeURIComponent(s.fellow) }, el('strong', { text: s.host ?? '—' })), ' ', el('span', { class: 'muted mono', text: s.fellow.slice(0, 13) }))
+              : el('span', { class: 'empty', text: t('job.unassigned') }),
+          ),
           el('td', {}, s.state ? svc.badge(s.state) : '—'),
         ),
       ),
     )
-    const cancel = $('job-cancel')
-    if (cancel) cancel.hidden = TERMINAL.includes(j.status)
+    const items = arts.ok ? (arts.data.items as any[]) : []
+    svc.render($('artifacts-body'), [arts.ok, items], () =>
+      items.length
+        ? items.map((x) =>
+            el(
+              'tr',
+              { 'data-artifact': x.id },
+              el('td', {}, el('a', { href: '/api/v1/artifacts/' + encodeURIComponent(x.id) + '/content', text: x.name, download: '' })),
+              el('td', { text: t('artifact.' + x.kind) }),
+              el('td', { text: x.stage === null ? '—' : String(x.stage) }),
+              el('td', { text: svc.fmtNum(x.step) }),
+              el('td', { text: svc.fmtNum(x.size_bytes / 1048576, 1) + ' MiB' }),
+              el('td', { text: svc.fmtTime(x.created_at) }),
+            ),
+          )
+        : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: arts.ok ? t('job.noArtifacts') : t('common.noData') }))],
+    )
+    show('job-pause', j.status === 'running' || j.status === 'scheduled')
+    show('job-resume', j.status === 'paused')
+    show('job-checkpoint', ACTIVE.includes(j.status))
+    show('job-cancel', !TERMINAL.includes(j.status))
+    const sources = rows.filter((s) => s.fellow).map((s) => ({ id: s.fellow as string, name: s.host ?? (s.fellow as string).slice(0, 8) }))
+    if (!tail) tail = window.svcConsole.logTail($('job-log')!, sources)
+    else tail.add(sources)
+    progress()
   }
 
-  $('job-cancel')?.addEventListener('click', () => {
-    if (!confirm(t('job.confirmCancel'))) return
-    void svc.api('DELETE', path).then((r) => {
-      svc.say('job-msg', r.ok ? t('job.cancelled') : (r.error ?? ''), r.ok ? 'ok' : 'error')
-      job.now()
+  const steer = (id: string, confirmKey: string, method: string, suffix: string, doneKey: string) =>
+    $(id)?.addEventListener('click', () => {
+      if (!confirm(t(confirmKey))) return
+      void svc.api(method, path + suffix).then((r) => {
+        svc.say('job-msg', r.ok ? t(doneKey) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+        poll.now()
+      })
     })
-  })
+  steer('job-pause', 'job.confirmPause', 'POST', '/pause', 'job.paused')
+  steer('job-resume', 'job.confirmResume', 'POST', '/resume', 'job.resumed')
+  steer('job-checkpoint', 'job.confirmCheckpoint', 'POST', '/checkpoint', 'job.checkpointAsked')
+  steer('job-cancel', 'job.confirmCancel', 'DELETE', '', 'job.cancelled')
 
-  const job = svc.poll(load, 3000)
+  const poll = svc.poll(load, 3000)
 }

@@ -22,16 +22,20 @@ export function poolClient(): void {
       busy: svc.fmtNum(g.utilization_pct),
     })
 
+  // A machine without GPUs shows its CPU and memory instead of a dash.
+  const cpuText = (n: any) =>
+    n.cpu_pct === null || n.cpu_pct === undefined ? '—' : t('pool.cpuOnly', { cpu: svc.fmtNum(n.cpu_pct, 0), mem: svc.fmtNum((n.mem_free_mb ?? 0) / 1024, 1) })
+
   const nodeRow = (n: any) =>
     el(
       'tr',
       { 'data-fellow': n.fellow_id, 'data-state': n.state },
-      el('td', {}, el('strong', { text: n.hostname ?? '—' }), el('br'), el('span', { class: 'muted mono', text: String(n.fellow_id ?? '').slice(0, 13) })),
+      el('td', {}, el('a', { href: '/fellows/' + encodeURIComponent(n.fellow_id) }, el('strong', { text: n.hostname ?? '—' })), el('br'), el('span', { class: 'muted mono', text: String(n.fellow_id ?? '').slice(0, 13) })),
       el('td', {}, svc.badge(String(n.state ?? 'unknown'))),
       el('td', {}, n.status ? svc.badge(String(n.status)) : '—', n.job_id ? el('div', {}, el('a', { href: '/jobs/' + encodeURIComponent(n.job_id), text: t('pool.theJob') })) : ''),
       el('td', {}, svc.fmtNum(n.step)),
       el('td', {}, svc.fmtNum(n.loss, 4)),
-      el('td', {}, ...(Array.isArray(n.gpus) && n.gpus.length ? n.gpus.map((g: any) => el('div', { text: gpuText(g) })) : ['—'])),
+      el('td', {}, ...(Array.isArray(n.gpus) && n.gpus.length ? n.gpus.map((g: any) => el('div', { text: gpuText(g) })) : [cpuText(n)])),
       el('td', {}, svc.ago(n.last_seen_at)),
     )
 

@@ -43,9 +43,35 @@ export interface Svc {
 /** A message: plain, or plural forms chosen by Intl.PluralRules (one, other; few/many if a language needs them). */
 export type Message = string | { one: string; other: string; [form: string]: string }
 
+export interface ChartSeries {
+  label: string
+  /** blue, green, orange, purple or red (contrasting on white). */
+  color: string
+  /** Series on different scales get an axis each (left, then right). */
+  scale?: string
+  fmt?: (n: number) => string
+}
+
+export interface Chart {
+  /** x: seconds since the epoch (or steps); one column of values per series, null for none. */
+  /** `period`: the x range to show (seconds), e.g. the last hour, whatever the points cover. */
+  set(xs: number[], cols: (number | null)[][], period?: [number, number]): void
+}
+
+export interface LogTail {
+  add(sources: { id: string; name: string }[]): void
+}
+
+/** console.js (console.ts): charts with their text alternative, and the log tail. */
+export interface SvcConsole {
+  chart(container: HTMLElement, title: string, series: ChartSeries[], opts?: { height?: number; compact?: boolean; xIsStep?: boolean }): Chart
+  logTail(container: HTMLElement, sources: { id: string; name: string }[]): LogTail
+}
+
 declare global {
   interface Window {
     svc: Svc
     svcStrings?: Record<string, Message>
+    svcConsole: SvcConsole
   }
 }

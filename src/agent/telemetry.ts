@@ -16,6 +16,7 @@ export interface Telemetry {
   gpus: Gpu[]
   cpu_pct: number
   mem_free_mb: number
+  mem_total_mb: number
 }
 
 export type Runner = (cmd: string[]) => Promise<{ code: number; stdout: string }>
@@ -219,5 +220,5 @@ export async function readTelemetry(run?: Runner): Promise<Telemetry> {
   } catch {
     // keep 0: an unknown figure must not fail the heartbeat that carries it
   }
-  return { gpus, cpu_pct: readCpuPct(), mem_free_mb: mem }
+  return { gpus, cpu_pct: readCpuPct(), mem_free_mb: mem, mem_total_mb: Math.floor(os.totalmem() / (1024 * 1024)) }
 }

@@ -11,6 +11,7 @@ import m8 from '../../migrations/0008_job_runner.sql' with { type: 'text' }
 import m9 from '../../migrations/0009_artifacts.sql' with { type: 'text' }
 import m10 from '../../migrations/0010_servable_artifact.sql' with { type: 'text' }
 import m11 from '../../migrations/0011_admin_at_scale.sql' with { type: 'text' }
+import m12 from '../../migrations/0012_telemetry_history.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -25,4 +26,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0009_artifacts', sql: m9 },
   { tag: '0010_servable_artifact', sql: m10 },
   { tag: '0011_admin_at_scale', sql: m11 },
+  { tag: '0012_telemetry_history', sql: m12 },
 ]

@@ -428,3 +428,30 @@ export const rollupState = sqliteTable('rollup_state', {
   tokensServed: integer('tokens_served').notNull(),
   requestsServed: integer('requests_served').notNull(),
 })
+
+/**
+ * A fellow's telemetry, downsampled: one row per fellow and bucket (`res` 60 s kept a day, 900 s
+ * kept SVC_TELEMETRY_RETENTION_DAYS), averages of the heartbeats that fell in it. Written by the
+ * heartbeat flush when a bucket closes (src/fellows/telemetry.ts); the recent samples stay in memory.
+ * `pool_id` is the pool the fellow was in then, so a pool's history does not move with its machines.
+ */
+export const telemetryBuckets = sqliteTable(
+  'telemetry_buckets',
+  {
+    fellowId: text('fellow_id')
+      .notNull()
+      .references(() => fellows.id, { onDelete: 'cascade' }),
+    poolId: text('pool_id').references(() => pools.id, { onDelete: 'cascade' }),
+    res: integer('res').notNull(),
+    ts: integer('ts').notNull(),
+    samples: integer('samples').notNull(),
+    cpuPct: real('cpu_pct'),
+    memFreeMb: real('mem_free_mb'),
+    memTotalMb: real('mem_total_mb'),
+    gpuUtilPct: real('gpu_util_pct'),
+    gpuFreeMb: real('gpu_free_mb'),
+    gpuTotalMb: real('gpu_total_mb'),
+    gpuTempC: real('gpu_temp_c'),
+  },
+  (t) => [primaryKey({ columns: [t.fellowId, t.res, t.ts] }), index('telemetry_buckets_pool_idx').on(t.poolId, t.res, t.ts), index('telemetry_buckets_age_idx').on(t.res, t.ts)],
+)

@@ -16,6 +16,7 @@ import { eq } from 'drizzle-orm'
 import { fellows, poolNodes } from '../db/schema'
 import type { Ctx } from '../context'
 import type { Hardware, HeartbeatInput, NodeState } from './model'
+import { TelemetryHistory } from './telemetry'
 
 export interface LiveFellow {
   id: string
@@ -56,6 +57,11 @@ export interface HistoryPoint {
   loss: number | null
   gpu_util_pct: number | null
   gpu_free_mb: number | null
+  gpu_total_mb: number | null
+  gpu_temp_c: number | null
+  cpu_pct: number | null
+  mem_free_mb: number | null
+  mem_total_mb: number | null
 }
 
 const HISTORY_EVERY_MS = 30_000 // one point per fellow per 30 s
@@ -81,6 +87,8 @@ export class FellowRegistry {
   private lastState = new Map<string, NodeState>()
   private history = new Map<string, HistoryPoint[]>()
   private events = new Map<string, PoolEvent[]>()
+  /** Downsampled history in the state file (telemetry.ts), written by flush(). */
+  readonly telemetry: TelemetryHistory
 
   /** Told the online time observed between two heartbeats (contribution accounting). */
   private onUptime: ((f: LiveFellow, now: number, onlineMs: number, gpuCount: number) => void) | null
@@ -90,6 +98,7 @@ export class FellowRegistry {
     hooks: { onUptime?: (f: LiveFellow, now: number, onlineMs: number, gpuCount: number) => void } = {},
   ) {
     this.onUptime = hooks.onUptime ?? null
+    this.telemetry = new TelemetryHistory(ctx.sqlite, ctx.clock, ctx.cfg.telemetryRetentionDays)
     const rows = ctx.db
       .select({ f: fellows, poolId: poolNodes.poolId, ownerUserId: poolNodes.ownerUserId })
       .from(fellows)
@@ -160,6 +169,7 @@ export class FellowRegistry {
     this.persisted.delete(id)
     this.lastState.delete(id)
     this.history.delete(id)
+    this.telemetry.forget(id)
   }
 
   stateOf(f: LiveFellow, now: number): NodeState {
@@ -211,6 +221,7 @@ export class FellowRegistry {
       this.lastState.set(f.id, 'online')
       this.event(f, 'online', null)
     }
+    this.telemetry.sample(f.id, f.hardware, now)
     const points = this.history.get(f.id) ?? []
     const last = points[points.length - 1]
     if (!last || now - last.ts >= HISTORY_EVERY_MS) {
@@ -222,6 +233,11 @@ export class FellowRegistry {
         loss: f.loss,
         gpu_util_pct: gpus.length ? gpus.reduce((s, g) => s + g.utilization_pct, 0) / gpus.length : null,
         gpu_free_mb: gpus.length ? gpus.reduce((s, g) => s + g.memory_free_mb, 0) : null,
+        gpu_total_mb: gpus.length ? gpus.reduce((s, g) => s + g.memory_total_mb, 0) : null,
+        gpu_temp_c: gpus.reduce<number | null>((m, g) => (g.temperature_c !== undefined && (m === null || g.temperature_c > m) ? g.temperature_c : m), null),
+        cpu_pct: f.hardware?.cpu_pct ?? null,
+        mem_free_mb: f.hardware?.mem_free_mb ?? null,
+        mem_total_mb: f.hardware?.mem_total_mb ?? null,
       })
       if (points.length > HISTORY_POINTS) points.shift()
       this.history.set(f.id, points)
@@ -238,9 +254,10 @@ export class FellowRegistry {
    */
   flush({ all = false }: { all?: boolean } = {}): number {
     const pick = all ? this.unsaved : this.due
-    if (pick.size === 0) return 0
-    const ids = [...pick]
     const now = this.ctx.clock.now()
+    const buckets = all || this.telemetry.pending(now)
+    if (pick.size === 0 && !buckets) return 0
+    const ids = [...pick]
     for (const id of ids) {
       this.unsaved.delete(id)
       this.due.delete(id)
@@ -255,6 +272,7 @@ export class FellowRegistry {
         if (!f) continue
         stmt.run(f.lastSeenAt, f.status, f.step, f.loss, f.bytesSent, f.bytesReceived, f.hardware ? JSON.stringify(f.hardware) : null, id)
       }
+      if (buckets) this.telemetry.write(now, all)
     })()
     return ids.length
   }
@@ -283,6 +301,11 @@ export class FellowRegistry {
 
   poolEvents(poolId: string, limit: number): PoolEvent[] {
     return (this.events.get(poolId) ?? []).slice(-limit).reverse()
+  }
+
+  /** The fellow's recent samples (one per 30 s, two hours), oldest first. */
+  recent(id: string): readonly HistoryPoint[] {
+    return this.history.get(id) ?? []
   }
 
   poolHistory(poolId: string): { fellow_id: string; points: HistoryPoint[] }[] {

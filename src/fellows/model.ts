@@ -50,8 +50,13 @@ export const NodeView = t.Object({
   bytes_received: Int(),
   cpu_pct: t.Nullable(t.Number()),
   mem_free_mb: t.Nullable(Int()),
+  mem_total_mb: t.Nullable(Int()),
   gpus: t.Array(Gpu),
   connected: t.Boolean(),
+  /** The runners its operator declared (the built-in `mlp` when it names none). */
+  runners: t.Array(t.String()),
+  /** The models its engines serve now. */
+  servables: t.Array(t.String()),
 })
 export type NodeView = Static<typeof NodeView>
 export const NodeList = t.Object({ items: t.Array(NodeView) })
@@ -68,3 +73,29 @@ export const UpdateBody = t.Object(
   { fellow_id: t.Optional(t.String({ format: 'uuid' })), pool_id: t.Optional(t.String({ format: 'uuid' })), version: t.Optional(t.String({ maxLength: 64 })) },
   { additionalProperties: false, minProperties: 1 },
 )
+
+export const TelemetryQuery = t.Object(
+  // default: undefined, as elsewhere: a missing range is 1h (the route's choice), not the enum's first value by accident.
+  { range: t.Optional(t.UnionEnum(['1h', '1d', '30d'], { default: undefined })) },
+  { additionalProperties: false },
+)
+const Num = t.Nullable(t.Number())
+export const TelemetryPoint = t.Object({
+  ts: Timestamp,
+  cpu_pct: Num,
+  mem_free_mb: Num,
+  mem_total_mb: Num,
+  gpu_util_pct: Num,
+  gpu_free_mb: Num,
+  gpu_total_mb: Num,
+  gpu_temp_c: Num,
+})
+export const FellowTelemetry = t.Object({
+  fellow_id: t.String(),
+  range: t.String(),
+  /** Seconds between points: 30 (recent samples in memory), 60 or 900 (buckets in the state file). */
+  resolution_s: Int(),
+  points: t.Array(TelemetryPoint),
+})
+export const PoolTelemetryPoint = t.Object({ ts: Timestamp, online: Int(), vram_total_mb: Int(), vram_free_mb: Int(), cpu_pct: Num })
+export const PoolTelemetrySeries = t.Object({ pool_id: t.String(), range: t.String(), resolution_s: Int(), points: t.Array(PoolTelemetryPoint) })

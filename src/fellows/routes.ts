@@ -181,6 +181,17 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         },
         { policy: 'operator', body: M.UpdateBody },
       )
+      .get('/api/v1/workers/:fellow_id', ({ caller, params }) => views.view(views.fellow(caller, params.fellow_id)), {
+        policy: 'operator',
+        params: M.FellowParams,
+        response: { 200: M.NodeView },
+      })
+      .get('/api/v1/workers/:fellow_id/telemetry', ({ caller, params, query }) => views.telemetry(caller, params.fellow_id, query.range ?? '1h'), {
+        policy: 'operator',
+        params: M.FellowParams,
+        query: M.TelemetryQuery,
+        response: { 200: M.FellowTelemetry },
+      })
       .get(
         '/api/v1/workers/:fellow_id/logs/stream',
         ({ caller, params, headers, request }) => {

@@ -11,6 +11,8 @@ import type { PoolTelemetry } from '../pools/telemetry'
 import type { FellowRegistry, LiveFellow } from './live'
 import type { SignalHub } from './signals'
 import type { NodeView } from './model'
+import { BUILTIN_RUNNER } from '../jobs/placement'
+import { MINUTE_MS, QUARTER_MS, RANGE_MS, type TelemetryRange } from './telemetry'
 
 export class FellowViews implements PoolTelemetry {
   constructor(
@@ -37,8 +39,11 @@ export class FellowViews implements PoolTelemetry {
       bytes_received: f.bytesReceived,
       cpu_pct: f.hardware?.cpu_pct ?? null,
       mem_free_mb: f.hardware?.mem_free_mb ?? null,
+      mem_total_mb: f.hardware?.mem_total_mb ?? null,
       gpus: f.hardware?.gpus ?? [],
       connected: this.signals.connected(f.id),
+      runners: f.runners ?? [BUILTIN_RUNNER],
+      servables: f.servables,
     }
   }
 
@@ -51,7 +56,7 @@ export class FellowViews implements PoolTelemetry {
       return this.registry
         .inPools(new Set([poolId]))
         .sort((a, b) => a.registeredAt - b.registeredAt)
-        .map((f) => ({ ...this.view(f), owner_user_id: null, job_id: null, bytes_sent: 0, bytes_received: 0 }))
+        .map((f) => ({ ...this.view(f), owner_user_id: null, job_id: null, bytes_sent: 0, bytes_received: 0, servables: [] }))
     }
     const wanted = poolId !== undefined ? new Set([poolId]) : scope
     return this.registry.inPools(wanted).sort((a, b) => a.registeredAt - b.registeredAt).map((f) => this.view(f))
@@ -82,6 +87,35 @@ export class FellowViews implements PoolTelemetry {
   events(actor: Actor, poolId: string, limit: number) {
     requireMember(this.db, actor, poolId)
     return { items: this.registry.poolEvents(poolId, limit).map((e) => ({ ...e, ts: iso(e.ts) })) }
+  }
+
+  /**
+   * One fellow's telemetry over `range`: the last hour from the samples in memory (one per 30 s),
+   * a day from the 1-minute buckets, 30 days from the 15-minute ones.
+   */
+  telemetry(caller: Caller, id: string, range: TelemetryRange) {
+    const f = this.fellow(caller, id)
+    const now = this.now()
+    const since = now - RANGE_MS[range]
+    if (range === '1h') {
+      const points = this.registry
+        .recent(f.id)
+        .filter((p) => p.ts >= since)
+        .map((p) => ({ ts: iso(p.ts), cpu_pct: p.cpu_pct, mem_free_mb: p.mem_free_mb, mem_total_mb: p.mem_total_mb, gpu_util_pct: p.gpu_util_pct, gpu_free_mb: p.gpu_free_mb, gpu_total_mb: p.gpu_total_mb, gpu_temp_c: p.gpu_temp_c }))
+      return { fellow_id: f.id, range, resolution_s: 30, points }
+    }
+    const res = range === '1d' ? MINUTE_MS : QUARTER_MS
+    const points = this.registry.telemetry.fellowSeries(f.id, res, since).map(({ samples: _n, ...p }) => ({ ...p, ts: iso(p.ts) }))
+    return { fellow_id: f.id, range, resolution_s: res / 1000, points }
+  }
+
+  /** A pool's machines over `range`, summed per bucket (1-minute for an hour or a day, 15-minute for 30 days). */
+  poolTelemetry(actor: Actor, poolId: string, range: TelemetryRange) {
+    requireMember(this.db, actor, poolId)
+    const res = range === '30d' ? QUARTER_MS : MINUTE_MS
+    const members = this.registry.inPools(new Set([poolId])).map((f) => f.id)
+    const points = this.registry.telemetry.poolSeries(poolId, members, res, this.now() - RANGE_MS[range]).map((p) => ({ ...p, ts: iso(p.ts) }))
+    return { pool_id: poolId, range, resolution_s: res / 1000, points }
   }
 
   history(actor: Actor, poolId: string) {

@@ -10,6 +10,7 @@ import { isLang, type Lang } from '../../pages/i18n'
 import { ASSETS, ASSET_VERSION } from '../../pages/assets'
 import { LandingPage, NotFoundPage, type NotFoundWhat } from '../../pages/landing'
 import { JobPage } from '../../pages/job'
+import { FellowPage } from '../../pages/fellow'
 import { hasPendingJoinRequest } from '../pools/membership'
 import { LoginPage, RegisterPage, VerifyEmailPage, ResetPasswordPage, ForgotPasswordPage } from '../../pages/auth'
 import { DashboardPage } from '../../pages/dashboard'
@@ -188,6 +189,8 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
       .get('/admin/audit', (r) => admin(r, (v) => v.html(<AdminAuditPage ctx={v.page} />)), { policy: 'page' })
       // The job's facts come from /api/v1/jobs/{id} in the page script, which says when it is not visible.
       .get('/jobs/:id', (r) => session(r, (v) => (UUID.test(r.params.id) ? v.html(<JobPage ctx={v.page} jobId={r.params.id} />) : notFound(r, 'job'))), { policy: 'page' })
+      // A machine's facts come from /api/v1/workers/{id} in the page script, which says when it is not visible.
+      .get('/fellows/:id', (r) => session(r, (v) => (UUID.test(r.params.id) ? v.html(<FellowPage ctx={v.page} fellowId={r.params.id} />) : notFound(r, 'fellow'))), { policy: 'page' })
       .get('/ops/join-v2', (r) => session(r, (v) => v.html(<JoinPage ctx={v.page} />)), { policy: 'page' })
       .get('/ops/inference', (r) => session(r, (v) => v.html(<InferencePage ctx={v.page} />)), { policy: 'page' })
       // Legal and accessibility.

@@ -6,6 +6,7 @@ import type { Actor } from '../caller'
 import type { Pools } from './service'
 import type { Memberships } from './membership'
 import type { PoolTelemetry } from './telemetry'
+import { PoolTelemetrySeries, TelemetryQuery } from '../fellows/model'
 import * as M from './model'
 import { t } from 'elysia'
 
@@ -167,6 +168,13 @@ export function poolRoutes(base: AppBase, pools: Pools, memberships: Memberships
       .get('/api/v1/pools/:id/metrics/history', ({ caller, clientIp, params }) => deps.telemetry.history(actorOf(caller, clientIp), params.id), {
         policy: 'operator',
         params: M.PoolParams,
+      })
+      // The pool's machines over time (online, VRAM), from the telemetry buckets.
+      .get('/api/v1/pools/:id/telemetry', ({ caller, clientIp, params, query }) => deps.telemetry.poolTelemetry(actorOf(caller, clientIp), params.id, query.range ?? '1d'), {
+        policy: 'operator',
+        params: M.PoolParams,
+        query: TelemetryQuery,
+        response: { 200: PoolTelemetrySeries },
       })
   )
 }

@@ -24,6 +24,8 @@ export const Gpu = Type.Object(
     memory_total_mb: Int({ minimum: 0, maximum: 10_000_000 }),
     memory_free_mb: Int({ minimum: 0, maximum: 10_000_000 }),
     utilization_pct: Type.Number({ minimum: 0, maximum: 100 }),
+    /** Where the driver reports it; the machine page charts it. */
+    temperature_c: Type.Optional(Type.Number({ minimum: -100, maximum: 300 })),
   },
   { additionalProperties: false },
 )
@@ -33,6 +35,8 @@ export const Hardware = Type.Object(
     gpus: Type.Array(Gpu, { maxItems: 64 }),
     cpu_pct: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
     mem_free_mb: Type.Optional(Int({ minimum: 0, maximum: 100_000_000 })),
+    /** The machine's memory, so a page can show used of total (absent from older agents). */
+    mem_total_mb: Type.Optional(Int({ minimum: 0, maximum: 100_000_000 })),
   },
   { additionalProperties: false },
 )

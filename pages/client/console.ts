@@ -1,0 +1,247 @@
+// console.js: the charts and the log tail of the training console (job, machine, pool and dashboard
+// pages). Charts are uPlot (/assets/uplot.js, served by the binary) on a canvas the screen reader
+// skips; beside each is the text that says the same: a summary of every series (now, lowest,
+// highest) and the points as a table behind a disclosure. Log lines are SSE from
+// /api/v1/workers/{id}/logs/stream, shown as text only.
+import type { Chart, ChartSeries, LogTail, SvcConsole } from './types'
+
+export function consoleClient(): void {
+  const svc = window.svc
+  const el = svc.el
+  const t = svc.t
+  const TABLE_ROWS = 30
+
+  const fmtClock = (sec: number, withDate: boolean) => {
+    const d = new Date(sec * 1000)
+    const p = (n: number) => String(n).padStart(2, '0')
+    return (withDate ? `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` : '') + `${p(d.getHours())}:${p(d.getMinutes())}`
+  }
+
+  function chart(container: HTMLElement, title: string, series: ChartSeries[], opts: { height?: number; compact?: boolean; xIsStep?: boolean } = {}): Chart {
+    const height = opts.height ?? 200
+    const id = 'c' + Math.random().toString(36).slice(2, 9)
+    const plot = el('div', { class: 'chart-plot', 'aria-hidden': 'true' })
+    const empty = el('p', { class: 'empty', text: t('chart.noData') })
+    const summary = el('p', { class: 'chart-summary', id: id + '-sum' })
+    const body = el('tbody')
+    const table = el(
+      'table',
+      {},
+      el('caption', { class: 'sr-only', text: title }),
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: opts.xIsStep ? t('chart.step') : t('chart.time') }), ...series.map((s) => el('th', { scope: 'col', text: s.label })))),
+      body,
+    )
+    const details = el('details', { class: 'chart-data' }, el('summary', { text: t('chart.showTable') }), el('div', { class: 'table-wrap' }, table))
+    const legend = el('ul', { class: 'chart-legend plain', 'aria-hidden': 'true' }, ...series.map((s) => el('li', {}, el('span', { class: 'swatch swatch-' + s.color }), s.label)))
+    const figure = el('figure', { class: 'chart' + (opts.compact ? ' compact' : ''), 'aria-describedby': id + '-sum' }, el('figcaption', { text: title }), opts.compact ? '' : legend, plot, empty, summary, opts.compact ? '' : details)
+    container.replaceChildren(figure)
+    const COLORS: Record<string, string> = { blue: '#1d4ed8', green: '#15803d', orange: '#b45309', purple: '#7e22ce', red: '#b42318' }
+    let u: any = null
+    let data: (number | null)[][] = [[]]
+    const width = () => Math.max(120, plot.clientWidth || container.clientWidth || 300)
+    const scales = [...new Set(series.map((s) => s.scale ?? 'y'))]
+    function build() {
+      const U = (window as any).uPlot
+      if (!U) return
+      u = new U(
+        {
+          width: width(),
+          height,
+          legend: { show: false },
+          cursor: { show: !opts.compact, points: { show: false } },
+          // The period asked for when given (one point must not span three years); else the data, padded when it is one point.
+          scales: { x: { time: !opts.xIsStep, range: (_u: unknown, min: number, max: number) => win ?? (min === max ? [min - 60, max + 60] : [min, max]) } },
+          axes: opts.compact
+            ? [{ show: false }, { show: false }]
+            : [
+                { stroke: '#4a5365', grid: { stroke: '#e5e7eb' }, ticks: { stroke: '#d5d9e1' } },
+                ...scales.map((sc, i) => ({ scale: sc, side: i === 0 ? 3 : 1, stroke: '#4a5365', grid: { show: i === 0, stroke: '#e5e7eb' }, ticks: { stroke: '#d5d9e1' }, size: 56 })),
+              ],
+          series: [{}, ...series.map((s) => ({ label: s.label, scale: s.scale ?? 'y', stroke: COLORS[s.color] ?? '#1d4ed8', width: 2, spanGaps: true, points: { show: (d: any) => d !== undefined, size: 4 } }))],
+        },
+        data,
+        plot,
+      )
+    }
+    function describe(xs: number[], cols: (number | null)[][]) {
+      if (xs.length === 0) return ''
+      return series
+        .map((s, i) => {
+          const vals = (cols[i] ?? []).filter((v): v is number => typeof v === 'number')
+          if (vals.length === 0) return t('chart.seriesNone', { series: s.label })
+          const f = s.fmt ?? ((v: number) => svc.fmtNum(v, 1))
+          return t('chart.seriesSummary', { series: s.label, now: f(vals[vals.length - 1]!), min: f(Math.min(...vals)), max: f(Math.max(...vals)) })
+        })
+        .join(' ')
+    }
+    let lastKey = ''
+    let win: [number, number] | null = null
+    function set(xs: number[], cols: (number | null)[][], period?: [number, number]) {
+      const key = JSON.stringify([xs.length, xs[0], xs[xs.length - 1], cols.map((c) => c[c.length - 1]), period?.[0]])
+      if (key === lastKey) return
+      lastKey = key
+      win = period ?? null
+      data = [xs, ...cols]
+      const has = xs.length > 0
+      plot.hidden = !has
+      empty.hidden = has
+      if (has && !u) build()
+      else if (u) u.setData(data)
+      summary.textContent = has ? t('chart.points', { n: xs.length }) + ' ' + describe(xs, cols) : ''
+      const span = xs.length > 1 ? xs[xs.length - 1]! - xs[0]! : 0
+      const rows = xs.slice(-TABLE_ROWS).map((x, k) => {
+        const j = xs.length - Math.min(xs.length, TABLE_ROWS) + k
+        return el(
+          'tr',
+          {},
+          el('td', { text: opts.xIsStep ? svc.fmtNum(x) : fmtClock(x, span > 86_400) }),
+          ...series.map((s, i) => {
+            const v = cols[i]?.[j]
+            return el('td', { text: typeof v === 'number' ? (s.fmt ?? ((n: number) => svc.fmtNum(n, 2)))(v) : '—' })
+          }),
+        )
+      })
+      body.replaceChildren(...rows)
+    }
+    if (typeof ResizeObserver !== 'undefined') {
+      let w = 0
+      new ResizeObserver(() => {
+        const nw = width()
+        if (u && nw !== w) {
+          w = nw
+          u.setSize({ width: nw, height })
+        }
+      }).observe(container)
+    }
+    set([], series.map(() => []))
+    return { set }
+  }
+
+  const LEVELS = ['debug', 'info', 'warn', 'error']
+
+  /** A live tail of the fellows' log lines: follow (scroll along), pause (hold new lines), filter by level. */
+  function logTail(container: HTMLElement, sources: { id: string; name: string }[]): LogTail {
+    const MAX = 500
+    const MAX_STREAMS = 4
+    const list = el('ol', { class: 'log-lines plain', tabindex: '0', 'aria-label': t('log.lines') })
+    const level = el('select', { id: container.id + '-level' }, ...['all', 'info', 'warn', 'error'].map((l) => el('option', { value: l, text: t('log.level.' + l) }))) as HTMLSelectElement
+    const pauseBtn = el('button', { type: 'button', class: 'secondary small', 'aria-pressed': 'false', text: t('log.pause') })
+    const follow = el('input', { type: 'checkbox', id: container.id + '-follow', checked: true }) as HTMLInputElement
+    const status = el('p', { class: 'muted log-status', role: 'status' })
+    container.replaceChildren(
+      el(
+        'div',
+        { class: 'actions log-controls' },
+        el('label', { for: level.id, class: 'inline', text: t('log.filter') }),
+        level,
+        el('label', { class: 'check inline' }, follow, ' ', t('log.follow')),
+        pauseBtn,
+      ),
+      status,
+      list,
+    )
+    let paused = false
+    let held: { ts: string; line: string; name: string }[] = []
+    const lines: { ts: string; line: string; name: string; lvl: string }[] = []
+    const sources2 = new Map<string, EventSource>()
+    const parse = (line: string) => {
+      try {
+        const o = JSON.parse(line)
+        if (o && typeof o === 'object' && typeof o.msg === 'string') {
+          const { level: lv, time: _t, msg, ...rest } = o
+          const extra = Object.keys(rest).length ? ' ' + JSON.stringify(rest) : ''
+          return { lvl: LEVELS.includes(lv) ? String(lv) : 'info', text: msg + extra }
+        }
+      } catch {
+        // not JSON: shown as it came
+      }
+      return { lvl: /\berror\b/i.test(line) ? 'error' : /\bwarn/i.test(line) ? 'warn' : 'info', text: line }
+    }
+    const shown = (lvl: string) => level.value === 'all' || LEVELS.indexOf(lvl) >= LEVELS.indexOf(level.value)
+    const row = (l: (typeof lines)[number]) => {
+      const p = parse(l.line)
+      return el(
+        'li',
+        { class: 'log-' + p.lvl, 'data-level': p.lvl },
+        el('time', { datetime: l.ts, text: fmtClock(Date.parse(l.ts) / 1000, false) }),
+        ' ',
+        sources.length > 1 ? el('span', { class: 'log-src', text: l.name }) : '',
+        sources.length > 1 ? ' ' : '',
+        el('span', { class: 'log-lvl', text: p.lvl.toUpperCase() }),
+        ' ',
+        el('span', { class: 'log-msg', text: p.text }),
+      )
+    }
+    const redraw = () => {
+      const visible = lines.filter((l) => shown(l.lvl))
+      list.replaceChildren(...visible.map(row))
+      if (visible.length === 0) list.append(el('li', { class: 'empty', text: lines.length ? t('log.noneAtLevel') : t('log.none') }))
+      if (follow.checked) list.scrollTop = list.scrollHeight
+    }
+    const take = (batch: { ts: string; line: string; name: string }[]) => {
+      for (const b of batch) lines.push({ ...b, lvl: parse(b.line).lvl })
+      if (lines.length > MAX) lines.splice(0, lines.length - MAX)
+      redraw()
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let incoming: { ts: string; line: string; name: string }[] = []
+    const arrive = (x: { ts: string; line: string; name: string }) => {
+      if (paused) {
+        held.push(x)
+        status.textContent = t('log.held', { n: held.length })
+        return
+      }
+      incoming.push(x)
+      // Many lines at once (a replay) are drawn once, not once a line.
+      timer ??= setTimeout(() => {
+        timer = undefined
+        const batch = incoming
+        incoming = []
+        take(batch)
+      }, 100)
+    }
+    function connect(list2: { id: string; name: string }[]) {
+      for (const s of list2) {
+        if (sources2.has(s.id)) continue
+        // Each stream holds a connection; a browser has six per host over HTTP/1.1.
+        if (sources2.size >= MAX_STREAMS) break
+        const es = new EventSource('/api/v1/workers/' + encodeURIComponent(s.id) + '/logs/stream')
+        es.addEventListener('log', (e) => {
+          try {
+            const d = JSON.parse((e as MessageEvent).data)
+            arrive({ ts: String(d.ts), line: String(d.line), name: s.name })
+          } catch {
+            // a malformed event is skipped
+          }
+        })
+        sources2.set(s.id, es)
+      }
+    }
+    pauseBtn.addEventListener('click', () => {
+      paused = !paused
+      pauseBtn.setAttribute('aria-pressed', String(paused))
+      pauseBtn.textContent = paused ? t('log.resume') : t('log.pause')
+      if (!paused) {
+        const h = held
+        held = []
+        status.textContent = ''
+        take(h)
+      } else status.textContent = t('log.held', { n: 0 })
+    })
+    level.addEventListener('change', redraw)
+    follow.addEventListener('change', () => {
+      if (follow.checked) list.scrollTop = list.scrollHeight
+    })
+    redraw()
+    connect(sources)
+    return {
+      add: (more) => {
+        for (const m of more) if (!sources.some((s) => s.id === m.id)) sources.push(m)
+        connect(more)
+      },
+    }
+  }
+
+  const api: SvcConsole = { chart, logTail }
+  window.svcConsole = api
+}

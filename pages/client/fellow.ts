@@ -1,0 +1,143 @@
+// fellow.js: one machine, polled: facts, its GPUs, CPU/memory (and GPU) charts over a chosen
+// period from /api/v1/workers/{id}/telemetry, its log tail, release and remove for those allowed.
+import type {} from './types'
+
+export function fellowClient(): void {
+  const svc = window.svc
+  const el = svc.el
+  const t = svc.t
+  const $ = (id: string) => document.getElementById(id)
+  const fellowId = svc.data('fellow-id')
+  const path = '/api/v1/workers/' + encodeURIComponent(fellowId)
+  const set = (id: string, ...children: (Node | string)[]) => {
+    const node = $(id)
+    if (node) node.replaceChildren(...children)
+  }
+  const gib = (mb: number) => svc.fmtNum(mb / 1024, 1) + ' GiB'
+  const inGib = (n: number) => svc.fmtNum(n, 1) + ' GiB'
+  const toGib = (mb: number | null) => (mb === null ? null : Math.round((mb / 1024) * 100) / 100)
+  const SPAN: Record<string, number> = { '1h': 3600, '1d': 86400, '30d': 30 * 86400 }
+  const pct = (n: number) => svc.fmtNum(n, 1) + ' %'
+  let hasGpus: boolean | null = null
+  let charts: { a: ReturnType<typeof window.svcConsole.chart>; b: ReturnType<typeof window.svcConsole.chart> } | null = null
+  let tail: ReturnType<typeof window.svcConsole.logTail> | null = null
+  let poolChecked = ''
+
+  function makeCharts(gpus: boolean) {
+    const a = $('chart-a')!
+    const b = $('chart-b')!
+    const c = window.svcConsole
+    charts = gpus
+      ? {
+          a: c.chart(a, t('fellow.chartUtil'), [
+            { label: t('fellow.gpuUtil'), color: 'blue', fmt: pct },
+            { label: t('fellow.cpu'), color: 'green', fmt: pct },
+            { label: t('fellow.gpuTemp'), color: 'red', scale: 'temp', fmt: (n) => svc.fmtNum(n, 0) + ' °C' },
+          ]),
+          b: c.chart(b, t('fellow.chartVram'), [
+            { label: t('fellow.vramUsed'), color: 'purple', fmt: inGib },
+            { label: t('fellow.memFree'), color: 'orange', fmt: inGib },
+          ]),
+        }
+      : {
+          a: c.chart(a, t('fellow.chartCpu'), [{ label: t('fellow.cpu'), color: 'green', fmt: pct }]),
+          b: c.chart(b, t('fellow.chartMem'), [
+            { label: t('fellow.memUsed'), color: 'purple', fmt: inGib },
+            { label: t('fellow.memFree'), color: 'orange', fmt: inGib },
+          ]),
+        }
+  }
+
+  async function loadTelemetry() {
+    if (!charts) return
+    const range = ($('usage-range') as HTMLSelectElement).value
+    const r = await svc.api('GET', path + '/telemetry?range=' + encodeURIComponent(range))
+    if (!r.ok) return
+    const pts = r.data.points as any[]
+    const xs = pts.map((p) => Date.parse(p.ts) / 1000)
+    const used = (free: number | null, total: number | null) => (free !== null && total !== null ? toGib(Math.max(0, total - free)) : null)
+    const now = Date.now() / 1000
+    const period: [number, number] = [now - (SPAN[range] ?? 3600), now]
+    if (hasGpus) {
+      charts.a.set(xs, [pts.map((p) => p.gpu_util_pct), pts.map((p) => p.cpu_pct), pts.map((p) => p.gpu_temp_c)], period)
+      charts.b.set(xs, [pts.map((p) => used(p.gpu_free_mb, p.gpu_total_mb)), pts.map((p) => toGib(p.mem_free_mb))], period)
+    } else {
+      charts.a.set(xs, [pts.map((p) => p.cpu_pct)], period)
+      charts.b.set(xs, [pts.map((p) => used(p.mem_free_mb, p.mem_total_mb)), pts.map((p) => toGib(p.mem_free_mb))], period)
+    }
+  }
+
+  async function load() {
+    const r = await svc.api('GET', path)
+    if (!r.ok) {
+      svc.say('fellow-msg', r.status === 404 ? t('fellow.notFound') : (r.error ?? ''), 'error')
+      const body = $('fellow-body')
+      if (body) body.hidden = r.status === 404
+      return
+    }
+    const n = r.data
+    svc.render($('fellow-name'), [n.hostname], () => [n.hostname])
+    document.title = `${n.hostname} · svc leader`
+    svc.render($('fellow-state'), [n.state], () => [svc.badge(n.state)])
+    svc.render($('fellow-status'), [n.status], () => [n.status ? svc.badge(n.status) : '—'])
+    svc.render($('fellow-job'), [n.job_id, n.step], () => [n.job_id ? el('a', { href: '/jobs/' + encodeURIComponent(n.job_id), text: t('fellow.jobAt', { step: svc.fmtNum(n.step) }) }) : t('fellow.noJob')])
+    svc.render($('fellow-last-seen'), [svc.fmtAgo(n.last_seen_at)], () => [svc.ago(n.last_seen_at)])
+    set('fellow-registered', svc.fmtTime(n.registered_at))
+    set('fellow-cpu', n.cpu_pct === null ? '—' : pct(n.cpu_pct))
+    set('fellow-mem', n.mem_free_mb === null ? '—' : n.mem_total_mb ? t('fellow.memOf', { free: gib(n.mem_free_mb), total: gib(n.mem_total_mb) }) : gib(n.mem_free_mb))
+    set('fellow-runners', (n.runners as string[]).join(', ') || '—')
+    set('fellow-models', (n.servables as string[]).join(', ') || t('fellow.noModels'))
+    const gpus = n.gpus as any[]
+    const card = $('gpus-card')
+    if (card) card.hidden = gpus.length === 0
+    svc.render($('gpus-body'), gpus, () =>
+      gpus.map((g) =>
+        el(
+          'tr',
+          {},
+          el('td', { text: `${g.index}: ${g.name}` }),
+          el('td', { text: t('fellow.vramOf', { used: gib(g.memory_total_mb - g.memory_free_mb), total: gib(g.memory_total_mb) }) }),
+          el('td', { text: pct(g.utilization_pct) }),
+          el('td', { text: typeof g.temperature_c === 'number' ? svc.fmtNum(g.temperature_c, 0) + ' °C' : '—' }),
+        ),
+      ),
+    )
+    if (hasGpus !== gpus.length > 0) {
+      hasGpus = gpus.length > 0
+      makeCharts(hasGpus)
+      void loadTelemetry()
+    }
+    tail ??= window.svcConsole.logTail($('fellow-log')!, [{ id: n.fellow_id, name: n.hostname }])
+    if (n.pool_id && poolChecked !== n.pool_id) {
+      poolChecked = n.pool_id
+      const p = await svc.api('GET', '/api/v1/pools/' + encodeURIComponent(n.pool_id))
+      const name = p.ok ? p.data.name : n.pool_id
+      set('fellow-pool', el('a', { href: '/pools/' + encodeURIComponent(n.pool_id), text: name }))
+      set('fellow-pool-crumb', el('a', { href: '/pools/' + encodeURIComponent(n.pool_id), text: name }))
+      const allowed = svc.data('admin') === '1' || n.owner_user_id === svc.data('user-id') || (p.ok && p.data.my_role === 'owner')
+      const manage = $('manage-card')
+      if (manage) manage.hidden = !allowed
+    }
+    const release = $('fellow-release') as HTMLButtonElement | null
+    if (release) release.disabled = n.state === 'released'
+  }
+
+  $('usage-range')?.addEventListener('change', () => void loadTelemetry())
+  $('fellow-release')?.addEventListener('click', () => {
+    if (!confirm(t('fellow.confirmRelease'))) return
+    void svc.api('POST', '/api/v1/workers/release', { fellow_id: fellowId }).then((r) => {
+      svc.say('manage-msg', r.ok ? t('fellow.released') : (r.error ?? ''), r.ok ? 'ok' : 'error')
+      facts.now()
+    })
+  })
+  $('fellow-remove')?.addEventListener('click', () => {
+    if (!confirm(t('fellow.confirmRemove'))) return
+    void svc.api('DELETE', path).then((r) => {
+      if (!r.ok) return svc.say('manage-msg', r.error ?? '', 'error')
+      location.href = poolChecked ? '/pools/' + encodeURIComponent(poolChecked) : '/dashboard'
+    })
+  })
+
+  const facts = svc.poll(load, 3000)
+  svc.poll(loadTelemetry, 15000)
+}

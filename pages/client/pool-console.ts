@@ -1,0 +1,143 @@
+// pool-console.js: the pool page's training console: submit a job (checked here first: a clear
+// message beside the field and nothing sent when the JSON is bad, the stages outnumber the pool's
+// machines or nobody offers the runner), the pending reason while it waits, and the fleet chart
+// (machines online, VRAM) from /api/v1/pools/{id}/telemetry.
+import type {} from './types'
+
+export function poolConsoleClient(): void {
+  const svc = window.svc
+  const el = svc.el
+  const t = svc.t
+  const $ = (id: string) => document.getElementById(id)
+  const poolId = svc.data('pool-id')
+  const q = encodeURIComponent(poolId)
+  const form = $('submit-job') as HTMLFormElement | null
+
+  let machines: any[] = []
+  async function loadMachines() {
+    const r = await svc.api('GET', `/api/v1/cluster/nodes?pool_id=${q}`)
+    if (!r.ok) return
+    machines = (r.data.items as any[]).filter((n) => n.state !== 'released')
+    const offered = [...new Set(['mlp', ...machines.flatMap((n) => (n.runners as string[]) ?? [])])].sort()
+    svc.render($('job-runner-options'), offered, () => offered.map((name) => el('option', { value: name })))
+  }
+
+  const fieldError = (id: string, text: string) => {
+    const input = $(id)
+    const msg = $(id + '-error')
+    if (msg) msg.textContent = text
+    if (input) {
+      if (text) input.setAttribute('aria-invalid', 'true')
+      else input.removeAttribute('aria-invalid')
+    }
+    return text === ''
+  }
+
+  /** The body to submit, or null after saying beside each bad field what is wrong. */
+  function check(): Record<string, unknown> | null {
+    const name = ($('job-name-input') as HTMLInputElement).value.trim()
+    const runner = ($('job-runner-input') as HTMLInputElement).value.trim()
+    const stagesText = ($('job-stages-input') as HTMLInputElement).value.trim()
+    const vramText = ($('job-vram-input') as HTMLInputElement).value.trim()
+    const configText = ($('job-config-input') as HTMLTextAreaElement).value.trim()
+    const stages = Number(stagesText)
+    const vram = vramText === '' ? 0 : Number(vramText)
+    const offering = machines.filter((n) => ((n.runners as string[]) ?? ['mlp']).includes(runner)).length
+    let config: unknown = undefined
+    let configError = ''
+    if (configText !== '') {
+      try {
+        config = JSON.parse(configText)
+        if (config === null || typeof config !== 'object' || Array.isArray(config)) configError = t('submit.configNotObject')
+      } catch (e) {
+        configError = t('submit.configInvalid', { error: e instanceof Error ? e.message : String(e) })
+      }
+    }
+    const ok = [
+      fieldError('job-name-input', name === '' ? t('submit.nameMissing') : ''),
+      fieldError(
+        'job-runner-input',
+        runner === '' ? t('submit.runnerMissing') : !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(runner) ? t('submit.runnerName') : runner !== 'mlp' && offering === 0 ? t('submit.runnerNobody', { runner }) : '',
+      ),
+      fieldError(
+        'job-stages-input',
+        !Number.isInteger(stages) || stages < 1 || stages > 64
+          ? t('submit.stagesRange')
+          : machines.length === 0
+            ? t('submit.noMachines')
+            : stages > machines.length
+              ? t('submit.stagesOver', { n: machines.length, stages })
+              : '',
+      ),
+      fieldError('job-vram-input', !Number.isInteger(vram) || vram < 0 ? t('submit.vramRange') : ''),
+      fieldError('job-config-input', configError),
+    ].every(Boolean)
+    if (!ok) return null
+    const body: Record<string, unknown> = { name, pool_id: poolId, stages, runner }
+    if (vram > 0) body.min_free_vram_mb = vram
+    if (config !== undefined) body.config = config
+    return body
+  }
+
+  let submitted: string | null = null
+  form?.addEventListener('submit', (e) => {
+    e.preventDefault()
+    const body = check()
+    if (!body) {
+      svc.say('submit-msg', t('submit.fix'), 'error')
+      ;(form.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus()
+      return
+    }
+    svc.say('submit-msg', t('submit.sending'))
+    void svc.api('POST', '/api/v1/jobs', body).then((r) => {
+      if (!r.ok) return svc.say('submit-msg', r.error ?? '', 'error')
+      submitted = r.data.id
+      form.reset()
+      announce(r.data)
+    })
+  })
+
+  function announce(j: any) {
+    const msg = $('submit-msg')
+    if (!msg) return
+    const text = j.status === 'queued' ? t('submit.waiting', { reason: j.reason ?? t('submit.noReason') }) : t('submit.placed', { status: t('state.' + j.status) })
+    svc.render(msg, [j.id, text], () => [t('submit.done', { name: j.name }) + ' ' + text + ' ', el('a', { href: '/jobs/' + encodeURIComponent(j.id), text: t('submit.open') })])
+    msg.className = 'notice ok'
+    msg.setAttribute('role', 'status')
+  }
+
+  async function followSubmitted() {
+    if (!submitted) return
+    const r = await svc.api('GET', '/api/v1/jobs/' + encodeURIComponent(submitted))
+    if (r.ok) announce(r.data)
+  }
+
+  // The fleet: machines online and VRAM, per minute (or quarter hour) over the chosen period.
+  const onlineChart = $('fleet-online') ? window.svcConsole.chart($('fleet-online')!, t('fleet.onlineTitle'), [{ label: t('fleet.online'), color: 'green', fmt: (n) => svc.fmtNum(n) }], { height: 160 }) : null
+  const vramChart = $('fleet-vram')
+    ? window.svcConsole.chart($('fleet-vram')!, t('fleet.vramTitle'), [
+        { label: t('fleet.vramFree'), color: 'blue', fmt: (n) => svc.fmtNum(n, 1) + ' GiB' },
+        { label: t('fleet.vramTotal'), color: 'purple', fmt: (n) => svc.fmtNum(n, 1) + ' GiB' },
+      ], { height: 160 })
+    : null
+  async function loadFleet() {
+    if (!onlineChart || !vramChart) return
+    const range = ($('fleet-range') as HTMLSelectElement).value
+    const r = await svc.api('GET', `/api/v1/pools/${q}/telemetry?range=${encodeURIComponent(range)}`)
+    if (!r.ok) return
+    const pts = r.data.points as any[]
+    const xs = pts.map((p) => Date.parse(p.ts) / 1000)
+    const now = Date.now() / 1000
+    const period: [number, number] = [now - ({ '1h': 3600, '1d': 86400, '30d': 30 * 86400 } as Record<string, number>)[range]!, now]
+    const gib = (mb: number) => Math.round((mb / 1024) * 100) / 100
+    onlineChart.set(xs, [pts.map((p) => p.online)], period)
+    vramChart.set(xs, [pts.map((p) => gib(p.vram_free_mb)), pts.map((p) => gib(p.vram_total_mb))], period)
+  }
+  $('fleet-range')?.addEventListener('change', () => void loadFleet())
+
+  if (form) {
+    svc.poll(loadMachines, 10000)
+    svc.poll(followSubmitted, 3000)
+  }
+  svc.poll(loadFleet, 30000)
+}

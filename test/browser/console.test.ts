@@ -1,0 +1,197 @@
+// Issue 25 (the training console and fleet views) in Chromium against the built dist/svc with two
+// real fellows: bad input on the submit form is refused beside its field with nothing sent; a
+// 2-stage job submitted from the pool page runs, its loss chart gains points, it is paused and
+// resumed from its page; a machine page shows the CPU/memory chart and the log tail; the dashboard
+// shows the fleet chart. English at 1280 px and German at 390 px, axe on every new page,
+// screenshots under __screenshots__/ (git-ignored).
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { killAll, startCluster, startFellow, stopCluster, waitOnline, type Cluster } from '../helpers/cluster'
+import { until } from '../helpers/until'
+import { expectAccessible, hasChromium, launch, shot, watchErrors } from './support'
+
+const T = 120_000
+
+describe.skipIf(!hasChromium)('training console and fleet views in Chromium (issue 25)', () => {
+  let c: Cluster
+  let browser: Browser
+  let jobId = ''
+  const errors: string[] = []
+  const posted: string[] = []
+
+  beforeAll(async () => {
+    ;[c, browser] = await Promise.all([startCluster('tunnel'), launch()])
+    startFellow(c, 'alpha')
+    startFellow(c, 'beta')
+    await waitOnline(c, 2)
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    // A clean stop first (SIGTERM: the agents end their runner processes), then whatever is left.
+    try {
+      if (c) await stopCluster(c)
+    } finally {
+      await killAll()
+    }
+  })
+
+  async function signedIn(locale: string, width: number): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width, height: 900 }, locale })
+    const page = await context.newPage()
+    watchErrors(page, errors)
+    // Every confirmation is accepted; what each said is checked by the flow (the action happened).
+    page.on('dialog', (d) => void d.accept())
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().endsWith('/api/v1/jobs')) posted.push(r.postData() ?? '')
+    })
+    const r = await page.request.post(c.leader.url + '/api/v1/auth/login', { data: { email: 'admin@example.com', password: 'cluster admin password' } })
+    expect(r.status()).toBe(200)
+    return { context, page }
+  }
+
+  const noSideways = async (p: Page) => expect(await p.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
+  const text = async (p: Page, sel: string) => (await p.locator(sel).innerText()).trim()
+  /** The points a chart's text alternative counts ("12 points."). */
+  const pointsIn = async (p: Page, sel: string) => Number(/(\d+)/.exec(await p.locator(`${sel} .chart-summary`).innerText())?.[1] ?? 0)
+
+  test('submit a 2-stage job from the pool page, watch its loss chart, pause and resume it, open a machine (en, 1280 px)', async () => {
+    const { context, page } = await signedIn('en-US', 1280)
+    try {
+      await page.goto(`${c.leader.url}/pools/${c.poolId}`)
+      await page.locator('#nodes-body tr', { hasText: 'alpha' }).waitFor()
+      // Bad input: a clear message beside each field, nothing submitted.
+      await page.fill('#job-name-input', 'console run')
+      await page.fill('#job-config-input', '{"steps": 5,')
+      await page.fill('#job-stages-input', '3')
+      await page.fill('#job-runner-input', 'torch')
+      await page.click('#submit-job-button')
+      await page.waitForSelector('#job-config-input-error:has-text("not valid JSON")')
+      expect(await text(page, '#job-stages-input-error')).toContain('2 machines, fewer than 3 stages')
+      expect(await text(page, '#job-runner-input-error')).toContain('No machine of this pool offers the runner "torch"')
+      expect(await page.getAttribute('#job-config-input', 'aria-invalid')).toBe('true')
+      expect(await text(page, '#submit-msg')).toContain('Nothing was submitted')
+      await page.fill('#job-config-input', '[1, 2]')
+      await page.click('#submit-job-button')
+      await page.waitForSelector('#job-config-input-error:has-text("must be a JSON object")')
+      expect(posted).toEqual([])
+      await shot(page, 'console-submit-errors-en-1280')
+      await expectAccessible(page, 'pool submit errors en 1280')
+
+      // A good one: two stages, one per machine, long enough to pause in the middle.
+      await page.fill('#job-runner-input', 'mlp')
+      await page.fill('#job-stages-input', '2')
+      await page.fill('#job-config-input', '{"steps": 1000000, "report_every": 20}')
+      await page.click('#submit-job-button')
+      await page.waitForSelector('#submit-msg a')
+      expect(posted).toHaveLength(1)
+      expect(JSON.parse(posted[0]!)).toMatchObject({ name: 'console run', stages: 2, runner: 'mlp', config: { steps: 1000000, report_every: 20 } })
+      await page.locator('#submit-msg a').click()
+      await page.waitForURL('**/jobs/*')
+      jobId = page.url().split('/jobs/')[1]!
+
+      // Placement: both machines, the transport named; the loss chart gains points.
+      await page.locator('#stages-body tr[data-stage="1"] a').waitFor()
+      expect((await text(page, '#stages-body')).match(/alpha|beta/g)?.sort()).toEqual(['alpha', 'beta'])
+      expect(await text(page, '#job-transport')).toContain('through the leader')
+      await page.waitForSelector('#job-status:has-text("running")')
+      const first = await until(async () => {
+        const n = await pointsIn(page, '#job-chart')
+        return n >= 2 ? n : null
+      }, 'the loss chart to get points', { timeoutMs: 30_000, everyMs: 200 })
+      await until(async () => (await pointsIn(page, '#job-chart')) > first, 'the loss chart to gain more points', { timeoutMs: 30_000, everyMs: 200 })
+      expect(await page.locator('#job-chart canvas').count()).toBeGreaterThan(0)
+      expect(await text(page, '#job-chart .chart-summary')).toMatch(/Loss: [\d.,]+ now/)
+      expect(await text(page, '#job-progress-text')).toMatch(/^Step [\d,]+ of 1,000,000/)
+      await shot(page, 'console-job-running-en-1280')
+      await expectAccessible(page, 'job running en 1280')
+
+      // Pause and resume from the page (each after a confirmation).
+      await page.click('#job-pause')
+      await page.waitForSelector('#job-status:has-text("paused")')
+      await page.locator('#job-resume').waitFor({ state: 'visible' })
+      await page.click('#job-resume')
+      await page.waitForSelector('#job-status:has-text("running")')
+      const afterResume = await pointsIn(page, '#job-chart')
+      await until(async () => (await pointsIn(page, '#job-chart')) > afterResume, 'points after the resume', { timeoutMs: 30_000, everyMs: 200 })
+
+      // The log tail of its machines gets lines; filtering to errors hides the info lines.
+      await page.locator('#job-log li[data-level="info"]').first().waitFor({ timeout: 20_000 })
+      await page.selectOption('#job-log-level', 'error')
+      expect(await page.locator('#job-log li[data-level="info"]').count()).toBe(0)
+      await page.selectOption('#job-log-level', 'all')
+
+      // A machine page: CPU and memory chart (no GPUs here) with its text, and its log tail.
+      await page.locator('#stages-body tr[data-stage="0"] a').click()
+      await page.waitForURL('**/fellows/*')
+      await page.waitForSelector('#fellow-state:has-text("online")')
+      await until(async () => (await pointsIn(page, '#chart-a')) >= 1, 'the CPU chart to have a point', { timeoutMs: 20_000, everyMs: 200 })
+      expect(await text(page, '#chart-a figcaption')).toBe('CPU utilisation')
+      expect(await text(page, '#chart-a .chart-summary')).toMatch(/CPU: [\d.,]+ % now/)
+      expect(await text(page, '#chart-b figcaption')).toBe('Memory used and free')
+      expect(await page.locator('#gpus-card').isHidden()).toBe(true)
+      expect(await page.locator('#fellow-job a').getAttribute('href')).toBe(`/jobs/${jobId}`)
+      await page.locator('#fellow-log li[data-level]').first().waitFor({ timeout: 20_000 })
+      expect(await page.locator('#manage-card').isVisible()).toBe(true)
+      await page.selectOption('#usage-range', '1d')
+      await until(async () => (await pointsIn(page, '#chart-a')) >= 1, 'the day chart to have a point', { timeoutMs: 10_000, everyMs: 200 })
+      await shot(page, 'console-fellow-en-1280')
+      await expectAccessible(page, 'machine en 1280')
+
+      // The dashboard: a fleet chart for the pool.
+      await page.goto(c.leader.url + '/dashboard')
+      await page.locator(`#fleet-list li[data-pool="${c.poolId}"] .chart-summary`, { hasText: 'Machines online: 2 now' }).waitFor({ timeout: 20_000 })
+      await shot(page, 'console-dashboard-en-1280')
+      await expectAccessible(page, 'dashboard en 1280')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
+  test('the same pages in German at 390 px: usable, nothing sideways, charts with their text', async () => {
+    expect(jobId).not.toBe('')
+    const { context, page } = await signedIn('de-DE', 390)
+    try {
+      await page.goto(c.leader.url + '/de') // stores German (then on to the dashboard)
+      await page.goto(`${c.leader.url}/jobs/${jobId}`)
+      expect(await page.getAttribute('html', 'lang')).toBe('de')
+      await page.waitForSelector('#job-status:has-text("läuft")')
+      await until(async () => (await pointsIn(page, '#job-chart')) >= 1, 'the loss chart', { timeoutMs: 30_000, everyMs: 200 })
+      expect(await text(page, '#job-chart .chart-summary')).toMatch(/Messpunkte?\./)
+      await noSideways(page)
+      await shot(page, 'console-job-de-390')
+      await expectAccessible(page, 'job de 390')
+
+      await page.goto(`${c.leader.url}/pools/${c.poolId}`)
+      await page.locator('#jobs-body tr', { hasText: 'console run' }).waitFor()
+      await until(async () => (await pointsIn(page, '#fleet-online')) >= 1, 'the fleet chart', { timeoutMs: 20_000, everyMs: 200 })
+      await noSideways(page)
+      await shot(page, 'console-pool-de-390')
+      await expectAccessible(page, 'pool de 390')
+
+      const node = (await c.api<{ items: { fellow_id: string }[] }>('GET', `/api/v1/cluster/nodes?pool_id=${c.poolId}`)).body.items[1]!
+      await page.goto(`${c.leader.url}/fellows/${node.fellow_id}`)
+      await until(async () => (await pointsIn(page, '#chart-b')) >= 1, 'the memory chart', { timeoutMs: 20_000, everyMs: 200 })
+      expect(await text(page, '#chart-a figcaption')).toBe('CPU-Auslastung')
+      await page.locator('#fellow-log li[data-level]').first().waitFor({ timeout: 20_000 })
+      await noSideways(page)
+      await shot(page, 'console-fellow-de-390')
+      await expectAccessible(page, 'machine de 390')
+
+      await page.goto(c.leader.url + '/dashboard')
+      await page.locator(`#fleet-list li[data-pool="${c.poolId}"] .chart-summary`, { hasText: 'Maschinen online' }).waitFor({ timeout: 20_000 })
+      await noSideways(page)
+      await shot(page, 'console-dashboard-de-390')
+      await expectAccessible(page, 'dashboard de 390')
+
+      // Cancel from the job page ends it.
+      await page.goto(`${c.leader.url}/jobs/${jobId}`)
+      await page.click('#job-cancel')
+      await page.waitForSelector('#job-status:has-text("abgebrochen")')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+})
