@@ -75,6 +75,8 @@ export interface Config {
   maxInflightBodyBytes: number
   /** Seconds a request body may take to arrive in full (SVC_BODY_TIMEOUT_S); 408 after. */
   bodyTimeoutS: number
+  /** Seconds an artifact upload's body may go without progress before its connection closes (SVC_UPLOAD_IDLE_TIMEOUT_S). */
+  uploadIdleTimeoutS: number
   relayMaxFrameBytes: number
   relayMaxQueueBytes: number
   /** Relay bytes queued across every channel of every job (SVC_RELAY_MAX_TOTAL_BYTES). */
@@ -131,7 +133,7 @@ export const CONFIG_VARIABLES = [
   'SVC_TRUSTED_PROXIES', 'SVC_PASSWORD_HASH_QUEUE',
   'SVC_SESSION_TTL_HOURS', 'SVC_AUTH_RATE_MAX', 'SVC_AUTH_RATE_WINDOW_S',
   'SVC_LOGIN_LOCKOUT_THRESHOLD', 'SVC_LOGIN_LOCKOUT_SECONDS', 'SVC_ACCOUNT_LOCKOUT_THRESHOLD',
-  'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_MAX_INFLIGHT_BODY_BYTES', 'SVC_BODY_TIMEOUT_S', 'SVC_RELAY_MAX_FRAME_BYTES',
+  'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_MAX_INFLIGHT_BODY_BYTES', 'SVC_BODY_TIMEOUT_S', 'SVC_UPLOAD_IDLE_TIMEOUT_S', 'SVC_RELAY_MAX_FRAME_BYTES',
   'SVC_RELAY_MAX_QUEUE_BYTES', 'SVC_RELAY_MAX_TOTAL_BYTES', 'SVC_RELAY_MAX_POOL_BYTES',
   'SVC_MAX_QUEUED_JOBS_PER_USER', 'SVC_MAX_QUEUED_JOBS_PER_POOL', 'SVC_MAX_PENDING_INVITES_PER_USER', 'SVC_MAX_INVITE_MAILS_PER_ADDRESS', 'SVC_INFER_DISPATCH_TIMEOUT_S', 'SVC_METRICS_ROLLUP_S',
   'SVC_METRICS_TOKEN', 'SVC_PUBLIC_STATS_MIN_NODES', 'SVC_PUBLIC_STATS_TTL_S',
@@ -368,6 +370,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     maxBodyBytes: int(env, 'SVC_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxInflightBodyBytes,
     bodyTimeoutS: int(env, 'SVC_BODY_TIMEOUT_S', 30, 1, 3600),
+    uploadIdleTimeoutS: int(env, 'SVC_UPLOAD_IDLE_TIMEOUT_S', 60, 1, 3600),
     relayMaxFrameBytes,
     relayMaxQueueBytes,
     relayMaxTotalBytes,

@@ -13,6 +13,7 @@ export function createBase(deps: PolicyDeps, budget = new BodyBudget(deps.cfg.ma
     maxStreamBytes: deps.cfg.artifactMaxBytes,
     budget,
     timeoutMs: deps.cfg.bodyTimeoutS * 1000,
+    copyIdleS: deps.cfg.uploadIdleTimeoutS,
   }
   return new Elysia({ name: 'base' }).use(bodyPlugin(limits, deps.index, gate)).use(policyPlugin(gate))
 }

@@ -218,6 +218,8 @@ export class BodyStream {
     private idleTimeoutMs: number,
     /** The server the request came through (absent for an in-process Request): toFile needs it. */
     private server: Bun.Server<unknown> | null = null,
+    /** toFile's idle timeout (s): SVC_UPLOAD_IDLE_TIMEOUT_S. */
+    private copyIdleS = 60,
   ) {}
 
   /** Content-Length, when the client sent one (and it is a number). */
@@ -234,17 +236,19 @@ export class BodyStream {
   /**
    * The body written into the open, empty file `fd` by Bun's own copy, no
    * JavaScript per chunk: about twice the rate of pulling chunks through a reader (an artifact
-   * upload, docs/benchmarks.md). Only when `copyable`. A body that stalls for the idle timeout has
-   * its connection closed (a 408 cannot be answered while the copy holds the body); what arrived
-   * stays in the file either way, and the caller learns how much from the file. Resolves with the
-   * bytes written; rejects with a 400 when the connection broke off.
+   * upload, docs/benchmarks.md). Only when `copyable`. A body that makes no progress for
+   * SVC_UPLOAD_IDLE_TIMEOUT_S has its connection closed (a 408 cannot be answered while the copy
+   * holds the body; and a disk that cannot keep up stops the copy reading, so the body timeout
+   * would cut uploads the client is sending fine); what arrived stays in the file either way, and
+   * the caller learns how much from the file. Resolves with the bytes written; rejects with a 400
+   * when the connection broke off.
    */
   async toFile(fd: number): Promise<number> {
     const declared = this.declaredBytes
     if (declared === null || this.server === null || this.request.body === null) throw new Error('toFile: the body is not copyable')
     if (declared > this.limit) throw new AppError('payload_too_large', `The body is larger than ${this.limit} bytes.`)
     // Memory holds what the copy has in hand (Bun's read buffer), not the body: no budget share.
-    this.server.timeout(this.request, Math.max(1, Math.ceil(this.idleTimeoutMs / 1000)))
+    this.server.timeout(this.request, this.copyIdleS)
     try {
       return await Bun.write(Bun.file(fd), this.request)
     } catch {
@@ -288,6 +292,8 @@ export class BodyStream {
 }
 
 export interface BodyLimits {
+  /** A copied upload body's idle timeout (s). */
+  copyIdleS: number
   maxJsonBytes: number
   maxBinaryBytes: number
   /** The largest streamed body (BodyStream). */
@@ -296,7 +302,7 @@ export interface BodyLimits {
   timeoutMs: number
 }
 
-export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budget, timeoutMs }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
+export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budget, timeoutMs, copyIdleS }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
   return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route, server }) => {
     // Credential, route class and CSRF first: a refused caller's body is never read.
     gate(request, route, server)
@@ -306,7 +312,7 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
       // Unread, and refused by the handler once it has checked the caller's job: a fellow of another
       // pool learns "not found" there, not that it sent the wrong type to a job it cannot see.
       if (ct !== 'application/octet-stream') return { unsupportedMediaType: ct }
-      if (meta.stream) return new BodyStream(request, maxStreamBytes, budget, timeoutMs, server ?? null)
+      if (meta.stream) return new BodyStream(request, maxStreamBytes, budget, timeoutMs, server ?? null, copyIdleS)
       return readLimited(request, maxBinaryBytes, budget, timeoutMs)
     }
     if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {

@@ -54,13 +54,13 @@ describe('artifacts through the binary', () => {
         else ctl.enqueue(chunkAt(i++))
       },
     })
+    // A copied upload may wait on the disk: it has SVC_UPLOAD_IDLE_TIMEOUT_S (60 s), not the body's 2 s.
     const put = await fetch(`${leader.url}/api/v1/artifacts/uploads/${begun.body.upload_id}?offset=0`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${node}`, 'content-type': 'application/octet-stream', 'content-length': String(SIZE) },
       body,
       duplex: 'half',
-    } as RequestInit)
-    clearInterval(sampler)
+    } as RequestInit).finally(() => clearInterval(sampler))
     expect(put.status).toBe(201)
     const { artifact } = (await put.json()) as { artifact: { id: string; sha256: string; size_bytes: number } }
     expect([artifact.sha256, artifact.size_bytes]).toEqual([sha256, SIZE])
@@ -102,7 +102,19 @@ describe('artifacts through the binary', () => {
     expect((await call(leader.url, 'GET', `/api/v1/artifacts/uploads/${id}`, { bearer: node })).body.offset).toBe(400)
   }, 30_000)
 
-  test('a body of declared length that stalls has its connection closed after SVC_BODY_TIMEOUT_S; what arrived is kept for the resume', async () => {
+  test('a body of declared length that stalls has its connection closed after SVC_UPLOAD_IDLE_TIMEOUT_S; what arrived is kept for the resume', async () => {
+    const own = await startLeader({ SVC_UPLOAD_IDLE_TIMEOUT_S: '2' })
+    try {
+      await stalledCopy(own)
+    } finally {
+      await own.stop()
+      rmSync(own.dir, { recursive: true, force: true })
+    }
+  }, 30_000)
+})
+
+async function stalledCopy(leader: Leader): Promise<void> {
+  {
     const admin = await registerUser(leader.url, 'third@example.com', 'a long enough password')
     const pool = (await admin.call('POST', '/api/v1/pools', { name: 'stall-copy' })).body
     const join = (await admin.call('POST', '/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body
@@ -131,5 +143,5 @@ describe('artifacts through the binary', () => {
     expect(state.offset).toBe(400)
     const rest = await fetch(`${leader.url}/api/v1/artifacts/uploads/${id}?offset=400`, { method: 'PUT', headers: { authorization: `Bearer ${node}`, 'content-type': 'application/octet-stream' }, body: data.subarray(400) })
     expect(rest.status).toBe(201)
-  }, 30_000)
-})
+  }
+}
