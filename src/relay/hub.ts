@@ -18,6 +18,14 @@ export type PushResult =
 
 export type FullScope = 'channel' | 'pool' | 'relay'
 
+/** What a refused push is told, over HTTP (routes.ts) and over the socket (socket.ts) alike. */
+export const FULL_DETAIL: Record<FullScope, string> = {
+  channel: 'The relay channel is full; retry shortly.',
+  pool: "The relay queues of this pool's jobs are full; retry shortly.",
+  relay: 'The relay is full; retry shortly.',
+}
+export const EXCEEDS_CAPACITY_DETAIL = 'This push is larger than the relay can ever hold for one channel.'
+
 export interface PopOptions {
   max: number
   /** At most this many bytes of frames (always at least one frame). Default: no byte limit. */

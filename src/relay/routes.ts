@@ -5,7 +5,7 @@ import { Elysia, t } from 'elysia'
 import { AppError } from '../errors'
 import { problem } from '../http/problem'
 import { decodeFrames, wireParts } from '../wire/frames'
-import { MAX_POP_WAIT_MS, type FullScope, type RelayChannel, type RelayHub } from './hub'
+import { EXCEEDS_CAPACITY_DETAIL, FULL_DETAIL, MAX_POP_WAIT_MS, type RelayChannel, type RelayHub } from './hub'
 import { RelaySockets, type RelaySocket } from './socket'
 import { nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
@@ -17,12 +17,6 @@ const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.Union
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
-
-const FULL: Record<FullScope, string> = {
-  channel: 'The relay channel is full; retry shortly.',
-  pool: "The relay queues of this pool's jobs are full; retry shortly.",
-  relay: 'The relay is full; retry shortly.',
-}
 
 export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters) {
   const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters)
@@ -79,8 +73,8 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
         const frames = decodeFrames(body, { maxFrameBytes: ctx.cfg.relayMaxFrameBytes })
         const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames, row.poolId)
         if (!r.ok) {
-          if (r.reason === 'exceeds_capacity') return problem('payload_too_large', 'This push is larger than the relay can ever hold for one channel.')
-          return problem('rate_limited', FULL[r.scope], { retryAfterS: r.retryAfterS })
+          if (r.reason === 'exceeds_capacity') return problem('payload_too_large', EXCEEDS_CAPACITY_DETAIL)
+          return problem('rate_limited', FULL_DETAIL[r.scope], { retryAfterS: r.retryAfterS })
         }
         counters.relayBytesIn += body.byteLength
         counters.relayFramesIn += frames.length

@@ -8,7 +8,7 @@
 import { AppError } from '../errors'
 import { decodeFrames, wireParts, type Frame } from '../wire/frames'
 import { CHANNEL_OF_TAG, CHANNEL_TAG, RELAY_CLOSE, type PushAck, type RelayChannelName } from '../wire/relay-socket'
-import type { RelayHub } from './hub'
+import { EXCEEDS_CAPACITY_DETAIL, FULL_DETAIL, type RelayHub } from './hub'
 import type { Assignment } from '../jobs/model'
 import type { Counters } from '../observability/metrics'
 
@@ -36,12 +36,6 @@ interface Open {
   stop: AbortController
   /** Pumps waiting for the socket to drain (one a channel). */
   drained: (() => void)[]
-}
-
-const FULL: Record<'channel' | 'pool' | 'relay', string> = {
-  channel: 'The relay channel is full; retry shortly.',
-  pool: "The relay queues of this pool's jobs are full; retry shortly.",
-  relay: 'The relay is full; retry shortly.',
 }
 
 export class RelaySockets {
@@ -110,8 +104,8 @@ export class RelaySockets {
           this.counters.relayBytesIn += data.byteLength - 1
           this.counters.relayFramesIn += frames.length
           ack = { ok: true, queued_frames: frames.length, depth_bytes: r.depthBytes }
-        } else if (r.reason === 'exceeds_capacity') ack = { ok: false, code: 'payload_too_large', detail: 'This push is larger than the relay can ever hold for one channel.' }
-        else ack = { ok: false, code: 'rate_limited', detail: FULL[r.scope], retry_after_s: r.retryAfterS }
+        } else if (r.reason === 'exceeds_capacity') ack = { ok: false, code: 'payload_too_large', detail: EXCEEDS_CAPACITY_DETAIL }
+        else ack = { ok: false, code: 'rate_limited', detail: FULL_DETAIL[r.scope], retry_after_s: r.retryAfterS }
       }
     } catch (e) {
       if (!(e instanceof AppError)) throw e
@@ -152,13 +146,7 @@ export class RelaySockets {
     }
   }
 
-  /** Closes every socket (the leader is stopping). */
-  closeAll(): void {
-    for (const ws of [...this.open.keys()]) {
-      this.detach(ws)
-      ws.close(RELAY_CLOSE.goingAway, 'the leader is stopping')
-    }
-  }
+
 }
 
 const clip = (s: string) => (s.length > 120 ? s.slice(0, 119) + '…' : s)

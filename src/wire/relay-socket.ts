@@ -25,8 +25,6 @@ export const RELAY_CLOSE = {
   unsupported: 1003,
   /** The fellow is no longer assigned to the job (it ended, or moved the stage). */
   policy: 1008,
-  /** The leader is stopping. */
-  goingAway: 1001,
 } as const
 
 /** Unanswered pushes a sender keeps in flight on one socket. */
