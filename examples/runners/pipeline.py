@@ -13,8 +13,10 @@ import json
 import os
 import re
 import signal
+import stat
 import struct
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,6 +35,17 @@ LAST = STAGE == STAGES - 1
 state = {"w": 0.5 + 0.1 * STAGE, "step": 0, "checkpoint": False, "stopping": False}
 signal.signal(signal.SIGUSR1, lambda *_: state.update(checkpoint=True))
 signal.signal(signal.SIGTERM, lambda *_: state.update(stopping=True))
+
+
+def watch_agent():
+    # stdin is a pipe (or socket) from the agent that nobody writes to: its end means the agent is gone.
+    while os.read(0, 65536):
+        pass
+    state.update(stopping=True)
+
+
+if stat.S_ISFIFO(os.fstat(0).st_mode) or stat.S_ISSOCK(os.fstat(0).st_mode):
+    threading.Thread(target=watch_agent, daemon=True).start()
 
 resume = os.environ.get("SVC_RESUME_FROM")
 if resume:
@@ -110,15 +123,15 @@ while not state["stopping"] and state["step"] < STEPS:
             state["w"] -= LR * sum(gi * xi for gi, xi in zip(g, x))
             state["step"] = s
             print(json.dumps({"step": s, "loss": sum((v - 3 * xi) ** 2 for v, xi in zip(y, x)) / BATCH}), flush=True)
-            continue
-        send("activations", s, y)
-        got = receive("gradients", s, 5)
-        if got is None:
-            continue  # lost on the way (a neighbour moved): send this step again
-        g = got[1]
-        state["w"] -= LR * sum(gi * xi for gi, xi in zip(g, x))
-        state["step"] = s
-        print(json.dumps({"step": s}), flush=True)
+        else:
+            send("activations", s, y)
+            got = receive("gradients", s, 5)
+            if got is None:
+                continue  # lost on the way (a neighbour moved): send this step again
+            g = got[1]
+            state["w"] -= LR * sum(gi * xi for gi, xi in zip(g, x))
+            state["step"] = s
+            print(json.dumps({"step": s}), flush=True)
     else:
         got = receive("activations", None, 60)
         if got is None:

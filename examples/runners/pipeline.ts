@@ -6,7 +6,7 @@
 //
 //   svc fellow ... --runner "toy=bun /path/to/pipeline.ts"
 //   job config: {"steps": 200, "lr": 0.5}
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { fstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 const env = (k: string) => process.env[k] ?? ''
@@ -26,6 +26,15 @@ let wantCheckpoint = false
 let stopping = false
 process.on('SIGUSR1', () => (wantCheckpoint = true))
 process.on('SIGTERM', () => (stopping = true))
+// stdin is a pipe (or socket) from the agent that nobody writes to: its end means the agent is gone.
+function agentPipe(): boolean {
+  const s = fstatSync(0)
+  return s.isFIFO() || s.isSocket()
+}
+if (agentPipe()) void (async () => {
+  for await (const _ of Bun.stdin.stream()) void _
+  stopping = true
+})()
 
 // Resume: the newest checkpoint in SVC_RESUME_FROM.
 const resume = env('SVC_RESUME_FROM')
@@ -108,14 +117,14 @@ while (!stopping && step < STEPS) {
       w -= LR * g.reduce((a, v, i) => a + v * x[i]!, 0)
       step = s
       console.log(JSON.stringify({ step, loss: y.reduce((a, v, i) => a + (v - 3 * x[i]!) ** 2, 0) / BATCH }))
-      continue
+    } else {
+      await send('activations', { meta: { step: s }, data: y })
+      const g = await receive('gradients', s, 5000)
+      if (!g) continue // lost on the way (a neighbour moved): send this step again
+      w -= LR * g.data.reduce((a, v, i) => a + v * x[i]!, 0)
+      step = s
+      console.log(JSON.stringify({ step }))
     }
-    await send('activations', { meta: { step: s }, data: y })
-    const g = await receive('gradients', s, 5000)
-    if (!g) continue // lost on the way (a neighbour moved): send this step again
-    w -= LR * g.data.reduce((a, v, i) => a + v * x[i]!, 0)
-    step = s
-    console.log(JSON.stringify({ step }))
   } else {
     const a = await receive('activations', null, 60_000)
     if (!a) continue
@@ -140,7 +149,8 @@ while (!stopping && step < STEPS) {
     }
     await send('gradients', { meta: { step: s }, data: dx })
   }
-  if (config.step_ms) await Bun.sleep(config.step_ms)
+  // Also gives SIGTERM, SIGUSR1 and the end of stdin their turn.
+  await Bun.sleep(config.step_ms ?? 0)
 }
 if (wantCheckpoint) saveCheckpoint()
 process.exit(stopping ? 143 : 0)

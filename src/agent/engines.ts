@@ -7,7 +7,7 @@
 // touches the engine's health, which only its health check decides.
 import { countTokens, generate } from './textgen'
 import { Backoff } from './backoff'
-import { LineLimiter, childEnv, readLines } from './lines'
+import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
@@ -193,7 +193,7 @@ export class OpenAiEngine implements Engine {
     this.startedAt = this.deps.clock.now()
     let proc: ReturnType<typeof Bun.spawn>
     try {
-      proc = Bun.spawn(argv, { env: { ...childEnv(), ...spec.env, ...(modelFile ? { SVC_MODEL_FILE: modelFile } : {}) }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+      proc = spawnChild(argv, { ...childEnv(), ...spec.env, ...(modelFile ? { SVC_MODEL_FILE: modelFile } : {}) }, 'ignore')
     } catch (e) {
       const ms = this.backoff.next()
       log.error('engine command could not start', { engine: spec.name, command: argv[0], error: (e as Error).message, retry_ms: ms })

@@ -77,3 +77,22 @@ export function childEnv(): Record<string, string> {
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('SVC_')) out[k] = v
   return out
 }
+
+let setpriv: string | null | undefined
+/**
+ * Starts a child of the agent (a runner, an engine) that does not outlive it. On Linux the
+ * command goes through util-linux's `setpriv --pdeathsig TERM`, so the kernel sends the child
+ * SIGTERM when the agent dies, however it dies (SIGKILL, the OOM killer): a runner or engine left
+ * behind would hold the GPU and its port with nobody to stop it. The command is looked up on PATH
+ * first, so a missing one fails here as it would without the wrapper. Elsewhere (or without
+ * setpriv) the command runs as is; a runner then learns that the agent is gone from its stdin
+ * reaching end of file (docs/workloads.md).
+ */
+export function spawnChild(argv: string[], env: Record<string, string>, stdin: 'pipe' | 'ignore') {
+  const [cmd, ...args] = argv
+  const path = cmd === undefined ? null : Bun.which(cmd, { PATH: env.PATH ?? '' })
+  if (path === null) throw new Error(`${cmd ?? '(empty command)'}: no such executable`)
+  if (setpriv === undefined) setpriv = process.platform === 'linux' ? Bun.which('setpriv') : null
+  const full = setpriv ? [setpriv, '--pdeathsig', 'TERM', '--', path, ...args] : [path, ...args]
+  return Bun.spawn(full, { env, stdin, stdout: 'pipe', stderr: 'pipe' })
+}

@@ -5,7 +5,7 @@
 // SIGUSR1, resumes from SVC_RESUME_FROM, and exits 0 when its part is done (the last stage: the
 // job's last step; stage 0: every step's gradient applied), 1 with the reason on stderr when it
 // cannot go on, 143 on SIGTERM.
-import { mkdirSync, readFileSync } from 'node:fs'
+import { fstatSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Inbox } from './transport'
 import { MlpStageRun, type StageIO } from './pipeline'
@@ -147,6 +147,8 @@ export async function runMlpRunner(env: NodeJS.ProcessEnv = process.env): Promis
   }
   process.on('SIGUSR1', onCheckpoint)
   process.on('SIGTERM', onTerm)
+  // stdin is the agent's pipe that nobody writes to: its end means the agent is gone (contract v1).
+  if (fromAgent()) void drain(Bun.stdin.stream()).then(onTerm)
   run.start()
   // Stage 0 is done once every step's gradient came back; the last stage says so by reporting.
   if (run.stage.isFirst && !run.stage.isLast) void run.done.then(() => exit(0))
@@ -155,4 +157,18 @@ export async function runMlpRunner(env: NodeJS.ProcessEnv = process.env): Promis
   process.off('SIGUSR1', onCheckpoint)
   process.off('SIGTERM', onTerm)
   return code
+}
+
+/** stdin is a pipe or socket (the agent's), not a terminal or /dev/null (run by hand). */
+function fromAgent(): boolean {
+  const s = fstatSync(0)
+  return s.isFIFO() || s.isSocket()
+}
+
+async function drain(stream: ReadableStream<Uint8Array>): Promise<void> {
+  try {
+    for await (const _ of stream) void _
+  } catch {
+    // closed: the same as its end
+  }
 }

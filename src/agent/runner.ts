@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync } from 'node:fs'
 import { join, resolve, sep } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { Link } from './transport'
-import { LineLimiter, childEnv, readLines } from './lines'
+import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
 import { StatusReporter } from './reports'
 import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
@@ -113,7 +113,8 @@ export class RunnerWorker {
     }
     if (resumeFrom) env.SVC_RESUME_FROM = resumeFrom
     try {
-      this.proc = Bun.spawn(this.spec.command, { env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+      // stdin is a pipe the agent never writes to: its end of file tells the runner the agent is gone.
+      this.proc = spawnChild(this.spec.command, env, 'pipe')
     } catch (e) {
       return this.fail(`runner ${this.spec.name} could not start: ${(e as Error).message}`)
     }

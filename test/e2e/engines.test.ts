@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import OpenAI from 'openai'
-import { killAll, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
+import { killAll, poll, processAlive, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
 import { until } from '../helpers/until'
 
 const STANDIN = resolve(import.meta.dir, '../fixtures/engine-standin.ts')
@@ -219,6 +219,12 @@ describe('OpenAI-compatible engines behind the leader', () => {
     expect(catalog.body.items.find((m) => m.name === 'file-model')).toMatchObject({ artifact_id: artifact.id, size_bytes: weights.length })
     const r = await openai.chat.completions.create({ model: 'file-model', messages: [{ role: 'user', content: 'loaded' }], max_tokens: 2 })
     expect(r.choices[0]!.message.content).toBe('echo: loaded ')
+    // An agent killed outright does not leave its engine behind (setpriv's parent-death signal).
+    const enginePid = started(filed).at(-1)!.pid
+    expect(processAlive(enginePid)).toBe(true)
+    filed.proc.kill('SIGKILL')
+    await filed.proc.exited
+    await until(() => (processAlive(enginePid) ? null : true), 'the killed agent\'s engine gone', poll(10_000))
   }, 30_000)
 
   test('stopping the agent stops its engine (SIGTERM) and the cluster stops cleanly', async () => {

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { killAll, nodes, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
+import { killAll, nodes, poll, processAlive as alive, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
 import { until } from '../helpers/until'
 
 afterAll(killAll)
@@ -126,7 +126,11 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     await waitOnline(c, 3)
     const holder = (await job(j.id)).assignments.find((a) => a.stage === 1)!.fellow_id
     const victim = [py, ts].find((f) => f.id() === holder)!
+    const runnerPid = lastRunnerPid(victim.logs, j.id)
+    expect(alive(runnerPid)).toBe(true)
     victim.proc.kill('SIGKILL')
+    // Its runner does not outlive it (setpriv's parent-death signal, and its stdin's end).
+    await until(() => (alive(runnerPid) ? null : true), 'the dead fellow\'s runner gone', poll(10_000))
     const done = await until(async () => {
       const r = await job(j.id)
       if (r.status === 'failed') throw new Error(`job failed: ${r.reason}`)
@@ -138,3 +142,11 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     await stopCluster(c)
   }, 120_000)
 })
+
+/** The pid the agent logged for the last runner it started for a job. */
+function lastRunnerPid(logs: string[], jobId: string): number {
+  const line = logs.filter((l) => l.includes('"runner started"') && l.includes(jobId)).at(-1)
+  if (!line) throw new Error(`no runner started for ${jobId}`)
+  return (JSON.parse(line) as { pid: number }).pid
+}
+

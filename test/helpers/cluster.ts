@@ -123,3 +123,12 @@ export async function waitOnline(c: Cluster, n: number): Promise<Node[]> {
     return items.length >= n ? items : null
   }, `${n} fellows online with telemetry and a signal socket`, poll(20_000))
 }
+
+/** The process runs (a zombie nobody has reaped yet counts as gone). */
+export function processAlive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return false
+  }
+}
