@@ -1,7 +1,8 @@
 // The inference transport under 1,000 concurrent streams, beside a direct-SSE floor in the same run.
 //
 // Transport: clients POST /api/v1/chat/completions (stream: true) to a real leader; simulated
-// fellows long-poll for the requests and post frames; each frame's text is the time it was made,
+// fellows take the requests over their inference sockets (/ws/infer/{id}) and send frames back
+// there (--via=http: long-polls and POSTs instead); each frame's text is the time it was made,
 // so a client knows its age on arrival. Floor: a bare Bun.serve streams the same chunks straight
 // from where they are made. Both are read by the same client code in a child process (its own
 // core, and BUN_CONFIG_MAX_HTTP_REQUESTS raised above Bun's 256 concurrent fetches).
@@ -14,18 +15,21 @@
 //   bun run bench/inference.ts --quick    (1,000 streams; 20 paced and 50 flood frames each)
 //   --pace-ms=N                           (a paced frame every N ms per stream; default 50)
 //   --paced-frames=N                      (frames per stream in the paced run)
+//   --via=http                            (the fellows long-poll and POST: the agent's fallback)
 import { mkdtempSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
 
 type Mode = 'transport' | 'floor'
 type Pace = 'paced' | 'flood'
-interface Spec { mode: Mode; pace: Pace; paceMs: number; url: string; apiKey: string; poolId: string; fellows: { id: string; token: string }[]; streams: number; frames: number }
+interface Spec { mode: Mode; pace: Pace; via: 'socket' | 'http'; paceMs: number; url: string; apiKey: string; poolId: string; fellows: { id: string; token: string }[]; streams: number; frames: number }
 interface Result { frames: number; seconds: number; p50: number; p95: number; p99: number; failed: number; posts: number; pickupMs: number; loadCpuS: number; serverCpuS?: number }
 
 /** A frame every PACE_MS per stream in the paced run (default 50: 20 tokens a second); --pace-ms=N. */
 const PACE_MS = Number(/^--pace-ms=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--pace-ms=')) ?? '')?.[1] ?? 50)
 const FLOOD_BATCH = 32
+/** --via=http: the fellows long-poll and POST (the agent's fallback); default: the inference socket. */
+const VIA: 'socket' | 'http' = process.argv.includes('--via=http') ? 'http' : 'socket'
 const now = () => performance.timeOrigin + performance.now() // comparable across the two processes
 /** Calls fn every ms, starting at a random phase: streams are not in lockstep, as real ones are not. */
 function every(ms: number, fn: () => void): () => void {
@@ -68,18 +72,19 @@ interface Gen {
   stop?: () => void
 }
 
+/**
+ * How a simulated fellow talks to the leader: one inference socket each (credit for every stream
+ * it may be given, frames as messages with an ack each: what the agent does), or, with --via=http,
+ * 64 long-polls each and a POST per batch (the agent's fallback, and the transport before issue 22).
+ */
 function simulateFellows(spec: Spec, t0: number): { stop(): void; posts: () => number; pickupMs: () => number } {
   let stopped = false
   let posts = 0
   let picked = 0
   let pickupMs = 0
-  const active = new Set<Gen>()
-  const post = (g: Gen, frames: unknown[]) => {
-    posts++
-    const headers = { authorization: `Bearer ${g.token}`, 'content-type': 'application/json' }
-    return fetch(`${spec.url}/api/v1/infer/responses/${g.id}`, { method: 'POST', headers, body: JSON.stringify({ frames }) })
-  }
-  const pump = async (g: Gen) => {
+  const sockets: WebSocket[] = []
+  type Send = (g: Gen, frames: unknown[]) => Promise<unknown>
+  const pump = async (g: Gen, send: Send) => {
     if (g.posting) return
     g.posting = true
     while (g.pending.length > 0 || (spec.pace === 'flood' && g.made < spec.frames)) {
@@ -87,34 +92,60 @@ function simulateFellows(spec: Spec, t0: number): { stop(): void; posts: () => n
       const frames: { delta?: string; done?: boolean }[] = g.pending.splice(0).map((delta) => ({ delta }))
       const last = g.made >= spec.frames
       if (last) frames.push({ done: true })
-      await post(g, frames)
-      if (last) active.delete(g)
+      posts++
+      await send(g, frames)
     }
     g.posting = false
   }
-  const tick = (g: Gen) => {
-    if (g.made >= spec.frames) return g.stop?.()
-    g.pending.push(String(now()))
-    g.made++
-    void pump(g)
+  const picking = (id: string, token: string, send: Send) => {
+    const g: Gen = { id, token, pending: [], made: 0, posting: false }
+    if (++picked === spec.streams) pickupMs = now() - t0
+    const tick = () => {
+      if (g.made >= spec.frames) return g.stop?.()
+      g.pending.push(String(now()))
+      g.made++
+      void pump(g, send)
+    }
+    if (spec.pace === 'flood') void pump(g, send)
+    else g.stop = every(spec.paceMs, tick)
   }
   for (const f of spec.fellows) {
+    if (spec.via === 'socket') {
+      const ws = new WebSocket(`${spec.url.replace(/^http/, 'ws')}/ws/infer/${f.id}`, { headers: { authorization: `Bearer ${f.token}` } } as unknown as string[])
+      sockets.push(ws)
+      let seq = 0
+      const acks = new Map<number, () => void>()
+      const send: Send = (g, frames) =>
+        new Promise<void>((resolve) => {
+          const s = seq++
+          acks.set(s, resolve)
+          ws.send(JSON.stringify({ t: 'frames', id: g.id, seq: s, frames }))
+        })
+      ws.onopen = () => ws.send(JSON.stringify({ t: 'credit', n: 1024 }))
+      ws.onmessage = (ev) => {
+        const m = JSON.parse(ev.data as string) as { t: 'request'; request: { request_id: string } } | { t: 'ack'; seq: number }
+        if (m.t === 'request') picking(m.request.request_id, f.token, send)
+        else {
+          acks.get(m.seq)?.()
+          acks.delete(m.seq)
+        }
+      }
+      continue
+    }
+    const send: Send = (g, frames) =>
+      fetch(`${spec.url}/api/v1/infer/responses/${g.id}`, { method: 'POST', headers: { authorization: `Bearer ${g.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ frames }) })
     // As many long-polls as the leader holds per fellow (64): pick-up is a round trip per request.
     for (let p = 0; p < 64; p++) {
       void (async () => {
         while (!stopped) {
           const r = await fetch(`${spec.url}/api/v1/infer/requests/${f.id}?wait_ms=1000`, { headers: { authorization: `Bearer ${f.token}` } })
           if (r.status !== 200) continue
-          const g: Gen = { id: ((await r.json()) as { request_id: string }).request_id, token: f.token, pending: [], made: 0, posting: false }
-          active.add(g)
-          if (++picked === spec.streams) pickupMs = now() - t0
-          if (spec.pace === 'flood') void pump(g)
-          else g.stop = every(spec.paceMs, () => tick(g))
+          picking(((await r.json()) as { request_id: string }).request_id, f.token, send)
         }
       })()
     }
   }
-  return { stop: () => void (stopped = true), posts: () => posts, pickupMs: () => pickupMs }
+  return { stop: () => void ((stopped = true), sockets.forEach((ws) => ws.close())), posts: () => posts, pickupMs: () => pickupMs }
 }
 
 async function runLoad(spec: Spec): Promise<Result> {
@@ -253,7 +284,7 @@ async function main() {
   for (const pace of ['paced', 'flood'] as const) {
     for (const mode of ['floor', 'transport'] as const) {
       const url = mode === 'floor' ? floor.url : leader.url
-      rows.push([mode === 'floor' ? 'direct SSE (floor)' : 'leader transport', pace, await runChild({ mode, pace, paceMs: PACE_MS, url, apiKey: leader.apiKey, poolId: leader.poolId, fellows: leader.fellows, streams, frames: frames[pace] })])
+      rows.push([mode === 'floor' ? 'direct SSE (floor)' : `leader transport (${VIA})`, pace, await runChild({ mode, pace, via: VIA, paceMs: PACE_MS, url, apiKey: leader.apiKey, poolId: leader.poolId, fellows: leader.fellows, streams, frames: frames[pace] })])
     }
   }
   await leader.stop()

@@ -1,5 +1,5 @@
 // Browser sessions: 32 random bytes in the svc_session cookie, only the SHA-256 stored.
-import { and, eq, isNull, lt, ne, or, isNotNull } from 'drizzle-orm'
+import { and, eq, isNull, lt, ne, or, isNotNull, sql } from 'drizzle-orm'
 import { sessions, users } from '../db/schema'
 import { randomToken, sha256, newId } from '../crypto'
 import { HOUR_MS } from '../time'
@@ -22,13 +22,21 @@ export function createSession(ctx: Ctx, userId: string, clientIp: string | null,
   return { id, token, expiresAt }
 }
 
-export function resolveSession(ctx: Ctx, token: string, fromCookie: boolean): UserCaller | null {
-  const row = ctx.db
+/** The session lookup, prepared once per database (every signed-in request makes it; see api-tokens.ts). */
+function sessionLookup(db: Db) {
+  return db
     .select({ id: sessions.id, expiresAt: sessions.expiresAt, revokedAt: sessions.revokedAt, userId: users.id, role: users.role, status: users.status })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
-    .where(eq(sessions.tokenHash, sha256(token)))
-    .get()
+    .where(eq(sessions.tokenHash, sql.placeholder('hash')))
+    .prepare()
+}
+const lookups = new WeakMap<Db, ReturnType<typeof sessionLookup>>()
+
+export function resolveSession(ctx: Ctx, token: string, fromCookie: boolean): UserCaller | null {
+  let lookup = lookups.get(ctx.db)
+  if (!lookup) lookups.set(ctx.db, (lookup = sessionLookup(ctx.db)))
+  const row = lookup.get({ hash: sha256(token) })
   if (!row || row.revokedAt !== null || row.expiresAt <= ctx.clock.now() || row.status !== 'active') return null
   return { kind: 'user', userId: row.userId, role: row.role, via: 'session', credentialId: row.id, fromCookie }
 }

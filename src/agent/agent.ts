@@ -80,7 +80,10 @@ export class Agent {
       runners: o.runners ?? [], leaderUrl: o.leaderUrl, nodeToken: () => this.state?.node_token ?? null,
     })
     this.inference = new InferenceServer(
-      { client: this.client, log: o.log, fellowId: () => this.state!.fellow_id, signal: this.stopper.signal, clock, stateDir: o.stateDir },
+      {
+        client: this.client, log: o.log, fellowId: () => this.state!.fellow_id, signal: this.stopper.signal, clock, stateDir: o.stateDir,
+        socketUrl: () => (this.state ? this.client.inferSocketUrl(this.state.fellow_id) : null),
+      },
       o.engines ?? loadEngines({}),
       () => this.wake.abort(),
     )

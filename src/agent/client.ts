@@ -78,6 +78,11 @@ export class LeaderClient {
     return `${this.leaderUrl.replace(/^http/, 'ws')}/ws/relay/${encodeURIComponent(jobId)}`
   }
 
+  /** The inference channel of a fellow, on the --leader origin. */
+  inferSocketUrl(fellowId: string): string {
+    return `${this.leaderUrl.replace(/^http/, 'ws')}/ws/infer/${encodeURIComponent(fellowId)}`
+  }
+
   /** The credential requests carry now (the node token once registered). */
   bearer(): string | null {
     return this.token()

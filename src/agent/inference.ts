@@ -9,6 +9,7 @@
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Backoff } from './backoff'
+import { InferSocketClient } from './infer-socket'
 import { downloadVerified } from './checkpoints'
 import { createEngine, EngineError, type Engine, type EngineEvent } from './engines'
 import { LeaderError, isRetryable, type InferFrame, type LeaderClient } from './client'
@@ -37,6 +38,8 @@ export interface InferenceDeps {
   clock: TimerClock
   /** Model files from the leader's artifact store are kept under <stateDir>/models, by SHA-256. */
   stateDir?: string
+  /** The inference channel's URL (/ws/infer/{fellow_id}); absent: long-polls only. */
+  socketUrl?: () => string | null
 }
 
 /** A counting gate: at most `limit` holders; the rest wait in order. */
@@ -67,6 +70,11 @@ export class InferenceServer {
   private readonly announced = new Set<string>()
   /** Sizes of the model files fetched from the store, for the catalog. */
   private readonly modelSizes = new Map<string, number>()
+  /** The inference channel, while it is open. */
+  private socket: InferSocketClient | null = null
+  /** Requests taken at once (MAX_SLOTS at most), and how many are being served now. */
+  private slots = 0
+  private busy = 0
 
   constructor(
     private readonly deps: InferenceDeps,
@@ -106,8 +114,10 @@ export class InferenceServer {
       e.start()
       if (e.healthy) void this.announce(e)
     }
-    const slots = Math.min(MAX_SLOTS, this.engines.reduce((n, e) => n + e.spec.maxConcurrent, 0))
-    for (let i = 0; i < slots; i++) void this.pollLoop(i)
+    this.slots = Math.min(MAX_SLOTS, this.engines.reduce((n, e) => n + e.spec.maxConcurrent, 0))
+    const url = this.deps.socketUrl
+    if (url) void this.channelLoop(url)
+    else for (let i = 0; i < this.slots; i++) void this.pollLoop(i, this.deps.signal)
   }
 
   /** Stops the engines the agent started (SIGTERM, SIGKILL after their grace period). */
@@ -158,9 +168,9 @@ export class InferenceServer {
     }
   }
 
-  /** One long-poll at a time, until the agent stops; a request is served before the next poll. */
-  private async pollLoop(slot: number): Promise<void> {
-    const { client, log, signal, clock } = this.deps
+  /** One long-poll at a time, until `signal`; a request is served before the next poll. */
+  private async pollLoop(slot: number, signal: AbortSignal): Promise<void> {
+    const { client, log, clock } = this.deps
     const backoff = new Backoff({ baseMs: 500, maxMs: 60_000 })
     while (!signal.aborted) {
       try {
@@ -180,9 +190,56 @@ export class InferenceServer {
     }
   }
 
+  /**
+   * The inference channel while it is open; while it is not (it cannot open, or dropped), the
+   * long-polls run until the next attempt to open it.
+   */
+  private async channelLoop(url: () => string | null): Promise<void> {
+    const { log, signal, clock } = this.deps
+    const backoff = new Backoff({ baseMs: 1000, maxMs: 60_000 })
+    let polling = false
+    while (!signal.aborted) {
+      const target = url()
+      const sock = target ? new InferSocketClient({ url: target, token: () => this.deps.client.bearer(), log, onRequest: (r) => void this.serve(r) }) : null
+      if (sock && (await sock.open())) {
+        log.info('inference socket open', { long_polls_stopped: polling })
+        polling = false
+        this.socket = sock
+        // What the leader may send: the slots not taken by requests still being served.
+        sock.credit(this.slots - this.busy)
+        await Promise.race([sock.closed(), new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }))])
+        this.socket = null
+        sock.close()
+        if (signal.aborted) return
+        backoff.reset()
+      }
+      // Long-polls until the socket is tried again.
+      const ms = backoff.next()
+      if (!polling) log.info('inference socket unavailable; long-polling', { retry_ms: ms })
+      polling = true
+      const polls = new AbortController()
+      const stop = AbortSignal.any([signal, polls.signal])
+      // A poll serving a request when they stop finishes serving it first.
+      for (let i = 0; i < this.slots; i++) void this.pollLoop(i, stop)
+      await sleep(clock, ms, signal)
+      polls.abort()
+    }
+  }
+
   async serve(req: InferRequest): Promise<void> {
+    this.busy++
+    try {
+      await this.serveOne(req)
+    } finally {
+      this.busy--
+      // The slot is free again: the leader may send another request over the socket.
+      this.socket?.credit(1)
+    }
+  }
+
+  private async serveOne(req: InferRequest): Promise<void> {
     const engine = this.engines.find((e) => e.spec.model === req.model)
-    const out = new FramePoster(this.deps, req.request_id)
+    const out = new FramePoster(this.deps, req.request_id, () => this.socket)
     if (!engine || !engine.healthy) {
       out.push({ error: engine ? `the engine of ${req.model} is not healthy right now` : `this fellow does not serve ${req.model}` })
       return out.close()
@@ -249,6 +306,8 @@ export class FramePoster {
   constructor(
     private readonly deps: InferenceDeps,
     private readonly requestId: string,
+    /** The inference channel when it is open: frames go over it, else by POST. */
+    private readonly socket: () => InferSocketClient | null = () => null,
   ) {}
 
   get gone(): AbortSignal {
@@ -296,6 +355,16 @@ export class FramePoster {
   private async send(frames: InferFrame[]): Promise<void> {
     const { client, log, clock, signal } = this.deps
     for (let attempt = 1; ; attempt++) {
+      const sock = this.socket()
+      const acked = sock?.isOpen ? await sock.frames(this.requestId, frames) : null
+      if (acked === 'ok') return
+      if (acked === 'gone' || acked === 'not_yours') return this.stopper.abort()
+      if (acked === 'full') {
+        // The client has not read the earlier frames yet; the same batch goes again shortly.
+        if (!(await sleep(clock, 50 * Math.min(attempt, 20), signal))) return this.stopper.abort()
+        continue
+      }
+      // No socket, or it dropped before answering: by POST.
       try {
         return await client.inferRespond(this.requestId, frames, signal)
       } catch (e) {

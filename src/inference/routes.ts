@@ -6,12 +6,17 @@
 // routes with its browser session; `operator` is exactly "session or API token", cookie callers
 // pass the CSRF check on POST like everywhere else, and fellows are refused (403).
 import { Elysia, t } from 'elysia'
+import { AppError } from '../errors'
 import { FellowParams } from '../fellows/model'
+import { InferSockets, type InferSocket } from './socket'
 import { asOpenAiError, awaitPickUp, collectCompletion, collectEmbeddings, completionStream } from './openai'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { Inference, OpenedCompletion } from './service'
 import * as M from './model'
+
+/** A socket of the inference channel as Elysia's dispatcher hands it over: Bun's, with its data. */
+type InferWs = InferSocket & { data: { fellowId: string } }
 
 export interface InferenceRouteDeps {
   inference: Inference
@@ -69,9 +74,30 @@ function chatRoutes(base: AppBase, inference: Inference) {
   )
 }
 
-function transportRoutes(base: AppBase, inference: Inference) {
+function transportRoutes(base: AppBase, ctx: Ctx, inference: Inference) {
+  const sockets = new InferSockets(inference, ctx.cfg.maxBodyBytes)
+  // One set of handlers for every inference socket; its data is these and the fellow id.
+  const handlers = {
+    open: (ws: InferWs) => sockets.attach(ws, ws.data.fellowId),
+    message: (ws: InferWs, message: unknown) => sockets.message(ws, message),
+    close: (ws: InferWs) => sockets.detach(ws),
+  }
   return new Elysia({ name: 'inference-transport' })
     .use(base)
+    // The inference channel (src/inference/socket.ts, wire format src/wire/infer-socket.ts): the
+    // requests routed to a fellow and the frames it answers with over one socket, instead of the
+    // long-poll and the POST below (which stay, for agents and proxies without WebSockets). A GET
+    // that upgrades itself once the policy and the checks passed, like the signal socket.
+    .get(
+      '/ws/infer/:fellow_id',
+      ({ caller, params, request, server }) => {
+        if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) throw new AppError('forbidden', 'This node token belongs to another fellow.')
+        if (!inference.mayServe(params.fellow_id)) throw new AppError('forbidden', 'Unknown or released fellow.')
+        if (server?.upgrade(request, { data: { fellowId: params.fellow_id, ...handlers } })) return
+        throw new AppError('bad_request', 'This route is a WebSocket: send an Upgrade: websocket request.')
+      },
+      { policy: 'node', params: FellowParams, detail: { 'x-websocket': true } },
+    )
     // Not OpenAI's API (problem+json errors like the rest): who serves what, for the inference page.
     .get('/api/v1/inference/serving', ({ caller }) => ({ items: inference.serving(caller) }), {
       policy: 'operator',
@@ -95,8 +121,8 @@ function transportRoutes(base: AppBase, inference: Inference) {
     )
 }
 
-export function inferenceRoutes(base: AppBase, _ctx: Ctx, { inference }: InferenceRouteDeps) {
+export function inferenceRoutes(base: AppBase, ctx: Ctx, { inference }: InferenceRouteDeps) {
   return new Elysia({ name: 'inference' })
     .use(chatRoutes(base, inference))
-    .use(transportRoutes(base, inference))
+    .use(transportRoutes(base, ctx, inference))
 }

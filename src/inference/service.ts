@@ -12,7 +12,7 @@ import { pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { inScope, scopeOf } from '../pools/scope'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from './memory-hub'
-import type { InferenceHub, Ticket, TokenUsage } from './hub'
+import type { InferenceHub, PostResult, Ticket, TokenUsage } from './hub'
 import type { Ctx } from '../context'
 import type { Caller } from '../caller'
 import type { FellowRegistry, LiveFellow } from '../fellows/live'
@@ -228,11 +228,23 @@ export class Inference {
    * with SVC_REQUIRE_NODE_AUTH=0, where missing credentials pass.
    */
   post(caller: Caller, requestId: string, frames: Frame[]): void {
-    const r = this.hub.post(requestId, caller.kind === 'node' ? caller.fellowId : null, frames)
+    const r = this.deliver(caller.kind === 'node' ? caller.fellowId : null, requestId, frames)
     if (r === 'gone') throw new AppError('gone', 'The request is unknown or finished, or its client went away: stop generating.')
     if (r === 'not_yours') throw new AppError('forbidden', 'This request was not dispatched to this fellow.')
     if (r === 'full') throw new AppError('rate_limited', 'The client has not read the earlier frames yet; resend this batch shortly.', { retryAfterS: 1 })
-    this.counts.frames += frames.length
+  }
+
+  /** Frames of a request, from the fellow it was dispatched to (a POST or the inference socket). */
+  deliver(fellowId: string | null, requestId: string, frames: Frame[]): PostResult {
+    const r = this.hub.post(requestId, fellowId, frames)
+    if (r === 'ok') this.counts.frames += frames.length
+    return r
+  }
+
+  /** Whether a fellow may take requests now (known and not released): checked as its socket opens. */
+  mayServe(fellowId: string): boolean {
+    const f = this.registry.get(fellowId)
+    return !!f && !f.released
   }
 
   /** Ends requests that timed out (by the context clock, so tests drive it with a fake one). */

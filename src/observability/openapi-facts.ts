@@ -132,13 +132,21 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
   'POST /api/v1/workers/goodbye': { responses: { 204: none('The fellow shows offline; its job stages are re-placed.') } },
   'POST /api/v1/workers/{fellow_id}/logs': { responses: { 204: none('Appended to the fellow\'s log ring.') } },
   'GET /ws/signals/{fellow_id}': {
-    responses: { 101: none('Switching Protocols: the signal WebSocket; text frames {id, signal, job_id?, payload?, ts}. The token may also be passed as ?token=.') },
-    errors: [403],
+    responses: { 101: none('Switching Protocols: the signal WebSocket; text frames {id, signal, job_id?, payload?, ts}. The token may also be passed as ?token=. A plain GET (no Upgrade) answers 400.') },
+    errors: [400, 403],
   },
   'GET /ws/relay/{job_id}': {
     responses: {
       101: none(
         'Switching Protocols: the relay data channel of the calling fellow\'s stage (docs/api.md, Relay). Binary messages both ways: a channel tag byte (0 activations, 1 gradients) and frames in the relay encoding; each pushed message is answered in order with a text message {ok, queued_frames, depth_bytes} or {ok: false, code, detail, retry_after_s?}. Closes 1009 for a frame over SVC_RELAY_MAX_FRAME_BYTES, 1003 for anything but such binary messages, 1008 once the fellow is no longer assigned. A plain GET (no Upgrade) answers 400.',
+      ),
+    },
+    errors: [400, 403, 404],
+  },
+  'GET /ws/infer/{fellow_id}': {
+    responses: {
+      101: none(
+        'Switching Protocols: the inference channel of the calling fellow (docs/api.md, Inference transport). Text messages, one JSON object each: the fellow sends {t: "credit", n} (it may be sent n more requests) and {t: "frames", id, seq, frames} (the POST\'s frames); the leader sends {t: "request", request} (an InferRequest, against credit) and answers each frames message with {t: "ack", seq, result: ok|gone|full|not_yours}. Closes 1009 for a message over SVC_MAX_BODY_BYTES, 1003 for a binary or malformed message, 1008 once the fellow is released. A plain GET (no Upgrade) answers 400.',
       ),
     },
     errors: [400, 403, 404],
