@@ -1,5 +1,6 @@
 // /fellows/{id}: one machine: its state, current job, GPUs (or CPU and memory) as charts over the
-// last hour or day, the engines' models and runners it offers, its log tail, release and remove.
+// last hour or day, the engines it offers (name, model, healthy now) and its runners, its log tail,
+// release and remove.
 // The facts come from /api/v1/workers/{id} (fellow.js), which also decides who may see it.
 import { Layout, Notice, Table, type PageCtx } from './layout'
 import type { Lang } from './i18n'
@@ -24,6 +25,9 @@ const TEXT = {
     gpus: 'GPUs',
     gpusCaption: 'GPUs of this machine, as last reported',
     gpuCols: ['GPU', 'VRAM used', 'Utilisation', 'Temperature'],
+    engines: 'Engines',
+    enginesCaption: 'Inference engines of this machine, as last reported',
+    engineCols: ['Engine', 'Model', 'Health now'],
     logs: 'Log',
     manage: 'Manage',
     manageText: 'Release stops the machine and revokes its token; it stays listed as released. Remove deletes it and its history.',
@@ -49,6 +53,9 @@ const TEXT = {
     gpus: 'GPUs',
     gpusCaption: 'GPUs dieser Maschine, zuletzt gemeldet',
     gpuCols: ['GPU', 'VRAM belegt', 'Auslastung', 'Temperatur'],
+    engines: 'Engines',
+    enginesCaption: 'Inferenz-Engines dieser Maschine, zuletzt gemeldet',
+    engineCols: ['Engine', 'Modell', 'Zustand jetzt'],
     logs: 'Protokoll',
     manage: 'Verwalten',
     manageText: 'Freigeben hält die Maschine an und widerruft ihr Token; sie bleibt als freigegeben gelistet. Entfernen löscht sie samt Verlauf.',
@@ -89,6 +96,11 @@ export function FellowPage(props: { ctx: PageCtx; fellowId: string }) {
         <section class="card" aria-labelledby="gpus-title" id="gpus-card" hidden>
           <h2 id="gpus-title" safe>{t.gpus}</h2>
           <Table id="gpus-body" caption={t.gpusCaption} cols={t.gpuCols} lang={props.ctx.lang} />
+        </section>
+        {/* Hidden until a heartbeat names engines (agents older than the field never do). */}
+        <section class="card" aria-labelledby="engines-title" id="engines-card" hidden>
+          <h2 id="engines-title" safe>{t.engines}</h2>
+          <Table id="engines-body" caption={t.enginesCaption} cols={t.engineCols} lang={props.ctx.lang} />
         </section>
         <section class="card" aria-labelledby="usage-title">
           <h2 id="usage-title" safe>{t.usage}</h2>

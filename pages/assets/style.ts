@@ -90,7 +90,7 @@ th, td { text-align: left; padding: .5rem .6rem; border-bottom: 1px solid var(--
 th { font-size: .85rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
 td .actions { margin: 0; flex-wrap: nowrap; gap: .35rem; }
 .state { display: inline-block; border-radius: 999px; padding: .05rem .6rem; font-size: .85rem; font-weight: 600; }
-.state-online, .state-active, .state-running, .state-completed { background: var(--ok-bg); color: var(--ok-fg); }
+.state-online, .state-active, .state-running, .state-completed, .state-healthy { background: var(--ok-bg); color: var(--ok-fg); }
 .state-stale, .state-pending_approval, .state-unverified, .state-queued, .state-scheduled, .state-paused { background: var(--warn-bg); color: var(--warn-fg); }
 .state-offline, .state-released, .state-disabled, .state-cancelled, .state-revoked, .state-expired { background: var(--off-bg); color: var(--off-fg); }
 .state-idle, .state-checkpointing, .state-pending { background: var(--warn-bg); color: var(--warn-fg); }
@@ -122,7 +122,7 @@ td.detail { font-size: .875rem; word-break: break-word; }
   dl.facts { grid-template-columns: 1fr; }
   dl.facts dd { margin-bottom: .4rem; overflow-wrap: anywhere; }
 }
-.state-failed, .state-error { background: var(--err-bg); color: var(--err-fg); }
+.state-failed, .state-error, .state-unhealthy { background: var(--err-bg); color: var(--err-fg); }
 
 .cmd { display: flex; gap: .5rem; align-items: stretch; flex-wrap: wrap; }
 .cmd pre { flex: 1; margin: 0; background: #111827; color: #f3f4f6; padding: .75rem; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; min-height: 2.75rem; }

@@ -1,4 +1,4 @@
-// fellow.js: one machine, polled: facts, its GPUs, CPU/memory (and GPU) charts over a chosen
+// fellow.js: one machine, polled: facts, its GPUs and engines, CPU/memory (and GPU) charts over a chosen
 // period from /api/v1/workers/{id}/telemetry, its log tail, release and remove for those allowed.
 import type {} from './types'
 
@@ -100,6 +100,14 @@ export function fellowClient(): void {
           el('td', { text: pct(g.utilization_pct) }),
           el('td', { text: typeof g.temperature_c === 'number' ? svc.fmtNum(g.temperature_c, 0) + ' °C' : '—' }),
         ),
+      ),
+    )
+    const engines = (n.engines ?? []) as { name: string; model: string; healthy: boolean }[]
+    const enginesCard = $('engines-card')
+    if (enginesCard) enginesCard.hidden = engines.length === 0
+    svc.render($('engines-body'), engines, () =>
+      engines.map((e) =>
+        el('tr', { 'data-engine': e.name }, el('td', { text: e.name }), el('td', { text: e.model }), el('td', {}, svc.badge(e.healthy ? 'healthy' : 'unhealthy'))),
       ),
     )
     if (hasGpus !== gpus.length > 0) {

@@ -267,6 +267,7 @@ export class Agent {
         servables: this.inference.servables(),
         capacity: this.inference.capacity(),
         runners: this.work.runnerNames(),
+        engines: this.inference.engineStates(),
       })
       if (this.heartbeatFailures > 0) log.info('heartbeat recovered', { after_failures: this.heartbeatFailures })
       this.heartbeatFailures = 0

@@ -17,6 +17,7 @@ import { BUILTIN_MODEL, type EngineSpec } from './fellow-config'
 import { MODEL_BYTES } from './textgen'
 import { VERSION } from '../version'
 import { RESULT_CHUNK_CHARS, type InferRequest } from '../wire/inference'
+import type { EngineState } from '../wire/fellow'
 import { sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
@@ -99,6 +100,11 @@ export class InferenceServer {
   /** The models of healthy engines: what the heartbeat says this fellow serves. */
   servables(): string[] {
     return this.engines.filter((e) => e.healthy).map((e) => e.spec.model)
+  }
+
+  /** Every declared engine (the built-in one is named `builtin`), healthy or not: the machine page lists them. */
+  engineStates(): EngineState[] {
+    return this.engines.map((e) => ({ name: e.spec.name, model: e.spec.model, healthy: e.healthy }))
   }
 
   /** What each served model takes at once. */

@@ -10,6 +10,8 @@ export interface Gpu {
   memory_total_mb: number
   memory_free_mb: number
   utilization_pct: number
+  /** Absent where the driver does not report it ('[N/A]', '[Not Supported]'). */
+  temperature_c?: number
 }
 
 export interface Telemetry {
@@ -22,7 +24,7 @@ export interface Telemetry {
 export type Runner = (cmd: string[]) => Promise<{ code: number; stdout: string }>
 
 export const NVIDIA_SMI_ARGS: readonly string[] = [
-  '--query-gpu=index,name,memory.total,memory.free,utilization.gpu',
+  '--query-gpu=index,name,memory.total,memory.free,utilization.gpu,temperature.gpu',
   '--format=csv,noheader,nounits',
 ]
 
@@ -36,25 +38,30 @@ function numberOf(field: string): number {
   return m ? Number(m[0]) : NaN
 }
 
-// Splits at the first comma and the last three, so a name containing commas survives intact.
+/** The columns after the name: memory.total, memory.free, utilization.gpu, temperature.gpu. */
+const TAIL_FIELDS = 4
+// The wire schema's bounds (src/wire/fellow.ts); a reading outside them is a driver glitch, not a
+// temperature, and would get the whole heartbeat refused.
+const TEMP_MIN_C = -100
+const TEMP_MAX_C = 300
+
+// Splits at the first comma and the last TAIL_FIELDS, so a name containing commas survives intact.
 function parseLine(line: string): Gpu | null {
   const first = line.indexOf(',')
   if (first < 0) return null
   const cuts: number[] = []
   let end = line.length
-  for (let k = 0; k < 3; k++) {
+  for (let k = 0; k < TAIL_FIELDS; k++) {
     const at = line.lastIndexOf(',', end - 1)
     if (at <= first) return null
     cuts.unshift(at)
     end = at
   }
-  const [c1, c2, c3] = cuts as [number, number, number]
+  const fields = cuts.map((at, k) => line.slice(at + 1, cuts[k + 1] ?? line.length))
   const indexField = line.slice(0, first).trim()
   if (!/^\d+$/.test(indexField)) return null
-  const name = line.slice(first + 1, c1).trim()
-  const total = numberOf(line.slice(c1 + 1, c2))
-  const free = numberOf(line.slice(c2 + 1, c3))
-  const util = numberOf(line.slice(c3 + 1))
+  const name = line.slice(first + 1, cuts[0]).trim()
+  const [total, free, util, temp] = fields.map(numberOf) as [number, number, number, number]
   // Without memory figures the leader cannot place work on the GPU, so it is not reported.
   if (!Number.isFinite(total) || !Number.isFinite(free) || total <= 0 || free < 0) return null
   return {
@@ -63,6 +70,8 @@ function parseLine(line: string): Gpu | null {
     memory_total_mb: Math.round(total),
     memory_free_mb: Math.round(Math.min(free, total)),
     utilization_pct: Number.isFinite(util) ? Math.min(100, Math.max(0, Math.round(util))) : 0,
+    // Unknown is left out rather than sent as 0: a page would show a cold GPU that is not.
+    ...(Number.isFinite(temp) && temp >= TEMP_MIN_C && temp <= TEMP_MAX_C ? { temperature_c: Math.round(temp) } : {}),
   }
 }
 

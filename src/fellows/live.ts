@@ -15,7 +15,7 @@
 import { eq } from 'drizzle-orm'
 import { fellows, poolNodes } from '../db/schema'
 import type { Ctx } from '../context'
-import type { Hardware, HeartbeatInput, NodeState } from './model'
+import type { EngineState, Hardware, HeartbeatInput, NodeState } from './model'
 import { TelemetryHistory } from './telemetry'
 
 export interface LiveFellow {
@@ -39,6 +39,8 @@ export interface LiveFellow {
   capacity: Record<string, number> | null
   /** The runners its operator declared, as its last heartbeat said; null: an agent that says none (offers `mlp`). */
   runners: string[] | null
+  /** Its engines and their health, as its last heartbeat said; null: an agent that does not say. */
+  engines: EngineState[] | null
   /** Said goodbye (a clean stop): offline until its next heartbeat, whatever its last one's age. */
   signedOff?: boolean
 }
@@ -126,6 +128,7 @@ export class FellowRegistry {
         servables: [],
         capacity: null,
         runners: null,
+        engines: null,
       }
       this.byId.set(f.id, live)
       this.move(f.id, null, live.poolId)
@@ -213,6 +216,7 @@ export class FellowRegistry {
     if (hb.servables !== undefined) f.servables = hb.servables
     if (hb.capacity !== undefined || hb.servables !== undefined) f.capacity = hb.capacity ?? null
     if (hb.runners !== undefined) f.runners = hb.runners
+    if (hb.engines !== undefined) f.engines = hb.engines
     this.unsaved.add(f.id)
     const saved = this.persisted.get(f.id)
     if (!saved || saved.status !== f.status || now - saved.at >= this.persistEveryMs()) this.due.add(f.id)

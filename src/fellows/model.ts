@@ -3,7 +3,6 @@
 import { t, type Static } from 'elysia'
 import { Type, type IntegerOptions } from '@sinclair/typebox'
 import { Timestamp } from '../model'
-import { Gpu } from '../wire/fellow'
 
 // The fellow-facing wire shapes live in src/wire/fellow.ts (the agent loads them without Elysia).
 export {
@@ -12,6 +11,7 @@ export {
   P2P_KEY_PATTERN,
   Gpu,
   Hardware,
+  EngineState,
   RegisterBody,
   RegisterResponse,
   HeartbeatBody,
@@ -26,6 +26,7 @@ export {
   type HeartbeatInput,
   type HeartbeatResult,
 } from '../wire/fellow'
+import { EngineState, Gpu } from '../wire/fellow'
 export type NodeState = 'online' | 'stale' | 'offline' | 'released'
 
 // TypeBox's own Integer, not Elysia's t.Integer (see src/wire/fellow.ts).
@@ -57,6 +58,11 @@ export const NodeView = t.Object({
   runners: t.Array(t.String()),
   /** The models its engines serve now. */
   servables: t.Array(t.String()),
+  /**
+   * The engines it declared and whether each is healthy, as its last heartbeat said; empty from an
+   * agent that does not say (older than this field); none is healthy while the fellow is not online.
+   */
+  engines: t.Array(EngineState),
 })
 export type NodeView = Static<typeof NodeView>
 export const NodeList = t.Object({ items: t.Array(NodeView) })

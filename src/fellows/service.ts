@@ -242,6 +242,7 @@ export class Fellows {
       servables: prev?.servables ?? [],
       capacity: prev?.capacity ?? null,
       runners: prev?.runners ?? null,
+      engines: prev?.engines ?? null,
     }
     this.registry.put(live, prev ? null : 'registered')
     return {

@@ -23,12 +23,13 @@ export class FellowViews implements PoolTelemetry {
   ) {}
 
   view(f: LiveFellow): NodeView {
+    const state = this.registry.stateOf(f, this.now())
     return {
       fellow_id: f.id,
       hostname: f.hostname,
       pool_id: f.poolId,
       owner_user_id: f.ownerUserId,
-      state: this.registry.stateOf(f, this.now()),
+      state,
       registered_at: iso(f.registeredAt),
       last_seen_at: isoOrNull(f.lastSeenAt),
       status: f.status,
@@ -44,6 +45,9 @@ export class FellowViews implements PoolTelemetry {
       connected: this.signals.connected(f.id),
       runners: f.runners ?? [BUILTIN_RUNNER],
       servables: f.servables,
+      // Healthy means it answers for the fellow now; a fellow that is not online serves nothing
+      // (inference routes only to online ones), whatever its last heartbeat said.
+      engines: (f.engines ?? []).map((e) => ({ name: e.name, model: e.model, healthy: e.healthy && state === 'online' })),
     }
   }
 
@@ -56,7 +60,7 @@ export class FellowViews implements PoolTelemetry {
       return this.registry
         .inPools(new Set([poolId]))
         .sort((a, b) => a.registeredAt - b.registeredAt)
-        .map((f) => ({ ...this.view(f), owner_user_id: null, job_id: null, bytes_sent: 0, bytes_received: 0, servables: [] }))
+        .map((f) => ({ ...this.view(f), owner_user_id: null, job_id: null, bytes_sent: 0, bytes_received: 0, servables: [], engines: [] }))
     }
     const wanted = poolId !== undefined ? new Set([poolId]) : scope
     return this.registry.inPools(wanted).sort((a, b) => a.registeredAt - b.registeredAt).map((f) => this.view(f))

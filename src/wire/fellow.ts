@@ -66,6 +66,20 @@ export type RegisterResult = Static<typeof RegisterResponse>
 /** A runner's name: what a job names and a fellow's operator declares (never a command). */
 export const RUNNER_NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'
 
+/** An engine's name, as its operator declared it (src/agent/fellow-config.ts); `builtin` for tiny-llm. */
+export const ENGINE_NAME = RUNNER_NAME
+
+/** One engine the fellow's operator declared: its name, the model it serves, and whether it answers its health check now. */
+export const EngineState = Type.Object(
+  {
+    name: Type.String({ pattern: ENGINE_NAME }),
+    model: Type.String({ minLength: 1, maxLength: 200 }),
+    healthy: Type.Boolean(),
+  },
+  { additionalProperties: false },
+)
+export type EngineState = Static<typeof EngineState>
+
 export const HeartbeatBody = Type.Object(
   {
     /** Only read when no credential is presented (SVC_REQUIRE_NODE_AUTH=0); otherwise the token decides. */
@@ -84,6 +98,8 @@ export const HeartbeatBody = Type.Object(
     capacity: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Int({ minimum: 1, maximum: 10_000 }), { maxProperties: 100 })),
     /** The runners this machine's operator declared (the built-in `mlp` included): jobs naming one are placed here. */
     runners: Type.Optional(Type.Array(Type.String({ pattern: RUNNER_NAME }), { maxItems: 64 })),
+    /** Every engine declared, healthy or not (servables names only the healthy ones' models); the machine page lists them. */
+    engines: Type.Optional(Type.Array(EngineState, { maxItems: 100 })),
   },
   { additionalProperties: false },
 )

@@ -1,7 +1,7 @@
 // Issue 25 (the training console and fleet views) in Chromium against the built dist/svc with two
 // real fellows: bad input on the submit form is refused beside its field with nothing sent; a
 // 2-stage job submitted from the pool page runs, its loss chart gains points, it is paused and
-// resumed from its page; a machine page shows the CPU/memory chart and the log tail; the dashboard
+// resumed from its page; a machine page shows the CPU/memory chart, its engine and the log tail; the dashboard
 // shows the fleet chart. English at 1280 px and German at 390 px, axe on every new page,
 // screenshots under __screenshots__/ (git-ignored).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -130,6 +130,9 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
       expect(await text(page, '#chart-a .chart-summary')).toMatch(/CPU: [\d.,]+ % now/)
       expect(await text(page, '#chart-b figcaption')).toBe('Memory used and free')
       expect(await page.locator('#gpus-card').isHidden()).toBe(true)
+      // The engine the agent runs when none is declared, as its heartbeats name it.
+      await page.locator('#engines-body tr[data-engine="builtin"]').waitFor()
+      expect((await text(page, '#engines-body')).replace(/\s+/g, ' ')).toBe('builtin tiny-llm healthy')
       expect(await page.locator('#fellow-job a').getAttribute('href')).toBe(`/jobs/${jobId}`)
       await page.locator('#fellow-log li[data-level]').first().waitFor({ timeout: 20_000 })
       expect(await page.locator('#manage-card').isVisible()).toBe(true)
@@ -174,6 +177,8 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
       await page.goto(`${c.leader.url}/fellows/${node.fellow_id}`)
       await until(async () => (await pointsIn(page, '#chart-b')) >= 1, 'the memory chart', { timeoutMs: 20_000, everyMs: 200 })
       expect(await text(page, '#chart-a figcaption')).toBe('CPU-Auslastung')
+      await page.locator('#engines-body tr[data-engine="builtin"]').waitFor()
+      expect((await text(page, '#engines-body')).replace(/\s+/g, ' ')).toContain('builtin tiny-llm betriebsbereit')
       await page.locator('#fellow-log li[data-level]').first().waitFor({ timeout: 20_000 })
       await noSideways(page)
       await shot(page, 'console-fellow-de-390')

@@ -23,6 +23,7 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
   let page: Page
   let poolUrl = ''
   let joinToken = ''
+  let gpuFellowId = ''
   let fellow: Subprocess | null = null
   const errors: string[] = []
 
@@ -98,18 +99,24 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     // Play the machine: register with the join token from the command, then heartbeat once.
     joinToken = /svc_join_[A-Za-z0-9_-]+/.exec(command)?.[0] ?? ''
     expect(joinToken).not.toBe('')
-    const gpus = [{ index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }]
+    const gpus = [{ index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12, temperature_c: 47 }]
     const reg = await fetch(leader.url + '/api/v1/workers/register', {
       method: 'POST',
       headers: { authorization: `Bearer ${joinToken}`, 'content-type': 'application/json' },
       body: JSON.stringify({ hostname: 'gpu-box-1', gpus }),
     })
     expect(reg.status).toBe(201)
-    const { node_token } = (await reg.json()) as { node_token: string }
+    const { node_token, fellow_id } = (await reg.json()) as { node_token: string; fellow_id: string }
+    gpuFellowId = fellow_id
+    // As the reference agent says it: one engine serving, one declared but not answering its health check.
+    const engines = [
+      { name: 'builtin', model: 'tiny-llm', healthy: true },
+      { name: 'vllm', model: 'qwen2.5-7b', healthy: false },
+    ]
     const hb = await fetch(leader.url + '/api/v1/workers/heartbeat', {
       method: 'POST',
       headers: { authorization: `Bearer ${node_token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ status: 'idle', hardware: { gpus } }),
+      body: JSON.stringify({ status: 'idle', hardware: { gpus }, servables: ['tiny-llm'], engines }),
     })
     expect(hb.status).toBe(200)
     const row = page.locator('#nodes-body tr[data-state="online"]')
@@ -118,6 +125,35 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(await row.innerText()).toContain('NVIDIA RTX 4090')
     await shot(page, '03-pool')
     await expectAccessible(page, 'pool')
+  }, T)
+
+  test("the machine page shows its GPU's temperature (table and chart text) and the engines it offers", async () => {
+    expect(gpuFellowId).not.toBe('')
+    const p = await ada.newPage()
+    watchErrors(p, errors)
+    try {
+      await p.goto(`${leader.url}/fellows/${gpuFellowId}`)
+      await p.waitForSelector('#fellow-state:has-text("online")')
+      const gpuRow = (await p.locator('#gpus-body tr').innerText()).replace(/\s+/g, ' ')
+      expect(gpuRow).toContain('0: NVIDIA RTX 4090')
+      expect(gpuRow).toContain('47 °C')
+      await p.waitForSelector('#chart-a .chart-summary:has-text("GPU temperature: 47 °C now")')
+      expect(await p.locator('#chart-a figcaption').innerText()).toBe('GPU and CPU utilisation')
+      // The text alternative's table (behind its disclosure, so read as text) has the temperature too.
+      expect(await p.locator('#chart-a table thead').textContent()).toContain('GPU temperature')
+      expect(await p.locator('#chart-a table tbody').textContent()).toContain('47 °C')
+
+      await p.locator('#engines-card').waitFor({ state: 'visible' })
+      const engine = async (name: string) => (await p.locator(`#engines-body tr[data-engine="${name}"]`).innerText()).replace(/\s+/g, ' ').trim()
+      expect(await engine('builtin')).toBe('builtin tiny-llm healthy')
+      expect(await engine('vllm')).toBe('vllm qwen2.5-7b not answering')
+      expect(await p.locator('#engines-body tr[data-engine="vllm"] .state-unhealthy').count()).toBe(1)
+      expect((await p.locator('#fellow-models').innerText()).trim()).toBe('tiny-llm')
+      await shot(p, '03b-machine')
+      await expectAccessible(p, 'machine with GPU and engines')
+    } finally {
+      await p.close()
+    }
   }, T)
 
   // Without SMTP nobody's address is verified: an invite is taken through its link, which the

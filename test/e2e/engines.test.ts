@@ -186,11 +186,18 @@ describe('OpenAI-compatible engines behind the leader', () => {
     const before = started(supervised)
     process.kill(before.at(-1)!.pid, 'SIGKILL')
     await until(async () => ((await modelFellows())?.fellows === 1 ? true : null), 'the model withdrawn from the killed engine\'s fellow', poll(3000))
+    // The machine view still lists the engine, as not healthy; the fellow's other engine is untouched.
+    const engines = async () => (await c.api<{ engines: { name: string; model: string; healthy: boolean }[] }>('GET', `/api/v1/workers/${supervised.id()}`)).body.engines
+    expect(await engines()).toEqual([
+      { name: 'extra', model: 'standin-extra', healthy: true },
+      { name: MODEL, model: MODEL, healthy: false },
+    ])
     // Requests go to the other fellow meanwhile.
     const r = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'meanwhile' }], max_tokens: 2 })
     expect(r.choices[0]!.message.content).toBe('echo: meanwhile ')
     await until(() => (started(supervised).length > before.length ? true : null), 'the engine restarted', poll(10_000))
     await until(async () => ((await modelFellows())?.fellows === 2 ? true : null), 'the model announced again', poll(10_000))
+    expect((await engines()).map((e) => [e.name, e.healthy])).toEqual([['extra', true], [MODEL, true]])
     expect(supervised.logs.some((l) => l.includes('"engine exited; restarting"'))).toBe(true)
     // Its output reached the fellow's log (and so the leader's log shipping).
     expect(supervised.logs.some((l) => l.includes('"engine output"'))).toBe(true)

@@ -390,6 +390,78 @@ describe('heartbeats and telemetry', () => {
     expect((await node.post('/api/v1/workers/goodbye', {})).status).toBe(401)
   })
 
+  test("a heartbeat's engines and runners show in the machine's view; older agents that send neither still work", async () => {
+    const { h, a, b, A, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    const node = h.client({ bearer: f.node_token })
+    const view = async () => (await a.get(`/api/v1/workers/${f.fellow_id}`)).body
+    // An agent older than the field: no engines known, the built-in runner only.
+    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle', servables: ['tiny-llm'] })).status).toBe(200)
+    expect(await view()).toMatchObject({ servables: ['tiny-llm'], runners: ['mlp'], engines: [] })
+
+    const engines = [
+      { name: 'builtin', model: 'tiny-llm', healthy: true },
+      { name: 'vllm', model: 'qwen2.5-7b', healthy: false },
+    ]
+    const hb = await node.post('/api/v1/workers/heartbeat', { status: 'idle', servables: ['tiny-llm'], runners: ['mlp', 'torch'], engines })
+    expect(hb.status).toBe(200)
+    expect(await view()).toMatchObject({ servables: ['tiny-llm'], runners: ['mlp', 'torch'], engines })
+    // The pool's list carries them too, and a heartbeat without the fields keeps the last ones.
+    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(200)
+    expect((await a.get(`/api/v1/workers?pool_id=${pool.id}`)).body.items[0]).toMatchObject({ runners: ['mlp', 'torch'], engines })
+
+    // Healthy means serving now: not while the fellow is stale, nor after it said goodbye.
+    h.clock.advance(21_000)
+    expect((await view()).state).toBe('stale')
+    expect((await view()).engines.map((e: { healthy: boolean }) => e.healthy)).toEqual([false, false])
+    await node.post('/api/v1/workers/heartbeat', { status: 'idle' })
+    expect((await view()).engines).toEqual(engines)
+    expect((await node.post('/api/v1/workers/goodbye', {})).status).toBe(204)
+    expect(await view()).toMatchObject({ state: 'offline', engines: engines.map((e) => ({ ...e, healthy: false })) })
+
+    // Re-registering (an agent restart) keeps what the last heartbeat said until the next one.
+    const again = await register(h, await joinToken(a, pool.id), { fellow_id: f.fellow_id })
+    expect(again.status).toBe(201)
+    expect((await view()).engines.map((e: { name: string }) => e.name)).toEqual(['builtin', 'vllm'])
+
+    // Someone outside a public pool sees its machines but not what they serve.
+    const open = (await A.post('/api/v1/pools', { name: 'Everyone', visibility: 'public' })).body
+    const pf = (await register(h, await joinToken(A, open.id), { hostname: 'open-1' })).body
+    await h.client({ bearer: pf.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', servables: ['tiny-llm'], engines })
+    expect((await A.get(`/api/v1/workers/${pf.fellow_id}`)).body.engines).toEqual(engines)
+    expect((await b.get(`/api/v1/workers?pool_id=${open.id}`)).body.items.map((n: { hostname: string; servables: string[]; engines: unknown[] }) => [n.hostname, n.servables, n.engines])).toEqual([['open-1', [], []]])
+  })
+
+  test('a heartbeat with a bad engines entry is refused with 422 problem+json, and nothing of it is kept', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    const node = h.client({ bearer: f.node_token })
+    const good = { name: 'vllm', model: 'qwen2.5-7b', healthy: true }
+    const bad = [
+      [{ ...good, name: 'no spaces allowed' }],
+      [{ ...good, name: '' }],
+      [{ ...good, name: 'x'.repeat(65) }],
+      [{ ...good, model: '' }],
+      [{ ...good, model: 'm'.repeat(201) }],
+      [{ ...good, healthy: 'yes' }],
+      [{ name: 'vllm', model: 'qwen2.5-7b' }],
+      [{ ...good, command: 'rm -rf /' }],
+      ['vllm'],
+      Array.from({ length: 101 }, (_, i) => ({ ...good, name: `e${i}`, model: `m${i}` })),
+      { vllm: good },
+    ]
+    for (const engines of bad) {
+      const r = await node.post('/api/v1/workers/heartbeat', { status: 'running', step: 7, engines })
+      expect([JSON.stringify(engines).slice(0, 80), r.status]).toEqual([JSON.stringify(engines).slice(0, 80), 422])
+      expect(r.headers.get('content-type')).toStartWith('application/problem+json')
+    }
+    expect(await (await a.get(`/api/v1/workers/${f.fellow_id}`)).body).toMatchObject({ status: 'idle', step: null, engines: [] })
+    // At the bound exactly, it is taken.
+    const hundred = Array.from({ length: 100 }, (_, i) => ({ ...good, name: `e${i}`, model: `m${i}` }))
+    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle', engines: hundred })).status).toBe(200)
+    expect((await a.get(`/api/v1/workers/${f.fellow_id}`)).body.engines).toHaveLength(100)
+  })
+
   test('malformed telemetry is refused with 422', async () => {
     const { h, a, pool } = await setup()
     const f = (await register(h, await joinToken(a, pool.id))).body

@@ -116,6 +116,8 @@ describe('fellow agent against a stand-in leader', () => {
     const hb = leader.state.heartbeats[0]!.body
     expect(hb.status).toBe('idle')
     expect(hb.servables).toEqual(['tiny-llm'])
+    // No engine declared: the built-in one, under the name the agent gives it.
+    expect(hb.engines).toEqual([{ name: 'builtin', model: 'tiny-llm', healthy: true }])
     expect(hb.hardware).toMatchObject({ gpus: [] })
     expect(typeof (hb.hardware as { mem_free_mb: unknown }).mem_free_mb).toBe('number')
     expect(saved(dir)).toMatchObject({ fellow_id: FELLOW, node_token: leader.state.token })

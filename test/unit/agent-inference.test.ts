@@ -2,7 +2,7 @@
 // pipelined (one post at a time; what comes meanwhile goes in the next), and a 410 ends generation.
 import { describe, expect, test } from 'bun:test'
 import { LeaderError, type InferFrame, type LeaderClient } from '../../src/agent/client'
-import { FramePoster, serveWith } from '../../src/agent/inference'
+import { FramePoster, InferenceServer, serveWith } from '../../src/agent/inference'
 import { BuiltinEngine } from '../../src/agent/engines'
 import { loadEngines } from '../../src/agent/fellow-config'
 import { silentLogger } from '../../src/log'
@@ -63,5 +63,19 @@ describe('serving the built-in model', () => {
       await serve(c, request(10, params))
       expect(posts.flat()).toEqual([{ error: expect.stringContaining('tiny-llm'), error_status: 400 }])
     }
+  })
+})
+
+describe('what the heartbeat says about the engines', () => {
+  test('every declared engine is listed with its model and health; servables names only the healthy ones', () => {
+    const { c } = client(() => {})
+    // Not started: the engine at a URL has not answered a health check, so it is not healthy yet.
+    const specs = [...loadEngines({}), ...loadEngines({ engine: ['vllm=http://127.0.0.1:9/v1'] })]
+    const server = new InferenceServer(deps(c), specs)
+    expect(server.engineStates()).toEqual([
+      { name: 'builtin', model: 'tiny-llm', healthy: true },
+      { name: 'vllm', model: 'vllm', healthy: false },
+    ])
+    expect(server.servables()).toEqual(['tiny-llm'])
   })
 })

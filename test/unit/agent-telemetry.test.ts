@@ -11,49 +11,52 @@ import {
   type Telemetry,
 } from '../../src/agent/telemetry'
 
-// Outputs of `nvidia-smi --query-gpu=index,name,memory.total,memory.free,utilization.gpu
+// Outputs of `nvidia-smi --query-gpu=index,name,memory.total,memory.free,utilization.gpu,temperature.gpu
 // --format=csv,noheader,nounits` as printed on real machines.
-const ONE_GPU = '0, NVIDIA GeForce RTX 3090, 24576, 23811, 7\n'
+const ONE_GPU = '0, NVIDIA GeForce RTX 3090, 24576, 23811, 7, 41\n'
 
-const EIGHT_GPUS = `0, NVIDIA A100-SXM4-80GB, 81920, 81038, 0
-1, NVIDIA A100-SXM4-80GB, 81920, 3124, 100
-2, NVIDIA A100-SXM4-80GB, 81920, 81038, 0
-3, NVIDIA A100-SXM4-80GB, 81920, 40211, 57
-4, NVIDIA A100-SXM4-80GB, 81920, 81038, 0
-5, NVIDIA A100-SXM4-80GB, 81920, 81038, 0
-6, NVIDIA A100-SXM4-80GB, 81920, 12, 99
-7, NVIDIA A100-SXM4-80GB, 81920, 81038, 1
+const EIGHT_GPUS = `0, NVIDIA A100-SXM4-80GB, 81920, 81038, 0, 33
+1, NVIDIA A100-SXM4-80GB, 81920, 3124, 100, 71
+2, NVIDIA A100-SXM4-80GB, 81920, 81038, 0, 34
+3, NVIDIA A100-SXM4-80GB, 81920, 40211, 57, 58
+4, NVIDIA A100-SXM4-80GB, 81920, 81038, 0, 32
+5, NVIDIA A100-SXM4-80GB, 81920, 81038, 0, 33
+6, NVIDIA A100-SXM4-80GB, 81920, 12, 99, 80
+7, NVIDIA A100-SXM4-80GB, 81920, 81038, 1, 35
 
 `
 
-// MIG mode reports no utilization; a fallen-off-the-bus GPU reports nothing at all.
-const NA_FIELDS = `0, NVIDIA A100-SXM4-40GB, 40960, 40367, [N/A]
-1, NVIDIA H100 80GB HBM3, [N/A], [N/A], [N/A]
-2, Quadro K2200, 4096, 4043, [Not Supported]
+// MIG mode reports no utilization; a fallen-off-the-bus GPU reports nothing at all; some boards
+// (passively cooled, or behind a vGPU) report no temperature.
+const NA_FIELDS = `0, NVIDIA A100-SXM4-40GB, 40960, 40367, [N/A], 36
+1, NVIDIA H100 80GB HBM3, [N/A], [N/A], [N/A], [N/A]
+2, Quadro K2200, 4096, 4043, [Not Supported], [Not Supported]
+3, GRID T4-16Q, 16384, 15000, 5, [N/A]
 `
 
 const GARBAGE = `Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU
-0, Tesla T4, 15360, 15098, 0
+0, Tesla T4, 15360, 15098, 0, 40
 No devices were found
-index, name, memory.total [MiB], memory.free [MiB], utilization.gpu [%]
-x, broken, 1, 1, 1
-1,Tesla T4,15360,14000,12\r
+index, name, memory.total [MiB], memory.free [MiB], utilization.gpu [%], temperature.gpu
+x, broken, 1, 1, 1, 1
+2, Tesla T4, 15360, 15098, 0
+1,Tesla T4,15360,14000,12,52\r
 `
 
 const DRIVER_FAILED =
   "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n"
 
 describe('parseNvidiaSmi', () => {
-  test('the query asks for the five fields in the order the parser reads them', () => {
+  test('the query asks for the six fields in the order the parser reads them', () => {
     expect(NVIDIA_SMI_ARGS).toEqual([
-      '--query-gpu=index,name,memory.total,memory.free,utilization.gpu',
+      '--query-gpu=index,name,memory.total,memory.free,utilization.gpu,temperature.gpu',
       '--format=csv,noheader,nounits',
     ])
   })
 
   test('one GPU becomes one heartbeat entry', () => {
     expect(parseNvidiaSmi(ONE_GPU)).toEqual([
-      { index: 0, name: 'NVIDIA GeForce RTX 3090', memory_total_mb: 24576, memory_free_mb: 23811, utilization_pct: 7 },
+      { index: 0, name: 'NVIDIA GeForce RTX 3090', memory_total_mb: 24576, memory_free_mb: 23811, utilization_pct: 7, temperature_c: 41 },
     ])
   })
 
@@ -61,22 +64,28 @@ describe('parseNvidiaSmi', () => {
     const gpus = parseNvidiaSmi(EIGHT_GPUS)
     expect(gpus.map((g) => g.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
     expect(gpus.every((g) => g.name === 'NVIDIA A100-SXM4-80GB' && g.memory_total_mb === 81920)).toBe(true)
-    expect(gpus[1]).toMatchObject({ memory_free_mb: 3124, utilization_pct: 100 })
-    expect(gpus[6]).toMatchObject({ memory_free_mb: 12, utilization_pct: 99 })
+    expect(gpus[1]).toMatchObject({ memory_free_mb: 3124, utilization_pct: 100, temperature_c: 71 })
+    expect(gpus[6]).toMatchObject({ memory_free_mb: 12, utilization_pct: 99, temperature_c: 80 })
+    expect(gpus.map((g) => g.temperature_c)).toEqual([33, 71, 34, 58, 32, 33, 80, 35])
   })
 
-  test('unknown utilization reads as 0 and a GPU with unknown memory is left out', () => {
-    expect(parseNvidiaSmi(NA_FIELDS)).toEqual([
-      { index: 0, name: 'NVIDIA A100-SXM4-40GB', memory_total_mb: 40960, memory_free_mb: 40367, utilization_pct: 0 },
+  test('unknown utilization reads as 0, an unknown temperature is left out, and a GPU with unknown memory is left out', () => {
+    const gpus = parseNvidiaSmi(NA_FIELDS)
+    expect(gpus).toEqual([
+      { index: 0, name: 'NVIDIA A100-SXM4-40GB', memory_total_mb: 40960, memory_free_mb: 40367, utilization_pct: 0, temperature_c: 36 },
       { index: 2, name: 'Quadro K2200', memory_total_mb: 4096, memory_free_mb: 4043, utilization_pct: 0 },
+      { index: 3, name: 'GRID T4-16Q', memory_total_mb: 16384, memory_free_mb: 15000, utilization_pct: 5 },
     ])
+    // Left out, not undefined: the heartbeat's JSON carries no temperature_c key at all.
+    expect(gpus.map((g) => 'temperature_c' in g)).toEqual([true, false, false])
   })
 
   test('noise lines, headers and CRLF are skipped without throwing', () => {
     const gpus = parseNvidiaSmi(GARBAGE)
-    expect(gpus.map((g) => [g.index, g.name, g.memory_free_mb, g.utilization_pct])).toEqual([
-      [0, 'Tesla T4', 15098, 0],
-      [1, 'Tesla T4', 14000, 12],
+    // A line of the old five-column format has too few fields to read safely: skipped.
+    expect(gpus.map((g) => [g.index, g.name, g.memory_free_mb, g.utilization_pct, g.temperature_c])).toEqual([
+      [0, 'Tesla T4', 15098, 0, 40],
+      [1, 'Tesla T4', 14000, 12, 52],
     ])
     expect(parseNvidiaSmi(DRIVER_FAILED)).toEqual([])
   })
@@ -87,13 +96,18 @@ describe('parseNvidiaSmi', () => {
   })
 
   test('a name with commas survives, extra columns are folded into it', () => {
-    const [gpu] = parseNvidiaSmi('3, Acme, Inc. Accelerator, 8192, 1024, 42\n')
-    expect(gpu).toEqual({ index: 3, name: 'Acme, Inc. Accelerator', memory_total_mb: 8192, memory_free_mb: 1024, utilization_pct: 42 })
+    const [gpu] = parseNvidiaSmi('3, Acme, Inc. Accelerator, 8192, 1024, 42, 67\n')
+    expect(gpu).toEqual({ index: 3, name: 'Acme, Inc. Accelerator', memory_total_mb: 8192, memory_free_mb: 1024, utilization_pct: 42, temperature_c: 67 })
+    const [na] = parseNvidiaSmi('4, Acme, Inc., Model 2, 8192, 1024, 42, [N/A]\n')
+    expect(na).toEqual({ index: 4, name: 'Acme, Inc., Model 2', memory_total_mb: 8192, memory_free_mb: 1024, utilization_pct: 42 })
   })
 
   test('unit suffixes and out-of-range figures are normalised', () => {
-    const [gpu] = parseNvidiaSmi('0, X, 1000 MiB, 1200 MiB, 140 %')
-    expect(gpu).toMatchObject({ memory_total_mb: 1000, memory_free_mb: 1000, utilization_pct: 100 })
+    const [gpu] = parseNvidiaSmi('0, X, 1000 MiB, 1200 MiB, 140 %, 45 C')
+    expect(gpu).toMatchObject({ memory_total_mb: 1000, memory_free_mb: 1000, utilization_pct: 100, temperature_c: 45 })
+    // A reading the leader's schema would refuse (and the heartbeat with it) is dropped instead.
+    expect(parseNvidiaSmi('0, X, 1000, 500, 5, 4000')[0]).not.toHaveProperty('temperature_c')
+    expect(parseNvidiaSmi('0, X, 1000, 500, 5, 61.6')[0]).toMatchObject({ temperature_c: 62 })
   })
 
   test('a repeated index is reported once', () => {
@@ -159,6 +173,7 @@ describe('readTelemetry', () => {
     const t = await readTelemetry(ok)
     expect(calls).toEqual([['nvidia-smi', ...NVIDIA_SMI_ARGS]])
     expect(t.gpus).toHaveLength(8)
+    expect(t.gpus[0]).toMatchObject({ index: 0, temperature_c: 33 })
   })
 
   test('the real probe on this machine never throws', async () => {
