@@ -10,7 +10,7 @@
 import { eq } from 'drizzle-orm'
 import { pools } from '../db/schema'
 import { AppError, notFound } from '../errors'
-import { inScope, scopeOf } from '../pools/scope'
+import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from './memory-hub'
 import type { InferenceHub, PostResult, Ticket, TokenUsage } from './hub'
 import type { Ctx } from '../context'
@@ -166,7 +166,7 @@ export class Inference {
 
   private submit(caller: Caller, name: string, poolId: string | undefined, job: InferJob) {
     const callerScope = scopeOf(this.ctx.db, caller)
-    if (poolId !== undefined && (!inScope(callerScope, poolId) || !this.ctx.db.select({ id: pools.id }).from(pools).where(eq(pools.id, poolId)).get())) {
+    if (poolId !== undefined && (!inScope(callerScope, poolId) || !poolExists(this.ctx.db, poolId))) {
       throw notFound('Pool')
     }
     const scope = poolId !== undefined ? new Set([poolId]) : callerScope
