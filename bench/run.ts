@@ -49,7 +49,7 @@ const plan = quick
   ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, artifactRounds: 2, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
   : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, artifactRounds: 3, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
 const CONNECTIONS = 64
-const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, relayWsRatio: 0.9, artifactRatio: 0.8, inferAddedMs: 1, readyMs: 120, idleRssBytes: 55 * 1024 * 1024, adminP50Ms: 10, adminP99Ms: 25 }
+const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, relayWsRatio: 0.9, artifactRatio: 0.8, inferAddedMs: 1, inferAddedP99Ms: 25, inferFloodRatio: 0.6, readyMs: 120, idleRssBytes: 55 * 1024 * 1024, adminP50Ms: 10, adminP99Ms: 25 }
 
 const resultsDir = join(ROOT, 'bench/results')
 mkdirSync(resultsDir, { recursive: true })
@@ -252,17 +252,29 @@ await scenario('inference', async () => {
   const light = ['--quick', '--pace-ms=1000', ...(quick ? ['--paced-frames=5'] : [])]
   const runs: InferenceResult[] = quick ? [await inference(light)] : [await inference([]), await inference(light)]
   const [main] = runs
-  rows.push({ scenario: 'inference frames/s, 1,000 streams, flood (up to 32 frames a post)', leader: fmt.int(main!.leaderFloodFps), floor: fmt.int(main!.floorFloodFps), ratio: main!.leaderFloodFps / main!.floorFloodFps, target: '—', met: null })
+  const floodRatio = main!.leaderFloodFps / main!.floorFloodFps
+  rows.push({ scenario: 'inference frames/s, 1,000 streams, flood (up to 32 frames a message)', leader: fmt.int(main!.leaderFloodFps), floor: fmt.int(main!.floorFloodFps), ratio: floodRatio, target: `>= ${TARGET.inferFloodRatio}x floor`, met: floodRatio >= TARGET.inferFloodRatio })
   runs.forEach((r, i) => {
     const paced = r.added.paced
-    const last = i === runs.length - 1 // the target is judged on the lightest load measured
     rows.push({
-      scenario: `inference added latency per frame, paced ${fmt.int(1000 / r.paceMs)} frame(s)/s per stream (p50 / p99)`,
+      scenario: `inference added latency per frame, paced ${fmt.int(1000 / r.paceMs)} frame(s)/s per stream, all frames (p50 / p99)`,
       leader: paced ? `${fmt.ms(paced.p50)} / ${fmt.ms(paced.p99)}` : 'n/a',
       floor: '0 (direct SSE)',
       ratio: null,
-      target: last ? `<= ${TARGET.inferAddedMs} ms (p50)` : '—',
-      met: last ? (paced ? paced.p50 <= TARGET.inferAddedMs : false) : null,
+      target: '—',
+      met: null,
+    })
+    // The target is judged on the lightest load, once every stream has opened: the frames made
+    // while 1,000 chat requests are being admitted wait behind that work (docs/benchmarks.md).
+    if (i !== runs.length - 1) return
+    const steady = r.added.steady
+    rows.push({
+      scenario: `inference added latency per frame, paced ${fmt.int(1000 / r.paceMs)} frame(s)/s per stream, after all streams opened (p50 / p99)`,
+      leader: steady ? `${fmt.ms(steady.p50)} / ${fmt.ms(steady.p99)}` : 'n/a',
+      floor: '0 (direct SSE)',
+      ratio: null,
+      target: `<= ${TARGET.inferAddedMs} ms / ${TARGET.inferAddedP99Ms} ms`,
+      met: steady ? steady.p50 <= TARGET.inferAddedMs && steady.p99 <= TARGET.inferAddedP99Ms : false,
     })
   })
   details.inference = runs
