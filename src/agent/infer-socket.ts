@@ -3,12 +3,10 @@
 // agent gives, and frames go back as messages, each answered with an ack. A socket that cannot
 // open (an older leader, a proxy without WebSockets) or that drops answers null, and the caller
 // uses the HTTP long-poll and POST instead.
+import { openLeaderSocket } from './leader-socket'
 import type { AckResult, FellowMessage, LeaderMessage } from '../wire/infer-socket'
 import type { InferFrame, InferRequest } from '../wire/inference'
 import type { Logger } from '../log'
-
-/** How long the upgrade may take before the socket counts as unavailable. */
-const OPEN_TIMEOUT_MS = 5000
 
 export interface InferSocketOptions {
   url: string
@@ -32,33 +30,19 @@ export class InferSocketClient {
 
   /** Opens the socket; true once open, false when it could not be (the caller polls over HTTP). */
   open(): Promise<boolean> {
-    const token = this.o.token()
-    const ws = new WebSocket(this.o.url, { headers: token ? { authorization: `Bearer ${token}` } : {} } as unknown as string[])
-    this.ws = ws
-    let closed!: () => void
-    this.whenClosed = new Promise<void>((resolve) => (closed = resolve))
-    return new Promise<boolean>((resolve) => {
-      let opened = false
-      const timer = setTimeout(() => {
-        if (!opened) ws.close()
-      }, OPEN_TIMEOUT_MS)
-      ws.onopen = () => {
-        opened = true
-        clearTimeout(timer)
-        resolve(true)
-      }
-      ws.onmessage = (ev) => this.onMessage(ev.data)
-      ws.onclose = (ev) => {
-        clearTimeout(timer)
-        if (this.ws === ws) this.ws = null
+    const s = openLeaderSocket(this.o.url, this.o.token(), {
+      message: (data) => this.onMessage(data),
+      close: (ev, wasOpen) => {
+        if (this.ws === s.ws) this.ws = null
         // Frames the leader never acknowledged: the caller sends them again over HTTP.
         for (const r of this.unanswered.values()) r(null)
         this.unanswered.clear()
-        if (opened) this.o.log.warn('inference socket closed', { code: ev.code, reason: ev.reason })
-        closed()
-        resolve(false)
-      }
+        if (wasOpen) this.o.log.warn('inference socket closed', { code: ev.code, reason: ev.reason })
+      },
     })
+    this.ws = s.ws
+    this.whenClosed = s.closed
+    return s.opened
   }
 
   /** Resolves when the socket (opened by the last open()) has closed. */

@@ -4,14 +4,13 @@
 // cannot open (an older leader, a proxy without WebSockets) or that drops answers null, and the
 // caller uses the HTTP routes instead.
 import { decodeFrames } from '../wire/frames'
+import { openLeaderSocket } from './leader-socket'
 import { CHANNEL_OF_TAG, CHANNEL_TAG, type PushAck, type RelayChannelName } from '../wire/relay-socket'
 import type { Frame } from '../wire/frames'
 import type { Logger } from '../log'
 
 /** The largest frame the agent accepts from the leader (its own limit applies before). */
 const MAX_FRAME_BYTES = 1024 * 1024 * 1024
-/** How long the upgrade may take before the socket counts as unavailable. */
-const OPEN_TIMEOUT_MS = 5000
 
 export interface RelaySocketOptions {
   url: string
@@ -37,33 +36,19 @@ export class RelaySocketClient {
   /** Opens the socket; true once open, false when it could not be (the caller falls back to HTTP). */
   open(): Promise<boolean> {
     if (this.gone) return Promise.resolve(false)
-    const token = this.o.token()
-    const ws = new WebSocket(this.o.url, { headers: token ? { authorization: `Bearer ${token}` } : {} } as unknown as string[])
-    ws.binaryType = 'arraybuffer'
-    this.ws = ws
-    let closed!: () => void
-    this.whenClosed = new Promise<void>((resolve) => (closed = resolve))
-    return new Promise<boolean>((resolve) => {
-      let opened = false
-      const timer = setTimeout(() => {
-        if (!opened) ws.close()
-      }, OPEN_TIMEOUT_MS)
-      ws.onopen = () => {
-        opened = true
-        clearTimeout(timer)
-        resolve(true)
-      }
-      ws.onmessage = (ev) => this.onMessage(ev.data)
-      ws.onclose = (ev) => {
-        clearTimeout(timer)
-        if (this.ws === ws) this.ws = null
+    const s = openLeaderSocket(this.o.url, this.o.token(), {
+      binary: true,
+      message: (data) => this.onMessage(data),
+      close: (ev, wasOpen) => {
+        if (this.ws === s.ws) this.ws = null
         // Pushes the leader never answered: the caller sends them again over HTTP.
         for (const r of this.unanswered.splice(0)) r(null)
-        if (opened) this.o.log.warn('relay socket closed', { job_id: this.o.jobId, code: ev.code, reason: ev.reason })
-        closed()
-        resolve(false)
-      }
+        if (wasOpen) this.o.log.warn('relay socket closed', { job_id: this.o.jobId, code: ev.code, reason: ev.reason })
+      },
     })
+    this.ws = s.ws
+    this.whenClosed = s.closed
+    return s.opened
   }
 
   /** Resolves when the socket (opened by the last open()) has closed. */
