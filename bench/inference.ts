@@ -116,14 +116,11 @@ function simulateFellows(spec: Spec, t0: number): { stop(): void; posts: () => n
       sockets.push(ws)
       let seq = 0
       const acks = new Map<number, () => void>()
-      // The message is joined as text rather than through JSON.stringify: the load generator
-      // shares one core with the 1,000 clients and must not be what limits the flood.
       const send: Send = (g, frames) =>
         new Promise<void>((resolve) => {
           const s = seq++
           acks.set(s, resolve)
-          const body = (frames as { delta?: string; done?: boolean }[]).map((f) => (f.done ? '{"done":true}' : `{"delta":"${f.delta}"}`)).join(',')
-          ws.send(`{"t":"frames","id":"${g.id}","seq":${s},"frames":[${body}]}`)
+          ws.send(JSON.stringify({ t: 'frames', id: g.id, seq: s, frames }))
         })
       ws.onopen = () => ws.send(JSON.stringify({ t: 'credit', n: 1024 }))
       ws.onmessage = (ev) => {
