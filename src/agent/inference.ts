@@ -203,6 +203,7 @@ export class InferenceServer {
   private async channelLoop(url: () => string | null): Promise<void> {
     const { log, signal, clock } = this.deps
     const backoff = new Backoff({ baseMs: 1000, maxMs: 60_000 })
+    const stopped = new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }))
     let polling = false
     while (!signal.aborted) {
       const target = url()
@@ -213,7 +214,7 @@ export class InferenceServer {
         this.socket = sock
         // What the leader may send: the slots not taken by requests still being served.
         sock.credit(this.slots - this.busy)
-        await Promise.race([sock.closed(), new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }))])
+        await Promise.race([sock.closed(), stopped])
         this.socket = null
         sock.close()
         if (signal.aborted) return
