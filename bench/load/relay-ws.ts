@@ -2,22 +2,9 @@
 // unanswered each, as the agent does), sockets of stage 1 receive them. Leader: /ws/relay/{job}
 // with each stage's node token; floor: the same protocol at its minimum (bench/floor/relay-ws.ts).
 // Throughput is payload bytes received per second over the measured window. Prints one JSON line.
-export {}
+import { relaySpec } from './relay-spec'
 
-interface Spec {
-  url: string
-  kind: 'leader' | 'floor'
-  jobId: string
-  pushToken: string
-  popToken: string
-  frameBytes: number
-  pushers: number
-  poppers: number
-  warmupSeconds: number
-  seconds: number
-}
-
-const spec = JSON.parse(process.env.BENCH_RELAY!) as Spec
+const spec = relaySpec()
 const WINDOW = 2
 
 /** One message: the activations tag byte, then one frame (u32 meta_len | meta | u64 data_len | data). */

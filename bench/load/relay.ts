@@ -2,22 +2,9 @@
 // Leader: stage 0 pushes activations (binary frame format of src/wire/frames.ts), stage 1 pops
 // them. Floor: the same bytes to /push and from /pop. Throughput is payload bytes popped per
 // second over the measured window, after a warm-up. Prints one JSON line.
-export {}
+import { relaySpec } from './relay-spec'
 
-interface Spec {
-  url: string
-  kind: 'leader' | 'floor'
-  jobId: string
-  pushToken: string
-  popToken: string
-  frameBytes: number
-  pushers: number
-  poppers: number
-  warmupSeconds: number
-  seconds: number
-}
-
-const spec = JSON.parse(process.env.BENCH_RELAY!) as Spec
+const spec = relaySpec()
 
 /** One frame: u32 meta_len | meta JSON | u64 data_len | data (all big-endian). */
 function frameBody(bytes: number): Uint8Array<ArrayBuffer> {

@@ -5,7 +5,7 @@ import { randomToken, sha256, newId, TOKEN_PREFIX } from '../crypto'
 import { notFound } from '../errors'
 import { DAY_MS, iso, isoOrNull } from '../time'
 import type { Ctx } from '../context'
-import type { Db } from '../db/client'
+import { perDb, type Db } from '../db/client'
 import type { UserCaller } from '../caller'
 import type { ApiTokenRecord } from './model'
 
@@ -71,20 +71,17 @@ const LAST_USED_GRANULARITY_MS = 60_000
  * building the query through drizzle each time was a sixth of the leader's CPU under 1,000
  * streams opening at once (issue 22's profile of the inference bench).
  */
-function tokenLookup(db: Db) {
-  return db
+const tokenLookup = perDb((db) =>
+  db
     .select({ id: apiTokens.id, expiresAt: apiTokens.expiresAt, revokedAt: apiTokens.revokedAt, lastUsedAt: apiTokens.lastUsedAt, userId: users.id, role: users.role, status: users.status })
     .from(apiTokens)
     .innerJoin(users, eq(users.id, apiTokens.userId))
     .where(eq(apiTokens.tokenHash, sql.placeholder('hash')))
-    .prepare()
-}
-const lookups = new WeakMap<Db, ReturnType<typeof tokenLookup>>()
+    .prepare(),
+)
 
 export function resolveApiToken(ctx: Ctx, token: string): UserCaller | null {
-  let lookup = lookups.get(ctx.db)
-  if (!lookup) lookups.set(ctx.db, (lookup = tokenLookup(ctx.db)))
-  const row = lookup.get({ hash: sha256(token) })
+  const row = tokenLookup(ctx.db).get({ hash: sha256(token) })
   const now = ctx.clock.now()
   if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now) || row.status !== 'active') return null
   if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_GRANULARITY_MS) {

@@ -4,7 +4,7 @@ import { sessions, users } from '../db/schema'
 import { randomToken, sha256, newId } from '../crypto'
 import { HOUR_MS } from '../time'
 import type { Ctx } from '../context'
-import type { Db } from '../db/client'
+import { perDb, type Db } from '../db/client'
 import type { UserCaller } from '../caller'
 
 export interface NewSession {
@@ -23,20 +23,17 @@ export function createSession(ctx: Ctx, userId: string, clientIp: string | null,
 }
 
 /** The session lookup, prepared once per database (every signed-in request makes it; see api-tokens.ts). */
-function sessionLookup(db: Db) {
-  return db
+const sessionLookup = perDb((db) =>
+  db
     .select({ id: sessions.id, expiresAt: sessions.expiresAt, revokedAt: sessions.revokedAt, userId: users.id, role: users.role, status: users.status })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .where(eq(sessions.tokenHash, sql.placeholder('hash')))
-    .prepare()
-}
-const lookups = new WeakMap<Db, ReturnType<typeof sessionLookup>>()
+    .prepare(),
+)
 
 export function resolveSession(ctx: Ctx, token: string, fromCookie: boolean): UserCaller | null {
-  let lookup = lookups.get(ctx.db)
-  if (!lookup) lookups.set(ctx.db, (lookup = sessionLookup(ctx.db)))
-  const row = lookup.get({ hash: sha256(token) })
+  const row = sessionLookup(ctx.db).get({ hash: sha256(token) })
   if (!row || row.revokedAt !== null || row.expiresAt <= ctx.clock.now() || row.status !== 'active') return null
   return { kind: 'user', userId: row.userId, role: row.role, via: 'session', credentialId: row.id, fromCookie }
 }

@@ -2,25 +2,17 @@
 // job or model outside them is "not found" to that caller.
 import { eq, sql } from 'drizzle-orm'
 import { poolMembers, pools } from '../db/schema'
-import type { Db } from '../db/client'
+import { perDb, type Db } from '../db/client'
 import type { Caller } from '../caller'
 
 /**
  * The two lookups every scoped request makes, prepared once per database: built through drizzle
  * per call they were a tenth of the leader's CPU while 1,000 chat streams opened (issue 22).
  */
-function lookups(db: Db) {
-  return {
-    memberships: db.select({ poolId: poolMembers.poolId }).from(poolMembers).where(eq(poolMembers.userId, sql.placeholder('user'))).prepare(),
-    pool: db.select({ id: pools.id }).from(pools).where(eq(pools.id, sql.placeholder('id'))).prepare(),
-  }
-}
-const prepared = new WeakMap<Db, ReturnType<typeof lookups>>()
-function lookupsOf(db: Db): ReturnType<typeof lookups> {
-  let l = prepared.get(db)
-  if (!l) prepared.set(db, (l = lookups(db)))
-  return l
-}
+const lookupsOf = perDb((db) => ({
+  memberships: db.select({ poolId: poolMembers.poolId }).from(poolMembers).where(eq(poolMembers.userId, sql.placeholder('user'))).prepare(),
+  pool: db.select({ id: pools.id }).from(pools).where(eq(pools.id, sql.placeholder('id'))).prepare(),
+}))
 
 /** The pools whose fellows a caller may see: its memberships; null means every pool (admins). */
 export function scopeOf(db: Db, caller: Caller): Set<string> | null {
