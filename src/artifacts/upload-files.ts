@@ -129,15 +129,20 @@ export class UploadFiles {
       }
       return written
     } finally {
-      // Synced before the offset is recorded: a resumed upload never trusts bytes a crash lost.
-      await handle.datasync().catch(() => {})
-      // The hash covers exactly the bytes kept, whatever the copy had hashed when it stopped.
-      if (tail.hashed > at + written) this.hashers.delete(id)
-      else {
-        await hashTo(handle.fd, tail, at + written)
-        this.hashers.set(id, { offset: at + written, hasher: tail.hasher })
+      // Synced before the offset is recorded: a resumed upload never trusts bytes a crash lost. The
+      // sync waits on the disk and the last stretch of hashing on the CPU, so they run side by side.
+      const synced = handle.datasync().catch(() => {})
+      try {
+        // The hash covers exactly the bytes kept, whatever the copy had hashed when it stopped.
+        if (tail.hashed > at + written) this.hashers.delete(id)
+        else {
+          await hashTo(handle.fd, tail, at + written)
+          this.hashers.set(id, { offset: at + written, hasher: tail.hasher })
+        }
+      } finally {
+        await synced
+        await handle.close()
       }
-      await handle.close()
     }
   }
 
