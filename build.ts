@@ -8,6 +8,7 @@
 import { $ } from 'bun'
 
 await $`bun run scripts/embed-migrations.ts`.quiet()
-await $`mkdir -p dist`
+// Chunk source maps carry a hash in their names: the last build's go first, or dist/ fills up.
+await $`mkdir -p dist && rm -f dist/*.map`
 await $`bun build --compile --splitting --bytecode --format=esm --minify-whitespace --minify-syntax --sourcemap src/entry.ts --outfile dist/svc`
 console.log('built dist/svc')
