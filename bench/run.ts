@@ -19,7 +19,7 @@ import { fmt, machine, median, table, type Row } from './lib/report'
 import { seedState, type Seed } from './lib/seed'
 import { heartbeats, type HeartbeatResult } from './scenarios/heartbeat'
 import { telemetryCost } from './scenarios/telemetry'
-import { signals, type SignalsResult } from './scenarios/signals'
+import { manySockets, signals, socketsAllowed, type SignalsResult } from './scenarios/signals'
 import { relay, type RelayResult } from './scenarios/relay'
 import { startup, startupFigures, type StartupResult } from './scenarios/startup'
 import { adminList, inference, type AdminListResult, type InferenceResult } from './scenarios/external'
@@ -46,10 +46,10 @@ for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scena
 if (args.bin) useBinary(args.bin)
 
 const plan = quick
-  ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 1_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, artifactRounds: 2, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
+  ? { fleets: [100, 10_000], rounds: 3, seconds: 2, sockets: 10_000, wsRounds: 3, relayRounds: 1, relaySeconds: 3, artifactRounds: 2, startRuns: 3, idleSeconds: 2, adminRuns: 10 }
   : { fleets: [100, 10_000, 100_000], rounds: 5, seconds: 5, sockets: 10_000, wsRounds: 5, relayRounds: 2, relaySeconds: 5, artifactRounds: 3, startRuns: 5, idleSeconds: 3, adminRuns: 100 }
 const CONNECTIONS = 64
-const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, relayWsRatio: 0.9, artifactRatio: 0.8, inferAddedMs: 1, inferAddedP99Ms: 25, inferFloodRatio: 0.6, readyMs: 120, idleRssBytes: 55 * 1024 * 1024, adminP50Ms: 10, adminP99Ms: 25 }
+const TARGET = { engineRatio: 0.9, engineFirstTokenAddedMs: 5, hbRps: 10_000, hbP99Ms: 50, hbRatio: 0.7, flat: 0.9, relayRatio: 0.8, relayWsRatio: 0.9, artifactRatio: 0.8, inferAddedMs: 1, inferAddedP99Ms: 25, inferFloodRatio: 0.6, signalOpenRatio: 0.7, socketKiB: 4, manySockets: 50_000, manySocketsRssBytes: 1024 ** 3, readyMs: 120, idleRssBytes: 55 * 1024 * 1024, adminP50Ms: 10, adminP99Ms: 25 }
 
 const resultsDir = join(ROOT, 'bench/results')
 mkdirSync(resultsDir, { recursive: true })
@@ -204,15 +204,24 @@ await scenario('heartbeat', async () => {
 await scenario('signals', async () => {
   const seed = seedOf(Math.max(plan.sockets, 10_000))
   const r: SignalsResult = await signals(seed, plan.sockets, plan.wsRounds)
-  const perSocket = (s: SignalsResult['leader']) => `${fmt.mb(s.rssOpen)} (+${((s.rssOpen - s.rssIdle) / s.sockets / 1024).toFixed(1)} KiB/socket)`
-  rows.push({ scenario: `RSS with ${fmt.int(r.sockets)} open signal sockets`, leader: perSocket(r.leader), floor: perSocket(r.floor), ratio: r.floor.rssOpen / r.leader.rssOpen, target: '—', met: null })
+  const kib = (s: { rssOpen: number; rssIdle: number; sockets: number }) => (s.rssOpen - s.rssIdle) / s.sockets / 1024
+  const perSocket = (s: { rssOpen: number; rssIdle: number; sockets: number }) => `${fmt.mb(s.rssOpen)} (+${kib(s).toFixed(1)} KiB/socket)`
+  rows.push({
+    scenario: `RSS with ${fmt.int(r.sockets)} open signal sockets`,
+    leader: perSocket(r.leader),
+    floor: perSocket(r.floor),
+    ratio: r.floor.rssOpen / r.leader.rssOpen,
+    target: `<= ${TARGET.socketKiB} KiB/socket`,
+    met: kib(r.leader) <= TARGET.socketKiB,
+  })
+  const openRatio = r.floor.openSeconds / r.leader.openSeconds
   rows.push({
     scenario: `time to open ${fmt.int(r.sockets)} signal sockets (256 handshakes at a time)`,
     leader: `${r.leader.openSeconds.toFixed(2)} s`,
     floor: `${r.floor.openSeconds.toFixed(2)} s`,
-    ratio: r.floor.openSeconds / r.leader.openSeconds,
-    target: '—',
-    met: null,
+    ratio: openRatio,
+    target: `>= ${TARGET.signalOpenRatio}x floor`,
+    met: openRatio >= TARGET.signalOpenRatio,
   })
   rows.push({
     scenario: `signal to a ${fmt.int(r.poolSize)}-fellow pool, send to receive, warm, ${r.rounds} rounds (p50 / p99)`,
@@ -230,7 +239,23 @@ await scenario('signals', async () => {
     target: '—',
     met: null,
   })
-  details.signals = r
+  // One leader holding a large fleet's sockets. The open-file limit bounds it (each socket is a
+  // descriptor in the leader and one in the client): below 50,000 + spare the row opens what fits
+  // and says so, and the 1 GiB target stays unjudged rather than extrapolated.
+  const many = socketsAllowed(TARGET.manySockets)
+  const m = await manySockets(seedOf(many), TARGET.manySockets, many)
+  const all = m.sockets === m.wanted
+  rows.push({
+    scenario: all
+      ? `RSS with ${fmt.int(m.sockets)} open signal sockets on one leader (opened in ${m.openSeconds.toFixed(1)} s)`
+      : `RSS with ${fmt.int(m.sockets)} open signal sockets on one leader (the open-file limit, ${fmt.int(m.openFileLimit)}, allows no more here; ${fmt.int(m.wanted)} not measured)`,
+    leader: perSocket(m),
+    floor: '—',
+    ratio: null,
+    target: `${fmt.int(m.wanted)} sockets < ${TARGET.manySocketsRssBytes / 1024 ** 3} GiB`,
+    met: all ? m.rssOpen < TARGET.manySocketsRssBytes : null,
+  })
+  details.signals = { ...r, many: m }
 })
 
 await scenario('relay', async () => {

@@ -3,7 +3,8 @@ import { Elysia, type AnyElysia } from 'elysia'
 import { createBase } from './http/base'
 import { compressionPlugin } from './http/compress'
 import { errorPlugin, problemFrom } from './http/problem'
-import { PolicyIndex, authorize, presentedCredential, SESSION_COOKIE } from './http/policy'
+import { PolicyIndex, authorize, presentedCredential, requestGate, SESSION_COOKIE } from './http/policy'
+import { nativeUpgradeRoutes } from './http/native'
 import { cookieFrom } from './http/cookies'
 import type { CredentialResolver } from './caller'
 import { AppError } from './errors'
@@ -19,7 +20,7 @@ import { AdminUsers } from './admin/users'
 import { pageRoutes } from './pages/routes'
 import { isBrowserNavigation, notFoundResponse } from './pages/not-found'
 import type { PoolTelemetry } from './pools/telemetry'
-import { fellowRoutes } from './fellows/routes'
+import { fellowRoutes, signalSocketRoute } from './fellows/routes'
 import { Fellows } from './fellows/service'
 import { FellowRegistry } from './fellows/live'
 import { MemorySignalHub } from './fellows/signals'
@@ -34,7 +35,7 @@ import { ContributionMeter, ContributionRollup } from './stats/contribution'
 import { PublicStatsService } from './stats/public'
 import { statsRoutes } from './stats/routes'
 import { Counters } from './observability/metrics'
-import { observabilityPlugin } from './observability/plugin'
+import { observabilityPlugin, recordRequest } from './observability/plugin'
 import { observabilityRoutes } from './observability/routes'
 import { Servables } from './servables/service'
 import { Inference } from './inference/service'
@@ -139,10 +140,22 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   const onDetached = (ids: string[]) => services.fellows.detach(ids)
   // The OpenAPI route describes the app it is part of; it reads it once composition is done.
   let composed: AnyElysia | null = null
-  const base = createBase({ cfg: ctx.cfg, log: ctx.log, resolve, index })
+  const policy = { cfg: ctx.cfg, log: ctx.log, resolve, index }
+  const gate = requestGate(policy)
+  const base = createBase(policy, undefined, gate)
+  // Handshakes Bun's router takes on their fast path; Elysia answers everything else of theirs.
+  const signalSocket = signalSocketRoute(services.fellows)
+  const native = nativeUpgradeRoutes(
+    {
+      gate,
+      fallback: (request) => app.fetch(request),
+      record: (request, route, status, startedAt) => recordRequest(ctx.log, services.counters, index, request, route, status, startedAt),
+    },
+    [signalSocket],
+  )
   // normalize: false makes additionalProperties: false a refusal (422) instead of silently
   // stripping unknown fields, and makes a response that carries an undeclared field an error.
-  const app = new Elysia({ normalize: false })
+  const app: AnyElysia = new Elysia({ normalize: false, serve: { routes: native } })
     .use(errorPlugin(ctx.log, notFoundGate))
     .use(observabilityPlugin(ctx.log, services.counters, index))
     .use(compressionPlugin(index))
@@ -153,7 +166,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       poolRoutes(base, services.pools, services.memberships, { telemetry: services.poolTelemetry, onDetached }),
     )
     .use(adminRoutes(base, services.admin, services.adminUsers, { onDetached }))
-    .use(fellowRoutes(base, ctx, services))
+    .use(fellowRoutes(base, ctx, { ...services, signalSocket }))
     .use(jobRoutes(base, ctx, services.jobs))
     .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))
     .use(servableRoutes(base, services.servables))

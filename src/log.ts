@@ -10,6 +10,8 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void
   warn(msg: string, fields?: Record<string, unknown>): void
   error(msg: string, fields?: Record<string, unknown>): void
+  /** Whether a line at this level would be written (to skip building fields nobody reads). */
+  enabled(level: LogLevel): boolean
 }
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stdout.write(l + '\n'), pretty = false): Logger {
@@ -28,7 +30,8 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     info: (m, f) => emit('info', m, f),
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
+    enabled: (lvl) => ORDER[lvl] >= min,
   }
 }
 
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} }
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, enabled: () => false }

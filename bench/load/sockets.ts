@@ -2,7 +2,7 @@
 // waits for "go" on stdin (the parent reads the server's RSS meanwhile), then triggers a broadcast
 // to one pool several times (after one cold round, reported apart) and measures, on every socket
 // of that pool, the time from just before the trigger request was sent to the arrival of the
-// signal. Prints one JSON line at the end.
+// signal. Prints one JSON line at the end, and exits when stdin closes.
 import { readFileSync } from 'node:fs'
 
 interface Spec {
@@ -59,7 +59,12 @@ const openSeconds = (performance.now() - t0) / 1000
 process.stdout.write(`open ${n}\n`)
 
 // Wait for the parent's "go".
-for await (const chunk of Bun.stdin.stream()) if (new TextDecoder().decode(chunk).includes('go')) break
+const stdin = Bun.stdin.stream().getReader()
+for (let said = ''; !said.includes('go'); ) {
+  const r = await stdin.read()
+  if (r.done) process.exit(1)
+  said += new TextDecoder().decode(r.value)
+}
 
 const trigger = () =>
   spec.kind === 'leader'
@@ -102,6 +107,9 @@ for (let r = 0; r <= spec.rounds; r++) {
 }
 latencies.sort((a, b) => a - b)
 const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)] ?? NaN
-for (const ws of sockets) ws.close()
 process.stdout.write(JSON.stringify({ sockets: n, openSeconds, deliveries: latencies.length, lost, coldMs, p50Ms: pct(0.5), p99Ms: pct(0.99), maxMs: pct(1), meanMsByTenth: [...byTenth].map((x) => Math.round(x * 10) / 10) }) + '\n')
+// The sockets stay open until the parent has stopped the server and closes stdin: the server
+// closing first leaves the TIME_WAITs on its side. Closed from here, 10,000 of them held this
+// address's ephemeral ports for a minute, and the next run's sockets could not connect.
+while (!(await stdin.read()).done) {}
 process.exit(0)

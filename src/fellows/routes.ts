@@ -15,6 +15,7 @@ import { lastEventId } from '../http/sse'
 import type { Counters } from '../observability/metrics'
 import * as M from './model'
 import type { SignalSocket } from './signals'
+import { upgradeOrRefuse, upgradeRoute } from '../http/native'
 
 type SignalWs = SignalSocket & { data: { fellowId: string } }
 
@@ -23,16 +24,40 @@ export interface FellowRouteDeps {
   fellows: Fellows
   views: FellowViews
   logs: LogRings
+  signalSocket: ReturnType<typeof signalSocketRoute>
 }
 
-export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters }: FellowRouteDeps) {
-  // One set of handlers for every signal socket (Elysia's socket dispatcher calls ws.data's).
-  // Fellows report over HTTP; the socket only carries signals to them.
-  const signalHandlers = {
-    open: (ws: SignalWs) => fellows.signals.attach(ws.data.fellowId, ws),
-    close: (ws: SignalWs) => fellows.signals.detach(ws.data.fellowId, ws),
-    message: () => {},
+/**
+ * The signal socket: a GET that upgrades itself once the policy and the checks passed, served by
+ * Bun's router on its fast path (src/http/native.ts). Its data is the fellow id and the handlers
+ * Elysia's socket dispatcher calls (on the prototype, shared by every socket), not the upgrade
+ * request's context an Elysia .ws route keeps per socket: 100,000 fellows hold one socket each.
+ * Fellows report over HTTP; the socket only carries signals to them.
+ */
+export function signalSocketRoute(fellows: Fellows) {
+  class SignalSocketData {
+    constructor(readonly fellowId: string) {}
+    open(ws: SignalWs): void {
+      fellows.signals.attach(this.fellowId, ws)
+    }
+    close(ws: SignalWs): void {
+      fellows.signals.detach(this.fellowId, ws)
+    }
+    message(): void {}
   }
+  return upgradeRoute({
+    path: '/ws/signals/:fellow_id',
+    params: M.FellowParams,
+    upgrade({ caller, params, request, server }) {
+      // The handshake is refused before the socket exists: a token only opens its own fellow's channel.
+      if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) throw new AppError('forbidden', 'This node token belongs to another fellow.')
+      if (!fellows.isActive(params.fellow_id)) throw new AppError('forbidden', 'Unknown or released fellow.')
+      upgradeOrRefuse(server, request, new SignalSocketData(params.fellow_id))
+    },
+  })
+}
+
+export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters, signalSocket }: FellowRouteDeps) {
   const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
     if (!ctx.cfg.bootstrapRequireToken) return
     const token = headers['x-bootstrap-token']
@@ -123,20 +148,12 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
         },
         { policy: 'node', params: M.FellowParams, body: M.LogLinesBody },
       )
-      // The signal socket: a GET that upgrades itself once the policy and the checks passed. Its data
-      // is the fellow id and the handlers (shared by every socket), not the upgrade request's context
-      // an Elysia .ws route keeps per socket: 100,000 fellows hold one socket each.
-      .get(
-        '/ws/signals/:fellow_id',
-        ({ caller, params, request, server }) => {
-          // The handshake is refused before the socket exists: a token only opens its own fellow's channel.
-          if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) throw new AppError('forbidden', 'This node token belongs to another fellow.')
-          if (!fellows.isActive(params.fellow_id)) throw new AppError('forbidden', 'Unknown or released fellow.')
-          if (server?.upgrade(request, { data: { fellowId: params.fellow_id, ...signalHandlers } })) return
-          throw new AppError('bad_request', 'This route is a WebSocket: send an Upgrade: websocket request.')
-        },
-        { policy: 'node', params: M.FellowParams, detail: { 'x-websocket': true } },
-      )
+      // The signal socket (signalSocketRoute): what Bun's router does not take on its fast path.
+      .get('/ws/signals/:fellow_id', ({ caller, params, request, server }) => signalSocket.upgrade({ caller, params, request, server }), {
+        policy: 'node',
+        params: signalSocket.params,
+        detail: { 'x-websocket': true },
+      })
       // Operator views and management.
       .get('/api/v1/workers', ({ caller, query }) => ({ items: views.nodes(caller, query.pool_id) }), {
         policy: 'operator',

@@ -14,6 +14,7 @@ import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { Inference, OpenedCompletion } from './service'
 import * as M from './model'
+import { upgradeOrRefuse } from '../http/native'
 
 /** A socket of the inference channel as Elysia's dispatcher hands it over: Bun's, with its data. */
 type InferWs = InferSocket & { data: { fellowId: string } }
@@ -93,8 +94,7 @@ function transportRoutes(base: AppBase, ctx: Ctx, inference: Inference) {
       ({ caller, params, request, server }) => {
         if (caller.kind === 'node' && caller.fellowId !== params.fellow_id) throw new AppError('forbidden', 'This node token belongs to another fellow.')
         if (!inference.mayServe(params.fellow_id)) throw new AppError('forbidden', 'Unknown or released fellow.')
-        if (server?.upgrade(request, { data: { fellowId: params.fellow_id, ...handlers } })) return
-        throw new AppError('bad_request', 'This route is a WebSocket: send an Upgrade: websocket request.')
+        upgradeOrRefuse(server, request, { fellowId: params.fellow_id, ...handlers })
       },
       { policy: 'node', params: FellowParams, detail: { 'x-websocket': true } },
     )

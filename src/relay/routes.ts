@@ -12,6 +12,7 @@ import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { JobService } from '../jobs/service'
 import type { Counters } from '../observability/metrics'
+import { upgradeOrRefuse } from '../http/native'
 
 const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.UnionEnum(['activations', 'gradients'] as const) })
 
@@ -52,8 +53,7 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
           drain: (ws: RelaySocket) => sockets.drain(ws),
           close: (ws: RelaySocket) => sockets.detach(ws),
         }
-        if (server?.upgrade(request, { data })) return
-        throw new AppError('bad_request', 'This route is a WebSocket: send an Upgrade: websocket request.')
+        upgradeOrRefuse(server, request, data)
       },
       {
         policy: 'node',

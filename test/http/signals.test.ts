@@ -31,6 +31,24 @@ describe('signal WebSocket handshake', () => {
     expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`, { Authorization: `Bearer ${f1.node_token}` })).toBe(101)
   })
 
+  test('Bun\'s router takes the handshake (counted as a 101 of class node); what it leaves, Elysia answers as for any route', async () => {
+    const upgrades = () => h.services.counters.http.get('node 101') ?? 0
+    const before = upgrades()
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}?token=${f1.node_token}`)).toBe(101)
+    expect(upgrades()).toBe(before + 1)
+    // Off the fast path: a fellow id the params schema refuses (422 problem), a plain GET (400),
+    // a refused credential (403), and none of them counted as an upgrade.
+    const asUpgrade = { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' }
+    const bad = await fetch(`http://127.0.0.1:${server.port}/ws/signals/not-a-uuid`, { headers: { ...asUpgrade, authorization: `Bearer ${f1.node_token}` } })
+    expect([bad.status, bad.headers.get('content-type')]).toEqual([422, 'application/problem+json'])
+    expect(((await bad.json()) as { code: string }).code).toBe('validation_failed')
+    const plain = await fetch(`http://127.0.0.1:${server.port}/ws/signals/${f1.fellow_id}`, { headers: { authorization: `Bearer ${f1.node_token}` } })
+    expect([plain.status, ((await plain.json()) as { code: string }).code]).toEqual([400, 'bad_request'])
+    expect(await rawUpgrade(server.port, `/ws/signals/${f1.fellow_id}`, { Authorization: `Bearer ${f2.node_token}` })).toBe(403)
+    expect(upgrades()).toBe(before + 1)
+    expect(h.services.counters.http.get('node 403')).toBeGreaterThan(0)
+  })
+
   test('signals reach the connected fellow as JSON text frames; queued ones arrive on connect', async () => {
     await a.post('/api/v1/workers/update', { fellow_id: f2.fellow_id, version: '9' })
     const s = await openSocket(wsUrl(f2.fellow_id), { Authorization: `Bearer ${f2.node_token}` })
