@@ -75,7 +75,8 @@ interface Waiter {
 // Invariant: a channel has waiters only while its queue is empty, since a push hands frames to
 // waiters before they rest in the queue. So FIFO order holds across queued and waiting pops.
 interface Queue {
-  frames: Frame[]
+  /** Frames from `head` on are queued; a taken slot is null, so its bytes are not kept alive. */
+  frames: (Frame | null)[]
   costs: number[]
   head: number
   bytes: number
@@ -218,9 +219,14 @@ export class MemoryRelayHub implements RelayHub {
         }
       }
     }
-    const frames = q.frames.slice(q.head, end)
+    const frames = q.frames.slice(q.head, end) as Frame[]
     let freed = 0
-    for (let i = q.head; i < end; i++) freed += q.costs[i]!
+    for (let i = q.head; i < end; i++) {
+      freed += q.costs[i]!
+      // A taken frame belongs to its popper: the queue must not hold its bytes (a 4 MiB body each)
+      // until it next runs empty, or a queue that never does kept up to 1,024 popped bodies alive.
+      q.frames[i] = null
+    }
     q.head = end
     this.charge(q, -freed)
     // Compact lazily: shifting on every pop would make draining a long queue quadratic.

@@ -39,6 +39,24 @@ describe('relay hub', () => {
     expect(() => hub.pop('j', 'activations', { max: 0, waitMs: 0 })).toThrow()
   })
 
+  test('a popped frame is not kept alive by a queue that has not run empty', async () => {
+    // A channel with a steady backlog never runs empty: the frames it has handed out must still be
+    // collectable (4 MiB relay bodies each; holding them cost the relay half its throughput).
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 30 })
+    const popped: WeakRef<Frame>[] = []
+    const round = async (i: number) => {
+      hub.push('j', 'activations', [frame(i, 1 << 16)])
+      if (i > 0) for (const f of await hub.pop('j', 'activations', { max: 1, waitMs: 0 })) popped.push(new WeakRef(f))
+    }
+    for (let i = 0; i < 40; i++) await round(i)
+    expect(hub.stats().queuedBytes).toBe(frameWireBytes(frame(39, 1 << 16)))
+    Bun.gc(true)
+    await Bun.sleep(0)
+    Bun.gc(true)
+    // The garbage collector scans the stack conservatively: allow a stray reference or two.
+    expect(popped.filter((r) => r.deref() !== undefined).length).toBeLessThan(5)
+  })
+
   test('a blocked pop is woken by the push itself, not by its timeout', async () => {
     const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
     const started = performance.now()
