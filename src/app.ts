@@ -1,10 +1,10 @@
 // Composition: the feature plugins on one Elysia app, then the policy index built from its routes.
 import { Elysia, type AnyElysia } from 'elysia'
-import { createBase } from './http/base'
+import { bodyLimits, createBase } from './http/base'
 import { compressionPlugin } from './http/compress'
 import { errorPlugin, problemFrom } from './http/problem'
 import { PolicyIndex, authorize, presentedCredential, requestGate, SESSION_COOKIE } from './http/policy'
-import { nativeUpgradeRoutes } from './http/native'
+import { nativeDataRoutes, nativeUpgradeRoutes } from './http/native'
 import { cookieFrom } from './http/cookies'
 import type { CredentialResolver } from './caller'
 import { AppError } from './errors'
@@ -30,12 +30,12 @@ import { JobService } from './jobs/service'
 import { JobMetrics } from './jobs/metrics'
 import { jobRoutes } from './jobs/routes'
 import { MemoryRelayHub, type RelayHub } from './relay/hub'
-import { relayRoutes } from './relay/routes'
+import { relayDataRoutes, relayRoutes } from './relay/routes'
 import { ContributionMeter, ContributionRollup } from './stats/contribution'
 import { PublicStatsService } from './stats/public'
 import { statsRoutes } from './stats/routes'
 import { Counters } from './observability/metrics'
-import { observabilityPlugin, recordRequest } from './observability/plugin'
+import { idOf, observabilityPlugin, recordRequest } from './observability/plugin'
 import { observabilityRoutes } from './observability/routes'
 import { Servables } from './servables/service'
 import { Inference } from './inference/service'
@@ -142,17 +142,21 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   let composed: AnyElysia | null = null
   const policy = { cfg: ctx.cfg, log: ctx.log, resolve, index }
   const gate = requestGate(policy)
-  const base = createBase(policy, undefined, gate)
-  // Handshakes Bun's router takes on their fast path; Elysia answers everything else of theirs.
+  const limits = bodyLimits(ctx.cfg)
+  const base = createBase(policy, limits, gate)
+  // Handshakes and data routes Bun's router takes on their fast path; Elysia answers everything
+  // else of theirs (src/http/native.ts).
   const signalSocket = signalSocketRoute(services.fellows)
-  const native = nativeUpgradeRoutes(
-    {
-      gate,
-      fallback: (request) => app.fetch(request),
-      record: (request, route, status, startedAt) => recordRequest(ctx.log, services.counters, index, request, route, status, startedAt),
-    },
-    [signalSocket],
-  )
+  const relayData = relayDataRoutes(ctx, services.relay, services.jobs, services.counters)
+  const nativeDeps = {
+    gate,
+    fallback: (request: Request) => app.fetch(request),
+    record: (request: Request, route: string, status: number, startedAt: number, id?: string) => recordRequest(ctx.log, services.counters, index, request, route, status, startedAt, id),
+  }
+  const native = {
+    ...nativeUpgradeRoutes(nativeDeps, [signalSocket]),
+    ...nativeDataRoutes({ ...nativeDeps, limits, log: ctx.log, requestId: idOf }, [relayData.push, relayData.pop]),
+  }
   // normalize: false makes additionalProperties: false a refusal (422) instead of silently
   // stripping unknown fields, and makes a response that carries an undeclared field an error.
   const app: AnyElysia = new Elysia({ normalize: false, serve: { routes: native } })
@@ -168,7 +172,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     .use(adminRoutes(base, services.admin, services.adminUsers, { onDetached }))
     .use(fellowRoutes(base, ctx, { ...services, signalSocket }))
     .use(jobRoutes(base, ctx, services.jobs))
-    .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters))
+    .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters, relayData))
     .use(servableRoutes(base, services.servables))
     .use(artifactRoutes(base, services.artifacts))
     .use(inferenceRoutes(base, ctx, services))

@@ -2,19 +2,24 @@
 // Elysia de-duplicates named plugins, so using it in each feature registers it once.
 import { Elysia } from 'elysia'
 import { policyPlugin, requestGate, type PolicyDeps, type RequestGate } from './policy'
-import { bodyPlugin, BodyBudget } from './body'
+import { bodyPlugin, BodyBudget, type BodyLimits } from './body'
+import type { Config } from '../config'
 
-/** `gate`: the app's request gate, when something besides the routes (src/http/native.ts) uses it too. */
-export function createBase(deps: PolicyDeps, budget = new BodyBudget(deps.cfg.maxInflightBodyBytes), gate: RequestGate = requestGate(deps)) {
-  const limits = {
-    maxJsonBytes: deps.cfg.maxBodyBytes,
-    maxBinaryBytes: deps.cfg.relayMaxFrameBytes + 1024 * 1024,
+/** The body limits of every route; Bun's router reads a data route's body with the same (src/http/native.ts). */
+export function bodyLimits(cfg: Config, budget = new BodyBudget(cfg.maxInflightBodyBytes)): BodyLimits {
+  return {
+    maxJsonBytes: cfg.maxBodyBytes,
+    maxBinaryBytes: cfg.relayMaxFrameBytes + 1024 * 1024,
     // The one streamed body is an artifact upload (its route checks its own, smaller, remainder).
-    maxStreamBytes: deps.cfg.artifactMaxBytes,
+    maxStreamBytes: cfg.artifactMaxBytes,
     budget,
-    timeoutMs: deps.cfg.bodyTimeoutS * 1000,
-    copyIdleS: deps.cfg.uploadIdleTimeoutS,
+    timeoutMs: cfg.bodyTimeoutS * 1000,
+    copyIdleS: cfg.uploadIdleTimeoutS,
   }
+}
+
+/** `gate`, `limits`: the app's own, when something besides the routes (src/http/native.ts) uses them too. */
+export function createBase(deps: PolicyDeps, limits: BodyLimits = bodyLimits(deps.cfg), gate: RequestGate = requestGate(deps)) {
   return new Elysia({ name: 'base' }).use(bodyPlugin(limits, deps.index, gate)).use(policyPlugin(gate))
 }
 

@@ -87,6 +87,13 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
   }
 }
 
+/** A 500 for an error nobody expected: logged with a reference the answer names, no stack sent. */
+export function internalProblem(log: Logger, request: Request, error: unknown): Response {
+  const ref = Bun.randomUUIDv7()
+  log.error('unhandled error', { ref, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
+  return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)
+}
+
 export type NotFoundGate = (request: Request) => Response | null
 
 export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
@@ -126,9 +133,7 @@ export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
       default: {
         const status = (error as { status?: unknown })?.status
         if (typeof status === 'number' && status === 413) return problem('payload_too_large', 'The request body is too large.')
-        const ref = Bun.randomUUIDv7()
-        log.error('unhandled error', { ref, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
-        return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)
+        return internalProblem(log, request, error)
       }
     }
   }

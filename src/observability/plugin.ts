@@ -7,7 +7,8 @@ import type { Counters } from './metrics'
 const started = new WeakMap<Request, { t: number; id: string }>()
 const SAFE_ID = /^[A-Za-z0-9._-]{1,64}$/
 
-function idOf(request: Request): string {
+/** The request id an answer carries: a proxy's X-Request-Id when it looks like one, or a new one. */
+export function idOf(request: Request): string {
   const given = request.headers.get('x-request-id')
   return given !== null && SAFE_ID.test(given) ? given : Bun.randomUUIDv7()
 }

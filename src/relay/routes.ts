@@ -12,14 +12,14 @@ import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { JobService } from '../jobs/service'
 import type { Counters } from '../observability/metrics'
-import { upgradeOrRefuse } from '../http/native'
+import { dataRoute, upgradeOrRefuse } from '../http/native'
 
 const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.UnionEnum(['activations', 'gradients'] as const) })
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
 
-export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters) {
+export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters, data: ReturnType<typeof relayDataRoutes>) {
   const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters)
   return new Elysia({ name: 'relay' })
     .use(base)
@@ -63,66 +63,75 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
         query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })), token: t.Optional(t.String({ maxLength: 200 })) }, { additionalProperties: false }),
       },
     )
-    .post(
-      '/api/v1/relay/:job_id/:channel/push',
-      ({ caller, params, body, query, set }) => {
-        const { row, stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
-        const to = params.channel === 'activations' ? stage + 1 : stage - 1
-        if (to < 0 || to >= assignments.length) throw new AppError('conflict', `Stage ${stage} has no ${params.channel === 'activations' ? 'next' : 'previous'} stage to send ${params.channel} to.`)
-        if (!(body instanceof Uint8Array)) throw new AppError('unsupported_media_type', 'Send application/octet-stream.')
-        const frames = decodeFrames(body, { maxFrameBytes: ctx.cfg.relayMaxFrameBytes })
-        const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames, row.poolId)
-        if (!r.ok) {
-          if (r.reason === 'exceeds_capacity') return problem('payload_too_large', EXCEEDS_CAPACITY_DETAIL)
-          return problem('rate_limited', FULL_DETAIL[r.scope], { retryAfterS: r.retryAfterS })
-        }
-        counters.relayBytesIn += body.byteLength
-        counters.relayFramesIn += frames.length
-        set.status = 202
-        return { queued_frames: frames.length, depth_bytes: r.depthBytes }
-      },
+    // Push and pop (relayDataRoutes): Bun's router takes them on their fast path; Elysia answers
+    // what does not fit it (src/http/native.ts), from the same handlers.
+    .post('/api/v1/relay/:job_id/:channel/push', ({ caller, params, query, body, request }) => data.push.handle({ caller, params, query, body, request }), {
+      policy: 'node',
+      detail: { 'x-body': 'binary' },
+      params: data.push.params,
+      query: data.push.query,
+    })
+    .get('/api/v1/relay/:job_id/:channel/pop', ({ caller, params, query, request }) => data.pop.handle({ caller, params, query, body: undefined, request }), {
+      policy: 'node',
+      params: data.pop.params,
+      query: data.pop.query,
+    })
+}
+
+/**
+ * The relay's push and pop over HTTP. Answers are built here as Responses (both paths send them
+ * as they are): a popped body goes out as the view of the pushed one it is, copied once by Bun.
+ */
+export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters) {
+  const push = dataRoute({
+    method: 'POST',
+    path: '/api/v1/relay/:job_id/:channel/push',
+    params: Params,
+    query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false }),
+    binary: true,
+    handle({ caller, params, query, body }) {
+      const { row, stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+      const to = params.channel === 'activations' ? stage + 1 : stage - 1
+      if (to < 0 || to >= assignments.length) throw new AppError('conflict', `Stage ${stage} has no ${params.channel === 'activations' ? 'next' : 'previous'} stage to send ${params.channel} to.`)
+      if (!(body instanceof Uint8Array)) throw new AppError('unsupported_media_type', 'Send application/octet-stream.')
+      const frames = decodeFrames(body, { maxFrameBytes: ctx.cfg.relayMaxFrameBytes })
+      const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames, row.poolId)
+      if (!r.ok) {
+        if (r.reason === 'exceeds_capacity') return problem('payload_too_large', EXCEEDS_CAPACITY_DETAIL)
+        return problem('rate_limited', FULL_DETAIL[r.scope], { retryAfterS: r.retryAfterS })
+      }
+      counters.relayBytesIn += body.byteLength
+      counters.relayFramesIn += frames.length
+      return Response.json({ queued_frames: frames.length, depth_bytes: r.depthBytes }, { status: 202 })
+    },
+  })
+  const pop = dataRoute({
+    method: 'GET',
+    path: '/api/v1/relay/:job_id/:channel/pop',
+    params: Params,
+    query: t.Object(
       {
-        policy: 'node',
-        detail: { 'x-body': 'binary' },
-        params: Params,
-        query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false }),
+        wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: MAX_POP_WAIT_MS })),
+        max: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
+        fellow_id: t.Optional(t.String({ format: 'uuid' })),
       },
-    )
-    .get(
-      '/api/v1/relay/:job_id/:channel/pop',
-      async ({ caller, params, query, request, set }) => {
-        const { stage } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
-        const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
-          max: query.max ?? 64,
-          waitMs: Math.min(query.wait_ms ?? 0, MAX_POP_WAIT_MS),
-          signal: request.signal,
-        })
-        if (frames.length === 0) {
-          set.status = 204
-          return null
-        }
-        // The frames as they were pushed: a view into the pushed body, or one buffer when they
-        // came from several pushes. Returned as bytes, not as a Response: Elysia rebuilds a
-        // returned Response around its body stream whenever a hook has set a header (the request
-        // id always is), and streaming 4 MiB that way cost more than the rest of the relay.
-        const parts = wireParts(frames)
-        const out = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
-        counters.relayBytesOut += out.byteLength
-        set.headers['content-type'] = 'application/octet-stream'
-        set.headers['x-frame-count'] = String(frames.length)
-        return out
-      },
-      {
-        policy: 'node',
-        params: Params,
-        query: t.Object(
-          {
-            wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: MAX_POP_WAIT_MS })),
-            max: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
-            fellow_id: t.Optional(t.String({ format: 'uuid' })),
-          },
-          { additionalProperties: false },
-        ),
-      },
-    )
+      { additionalProperties: false },
+    ),
+    async handle({ caller, params, query, request }) {
+      const { stage } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+      const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
+        max: query.max ?? 64,
+        waitMs: Math.min(query.wait_ms ?? 0, MAX_POP_WAIT_MS),
+        signal: request.signal,
+      })
+      if (frames.length === 0) return new Response(null, { status: 204 })
+      // The frames as they were pushed: a view into the pushed body, or one buffer when they came
+      // from several pushes.
+      const parts = wireParts(frames)
+      const out = parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+      counters.relayBytesOut += out.byteLength
+      return new Response(out, { headers: { 'content-type': 'application/octet-stream', 'x-frame-count': String(frames.length) } })
+    },
+  })
+  return { push, pop }
 }

@@ -239,3 +239,83 @@ describe('the relay socket', () => {
 
 /** Whether a link's relay socket is open (a private field, read for the test). */
 const socketOpen = (l: Link) => (l as unknown as { socket: { isOpen: boolean } | null }).socket?.isOpen === true
+
+describe('relay push and pop on a real port (Bun router fast path, src/http/native.ts)', () => {
+  interface Answer {
+    status: number
+    type: string | null
+    code: string | null
+    json: unknown
+    bytes: Uint8Array
+    requestId: string | null
+  }
+  const read = async (res: Response): Promise<Answer> => {
+    const bytes = new Uint8Array(await res.arrayBuffer())
+    const type = res.headers.get('content-type')
+    const json = type?.includes('json') ? JSON.parse(new TextDecoder().decode(bytes)) : null
+    return { status: res.status, type, code: (json as { code?: string } | null)?.code ?? null, json, bytes, requestId: res.headers.get('x-request-id') }
+  }
+  /** The same request over the real port (the fast path) and through Elysia (app.handle). */
+  const both = async (h: Harness, base: string, method: string, path: string, token: string, body?: Uint8Array | string, headers: Record<string, string> = {}) => {
+    const init = () => ({ method, headers: { authorization: `Bearer ${token}`, ...headers }, body })
+    const fast = await read(await fetch(base + path, init()))
+    const elysia = await read(await h.app.handle(new Request(`http://localhost${path}`, init())))
+    return { fast, elysia }
+  }
+  const without = ({ bytes: _b, requestId: _r, json, ...a }: Answer) => ({ ...a, detail: (json as { detail?: string } | null)?.detail ?? null })
+
+  test('push and pop answer as the Elysia routes do, with a request id, counted as node requests', async () => {
+    const { h, server, job, s0, s1 } = await pipeline()
+    const frame = (n: number) => encodeFrames([{ meta: { step: n }, data: new Uint8Array(1000).fill(n) }])
+    const accepted = () => h.services.counters.http.get('node 202') ?? 0
+    const before = accepted()
+    const pushed = await fetch(`${server.url}/api/v1/relay/${job.id}/activations/push`, { method: 'POST', headers: { authorization: `Bearer ${s0.node_token}`, 'x-request-id': 'trace-1', ...bin }, body: frame(1) })
+    const p = await read(pushed)
+    expect([p.status, p.json, p.requestId]).toEqual([202, { queued_frames: 1, depth_bytes: frame(1).byteLength }, 'trace-1'])
+    expect(accepted()).toBe(before + 1)
+    // Popped over Elysia what the fast path queued, and the other way round: one queue.
+    const viaElysia = await read(await h.app.handle(new Request(`http://localhost/api/v1/relay/${job.id}/activations/pop?max=5`, { headers: { authorization: `Bearer ${s1.node_token}` } })))
+    expect([viaElysia.status, viaElysia.type, viaElysia.bytes]).toEqual([200, 'application/octet-stream', frame(1)])
+    await h.app.handle(new Request(`http://localhost/api/v1/relay/${job.id}/activations/push`, { method: 'POST', headers: { authorization: `Bearer ${s0.node_token}`, ...bin }, body: frame(2) }))
+    const popped = await fetch(`${server.url}/api/v1/relay/${job.id}/activations/pop?max=5&wait_ms=0`, { headers: { authorization: `Bearer ${s1.node_token}` } })
+    expect([popped.status, popped.headers.get('x-frame-count'), popped.headers.get('x-request-id')?.length]).toEqual([200, '1', 36])
+    expect(new Uint8Array(await popped.arrayBuffer())).toEqual(new Uint8Array(frame(2)))
+    // A waiting pop on the fast path is woken by a push.
+    const waiting = fetch(`${server.url}/api/v1/relay/${job.id}/activations/pop?wait_ms=20000`, { headers: { authorization: `Bearer ${s1.node_token}` } })
+    await Bun.sleep(20)
+    await fetch(`${server.url}/api/v1/relay/${job.id}/activations/push`, { method: 'POST', headers: { authorization: `Bearer ${s0.node_token}`, ...bin }, body: frame(3) })
+    expect(new Uint8Array(await (await waiting).arrayBuffer())).toEqual(new Uint8Array(frame(3)))
+    const empty = await both(h, server.url, 'GET', `/api/v1/relay/${job.id}/activations/pop`, s1.node_token)
+    expect([empty.fast.status, empty.elysia.status]).toEqual([204, 204])
+  })
+
+  test('every refusal is the same answer on both paths, and nothing refused is queued', async () => {
+    const { h, server, job, s0, s1, outsider } = await pipeline({ SVC_RELAY_MAX_FRAME_BYTES: '65536' })
+    const good = encodeFrames([{ meta: {}, data: new Uint8Array([1]) }])
+    const cases: [string, string, string, Uint8Array | string | undefined, Record<string, string>, number, string][] = [
+      // After the body is read (the fast path answers): the handler's and the body reader's refusals.
+      ['POST', `/api/v1/relay/${job.id}/gradients/push`, s0.node_token, good, bin, 409, 'conflict'],
+      ['POST', `/api/v1/relay/${job.id}/activations/push`, s0.node_token, new Uint8Array([0, 0, 0, 200, 1]), bin, 400, 'bad_request'],
+      ['POST', `/api/v1/relay/${job.id}/activations/push`, s0.node_token, new Uint8Array(65536 + 1024 * 1024 + 1), bin, 413, 'payload_too_large'],
+      ['POST', `/api/v1/relay/${job.id}/activations/push`, outsider.node_token, good, bin, 403, 'forbidden'],
+      ['GET', `/api/v1/relay/${job.id}/activations/pop`, outsider.node_token, undefined, {}, 403, 'forbidden'],
+      ['GET', `/api/v1/relay/${crypto.randomUUID()}/activations/pop`, s1.node_token, undefined, {}, 404, 'not_found'],
+      // Before it (Elysia answers): the gate, the schemas, the content type.
+      ['POST', `/api/v1/relay/${job.id}/activations/push`, 'svc_node_garbage', good, bin, 401, 'unauthorized'],
+      ['POST', `/api/v1/relay/${job.id}/activations/push`, s0.node_token, '{"frames":[]}', { 'content-type': 'application/json' }, 415, 'unsupported_media_type'],
+      ['POST', `/api/v1/relay/${job.id}/weights/push`, s0.node_token, good, bin, 422, 'validation_failed'],
+      ['POST', `/api/v1/relay/not-a-uuid/activations/push`, s0.node_token, good, bin, 422, 'validation_failed'],
+      ['POST', `/api/v1/relay/${job.id}/activations/push?extra=1`, s0.node_token, good, bin, 422, 'validation_failed'],
+      ['GET', `/api/v1/relay/${job.id}/activations/pop?max=0`, s1.node_token, undefined, {}, 422, 'validation_failed'],
+      ['GET', `/api/v1/relay/${job.id}/activations/pop?max=1.5`, s1.node_token, undefined, {}, 422, 'validation_failed'],
+      ['GET', `/api/v1/relay/${job.id}/activations/pop?wait_ms=30001`, s1.node_token, undefined, {}, 422, 'validation_failed'],
+    ]
+    for (const [method, path, token, body, headers, status, code] of cases) {
+      const { fast, elysia } = await both(h, server.url, method, path, token, body, headers)
+      expect({ path, ...without(fast) }).toEqual({ path, ...without(elysia) })
+      expect([path, fast.status, fast.code, fast.type]).toEqual([path, status, code, 'application/problem+json'])
+      expect(fast.requestId).not.toBeNull()
+    }
+    expect(h.services.relay.stats().queuedBytes).toBe(0)
+  })
+})
