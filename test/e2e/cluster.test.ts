@@ -58,7 +58,9 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
 
 function expectLearning(events: MetricEvent[], steps: number): void {
   const points = events.filter((e) => e.status === 'running' && e.loss !== null && e.step !== null)
-  expect(points.length).toBeGreaterThanOrEqual(steps / 10 - 1)
+  // The agent sends at most one progress report per 50 ms (src/agent/runner.ts): a run that goes
+  // faster reports fewer than one per report_every, so ask for enough to compare, not for all.
+  expect(points.length).toBeGreaterThanOrEqual(Math.min(6, steps / 10 - 1))
   const ordered = points.map((p) => p.step!)
   expect(ordered).toEqual([...ordered].sort((a, b) => a - b))
   const losses = points.map((p) => p.loss!)
