@@ -20,7 +20,7 @@ import { AdminUsers } from './admin/users'
 import { pageRoutes } from './pages/routes'
 import { isBrowserNavigation, notFoundResponse } from './pages/not-found'
 import type { PoolTelemetry } from './pools/telemetry'
-import { fellowRoutes, signalSocketRoute } from './fellows/routes'
+import { fellowRoutes, heartbeatRoute, signalSocketRoute } from './fellows/routes'
 import { Fellows } from './fellows/service'
 import { FellowRegistry } from './fellows/live'
 import { MemorySignalHub } from './fellows/signals'
@@ -147,6 +147,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   // Handshakes and data routes Bun's router takes on their fast path; Elysia answers everything
   // else of theirs (src/http/native.ts).
   const signalSocket = signalSocketRoute(services.fellows)
+  const heartbeat = heartbeatRoute(services.fellows, services.counters)
   const relayData = relayDataRoutes(ctx, services.relay, services.jobs, services.counters)
   const nativeDeps = {
     gate,
@@ -155,7 +156,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   }
   const native = {
     ...nativeUpgradeRoutes(nativeDeps, [signalSocket]),
-    ...nativeDataRoutes({ ...nativeDeps, limits, log: ctx.log, requestId: idOf }, [relayData.push, relayData.pop]),
+    ...nativeDataRoutes({ ...nativeDeps, limits, log: ctx.log, requestId: idOf }, [heartbeat, relayData.push, relayData.pop]),
   }
   // normalize: false makes additionalProperties: false a refusal (422) instead of silently
   // stripping unknown fields, and makes a response that carries an undeclared field an error.
@@ -170,7 +171,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       poolRoutes(base, services.pools, services.memberships, { telemetry: services.poolTelemetry, onDetached }),
     )
     .use(adminRoutes(base, services.admin, services.adminUsers, { onDetached }))
-    .use(fellowRoutes(base, ctx, { ...services, signalSocket }))
+    .use(fellowRoutes(base, ctx, { ...services, signalSocket, heartbeat }))
     .use(jobRoutes(base, ctx, services.jobs))
     .use(relayRoutes(base, ctx, services.relay, services.jobs, services.counters, relayData))
     .use(servableRoutes(base, services.servables))

@@ -15,7 +15,7 @@ import { lastEventId } from '../http/sse'
 import type { Counters } from '../observability/metrics'
 import * as M from './model'
 import type { SignalSocket } from './signals'
-import { upgradeOrRefuse, upgradeRoute } from '../http/native'
+import { dataRoute, upgradeOrRefuse, upgradeRoute } from '../http/native'
 
 type SignalWs = SignalSocket & { data: { fellowId: string } }
 
@@ -25,6 +25,24 @@ export interface FellowRouteDeps {
   views: FellowViews
   logs: LogRings
   signalSocket: ReturnType<typeof signalSocketRoute>
+  heartbeat: ReturnType<typeof heartbeatRoute>
+}
+
+/**
+ * The heartbeat: every fellow, every interval, so the leader's most frequent request. Bun's router
+ * takes it on its fast path (src/http/native.ts); Elysia answers what does not fit it.
+ */
+export function heartbeatRoute(fellows: Fellows, counters: Counters) {
+  return dataRoute({
+    method: 'POST',
+    path: '/api/v1/workers/heartbeat',
+    body: M.HeartbeatBody,
+    handle({ caller, body }) {
+      const answer = fellows.heartbeat(fellowOf(caller, body.fellow_id), body)
+      counters.heartbeats++
+      return Response.json(answer)
+    },
+  })
 }
 
 /**
@@ -57,7 +75,7 @@ export function signalSocketRoute(fellows: Fellows) {
   })
 }
 
-export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters, signalSocket }: FellowRouteDeps) {
+export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters, signalSocket, heartbeat }: FellowRouteDeps) {
   const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
     if (!ctx.cfg.bootstrapRequireToken) return
     const token = headers['x-bootstrap-token']
@@ -123,11 +141,7 @@ export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, co
       )
       .post(
         '/api/v1/workers/heartbeat',
-        ({ caller, body }) => {
-          const answer = fellows.heartbeat(fellowOf(caller, body.fellow_id), body)
-          counters.heartbeats++
-          return answer
-        },
+        ({ caller, body, request }) => heartbeat.handle({ caller, params: {}, query: {}, body, request }),
         { policy: 'node', body: M.HeartbeatBody, response: { 200: M.HeartbeatResponse } },
       )
       .post(

@@ -159,7 +159,14 @@ export function nestsDeeperThan(text: string, max: number): boolean {
 }
 
 export async function readJson(request: Request, limit: number, budget: BodyBudget = unlimited, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<unknown> {
-  const bytes = await readLimited(request, limit, budget, timeoutMs)
+  return parseJsonBody(await readLimited(request, limit, budget, timeoutMs))
+}
+
+/** A content type (without its parameters, lower case) that announces a JSON body. */
+export const isJsonType = (ct: string) => ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))
+
+/** A read body as JSON (undefined when empty), with the same refusals as every JSON route. */
+export function parseJsonBody(bytes: Uint8Array): unknown {
   if (bytes.byteLength === 0) return undefined
   let text: string
   try {
@@ -315,7 +322,7 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
       if (meta.stream) return new BodyStream(request, maxStreamBytes, budget, timeoutMs, server ?? null, copyIdleS)
       return readLimited(request, maxBinaryBytes, budget, timeoutMs)
     }
-    if (ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))) {
+    if (isJsonType(ct)) {
       return readJson(request, maxJsonBytes, budget, timeoutMs)
     }
     // No content type: fine when there is no body at all (a bodiless POST or DELETE).

@@ -19,7 +19,7 @@ import type { Caller } from '../caller'
 import { AppError } from '../errors'
 import type { Logger } from '../log'
 import type { RequestGate } from './policy'
-import { readLimited, type BodyLimits } from './body'
+import { isJsonType, parseJsonBody, readLimited, type BodyLimits } from './body'
 import { internalProblem, problemFrom } from './problem'
 
 /** What an upgrade route's handler is given, on either path. */
@@ -84,28 +84,45 @@ export function nativeUpgradeRoutes(deps: NativeDeps, routes: readonly UpgradeRo
 }
 
 /** What a data route's handler is given, on either path. */
-export interface DataContext<P, Q> {
+export interface DataContext<P, Q, B> {
   caller: Caller
   params: P
   query: Q
-  /** The whole body, for a route with `binary: true` (Elysia's path: whatever its parser made of it). */
-  body: unknown
+  body: B
   request: Request
 }
 
-export interface DataRoute<P extends TSchema = TSchema, Q extends TObject = TObject> {
+type BodyKind = TSchema | 'binary' | undefined
+type BodyOf<B extends BodyKind> = B extends TSchema ? Static<B> : unknown
+
+export interface DataRoute<P extends TSchema = TSchema, Q extends TObject = TObject, B extends BodyKind = BodyKind> {
   method: 'GET' | 'POST'
   /** The Elysia path (also the policy index key). */
   path: string
-  params: P
-  query: Q
-  /** The body is application/octet-stream, read whole within the binary body limits. */
-  binary?: boolean
+  /** Unset: not checked (as on an Elysia route that declares none). */
+  params?: P
+  query?: Q
+  /**
+   * 'binary': application/octet-stream, read whole within the binary body limit (the handler
+   * gets the bytes on the fast path, whatever Elysia's parser made of them on the other). A schema:
+   * a JSON body within the JSON limit that matches it; it must be plain TypeBox (no transforms, no
+   * defaults), since the fast path only checks a body, Elysia would also decode it.
+   */
+  body?: B
   /** The answer; an AppError thrown is answered as problem+json, as on any route. */
-  handle(c: DataContext<Static<P>, Static<Q>>): Response | Promise<Response>
+  handle(c: DataContext<Static<P>, Static<Q>, BodyOf<B>>): Response | Promise<Response>
 }
 
-export function dataRoute<P extends TSchema, Q extends TObject>(r: DataRoute<P, Q>): DataRoute<P, Q> {
+/** Refuses a schema the fast path would not treat as Elysia does (a transform or a default in it). */
+function assertPlain(schema: unknown, where: string): void {
+  if (schema === null || typeof schema !== 'object') return
+  const s = schema as { [Kind]?: string; default?: unknown }
+  if (Kind in s && (TransformKind in s || s.default !== undefined)) throw new Error(`${where}: a data route's body schema must be plain TypeBox (no transforms, no defaults)`)
+  for (const v of Object.values(schema)) assertPlain(v, where)
+}
+
+export function dataRoute<P extends TSchema, Q extends TObject, B extends BodyKind = undefined>(r: DataRoute<P, Q, B>): DataRoute<P, Q, B> {
+  if (r.body !== undefined && r.body !== 'binary') assertPlain(r.body, r.path)
   return r
 }
 
@@ -144,18 +161,30 @@ function numbersDecoded(schema: TObject): TObject {
   return Type.Object(properties, { additionalProperties: schema.additionalProperties })
 }
 
+/** The request's content type as Elysia's parser sees it: without parameters, lower case. */
+function contentTypeOf(request: Request): string {
+  const ct = request.headers.get('content-type') ?? ''
+  const semi = ct.indexOf(';')
+  return (semi >= 0 ? ct.slice(0, semi) : ct).trim().toLowerCase()
+}
+
 /** Bun `routes` entries for the given data routes (several methods of one path share an entry). */
-export function nativeDataRoutes(deps: NativeDeps & { limits: BodyLimits; log: Logger; requestId(request: Request): string }, routes: readonly DataRoute[]): Record<string, Partial<Record<'GET' | 'POST', Handler>>> {
+export function nativeDataRoutes(deps: NativeDeps & { limits: BodyLimits; log: Logger; requestId(request: Request): string }, routes: readonly DataRoute<TSchema, TObject, BodyKind>[]): Record<string, Partial<Record<'GET' | 'POST', Handler>>> {
   const table: Record<string, Partial<Record<'GET' | 'POST', Handler>>> = {}
+  const { limits } = deps
   for (const route of routes) {
-    const params = TypeCompiler.Compile(route.params)
-    const querySchema = numbersDecoded(route.query)
-    const query = TypeCompiler.Compile(querySchema)
+    const params = route.params ? TypeCompiler.Compile(route.params) : null
+    const querySchema = route.query ? numbersDecoded(route.query) : null
+    const query = querySchema ? TypeCompiler.Compile(querySchema) : null
+    const json = route.body !== undefined && route.body !== 'binary' ? TypeCompiler.Compile(route.body) : null
     ;(table[route.path] ??= {})[route.method] = async (request, server) => {
       const startedAt = performance.now()
-      const q = queryOf(request.url, querySchema, query)
-      if (q === null || !params.Check(request.params)) return deps.fallback(request)
-      if (route.binary && request.headers.get('content-type')?.trim().toLowerCase() !== 'application/octet-stream') return deps.fallback(request)
+      const q = querySchema && query ? queryOf(request.url, querySchema, query) : {}
+      if (q === null || (params && !params.Check(request.params))) return deps.fallback(request)
+      if (route.body !== undefined) {
+        const ct = contentTypeOf(request)
+        if (route.body === 'binary' ? ct !== 'application/octet-stream' : !isJsonType(ct)) return deps.fallback(request)
+      }
       let caller: Caller
       try {
         caller = deps.gate(request, route.path, server).caller
@@ -165,7 +194,14 @@ export function nativeDataRoutes(deps: NativeDeps & { limits: BodyLimits; log: L
       const id = deps.requestId(request)
       let res: Response
       try {
-        const body = route.binary ? await readLimited(request, deps.limits.maxBinaryBytes, deps.limits.budget, deps.limits.timeoutMs) : undefined
+        let body: unknown
+        if (route.body !== undefined) {
+          const bytes = await readLimited(request, json ? limits.maxJsonBytes : limits.maxBinaryBytes, limits.budget, limits.timeoutMs)
+          body = json ? parseJsonBody(bytes) : bytes
+          // A body the schema refuses: Elysia answers it (its 422 names what is wrong), from the
+          // same bytes in a new Request (this one's body is read; the gate decides it again alike).
+          if (json && !json.Check(body)) return deps.fallback(new Request(request.url, { method: request.method, headers: request.headers, body: bytes }))
+        }
         res = await route.handle({ caller, params: request.params, query: q, body, request })
       } catch (e) {
         res = e instanceof AppError ? problemFrom(e) : internalProblem(deps.log, request, e)

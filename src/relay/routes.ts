@@ -15,6 +15,15 @@ import type { Counters } from '../observability/metrics'
 import { dataRoute, upgradeOrRefuse } from '../http/native'
 
 const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.UnionEnum(['activations', 'gradients'] as const) })
+const PushQuery = t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false })
+const PopQuery = t.Object(
+  {
+    wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: MAX_POP_WAIT_MS })),
+    max: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
+    fellow_id: t.Optional(t.String({ format: 'uuid' })),
+  },
+  { additionalProperties: false },
+)
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
@@ -68,13 +77,13 @@ export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobS
     .post('/api/v1/relay/:job_id/:channel/push', ({ caller, params, query, body, request }) => data.push.handle({ caller, params, query, body, request }), {
       policy: 'node',
       detail: { 'x-body': 'binary' },
-      params: data.push.params,
-      query: data.push.query,
+      params: Params,
+      query: PushQuery,
     })
     .get('/api/v1/relay/:job_id/:channel/pop', ({ caller, params, query, request }) => data.pop.handle({ caller, params, query, body: undefined, request }), {
       policy: 'node',
-      params: data.pop.params,
-      query: data.pop.query,
+      params: Params,
+      query: PopQuery,
     })
 }
 
@@ -87,8 +96,8 @@ export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, cou
     method: 'POST',
     path: '/api/v1/relay/:job_id/:channel/push',
     params: Params,
-    query: t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false }),
-    binary: true,
+    query: PushQuery,
+    body: 'binary',
     handle({ caller, params, query, body }) {
       const { row, stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
       const to = params.channel === 'activations' ? stage + 1 : stage - 1
@@ -109,14 +118,7 @@ export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, cou
     method: 'GET',
     path: '/api/v1/relay/:job_id/:channel/pop',
     params: Params,
-    query: t.Object(
-      {
-        wait_ms: t.Optional(t.Integer({ minimum: 0, maximum: MAX_POP_WAIT_MS })),
-        max: t.Optional(t.Integer({ minimum: 1, maximum: 10_000 })),
-        fellow_id: t.Optional(t.String({ format: 'uuid' })),
-      },
-      { additionalProperties: false },
-    ),
+    query: PopQuery,
     async handle({ caller, params, query, request }) {
       const { stage } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
       const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
