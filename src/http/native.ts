@@ -3,7 +3,8 @@
 // - WebSocket handshakes (the signal socket): a fleet opens one per fellow, all at once after a
 //   leader restart; Elysia's context was half the cost of a handshake and a third of the memory
 //   each open socket held (docs/benchmarks.md, signal sockets).
-// - Data routes (the relay's push and pop): 4 MiB bodies in and out, many per second.
+// - Data routes: the relay's push and pop (4 MiB bodies in and out, many per second) and the
+//   heartbeat (every fellow, every interval: the leader's most frequent request).
 //
 // Such a route is declared in Elysia as usual (the policy index, the OpenAPI document and every
 // answer off the fast path come from that declaration) and runs the same steps on its fast path:
@@ -199,7 +200,8 @@ export function nativeDataRoutes(deps: NativeDeps & { limits: BodyLimits; log: L
           const bytes = await readLimited(request, json ? limits.maxJsonBytes : limits.maxBinaryBytes, limits.budget, limits.timeoutMs)
           body = json ? parseJsonBody(bytes) : bytes
           // A body the schema refuses: Elysia answers it (its 422 names what is wrong), from the
-          // same bytes in a new Request (this one's body is read; the gate decides it again alike).
+          // same bytes in a new Request, since this one's body is read. The gate decides it again
+          // alike; nothing else comes of it than that answer.
           if (json && !json.Check(body)) return deps.fallback(new Request(request.url, { method: request.method, headers: request.headers, body: bytes }))
         }
         res = await route.handle({ caller, params: request.params, query: q, body, request })
