@@ -30,12 +30,24 @@ export interface SignalsResult {
   floor: SocketsSide
 }
 
-/** How long after the last handshake a server's RSS is read (see measure()). */
-const SETTLE_MS = 3000
+/**
+ * What a server holds, not the garbage it has yet to collect: the lowest RSS over 10 s, read each
+ * second; before the first handshake (the start's garbage) and after the last one. Read after 1 s, the leader still held the
+ * garbage of 10,000 handshakes (+2.9 to +5.1 KiB a socket from run to run); on a state with
+ * 10,000 heartbeated fellows it read +3.7 KiB after 3 s, +1.7 after 5-9 s and +0.4 after 11 s,
+ * as the collector got to it. The floor's reading does not move.
+ */
+async function settledRss(server: Server): Promise<number> {
+  let low = Infinity
+  for (let i = 0; i < 10; i++) {
+    await Bun.sleep(1000)
+    low = Math.min(low, server.rss())
+  }
+  return low
+}
 
 async function measure(server: Server, kind: 'leader' | 'floor', seed: Seed, sockets: number, rounds: number): Promise<SocketsSide> {
-  await Bun.sleep(1000)
-  const rssIdle = server.rss()
+  const rssIdle = await settledRss(server) // the start's garbage too (loading 10,000 fellows)
   const poolSize = Math.min(POOL_SIZE, sockets)
   const spec = { url: server.url, kind, tokensFile: seed.tokensFile, idsFile: seed.idsFile, sockets, poolSize, poolId: seed.poolIds[0]!, adminToken: seed.adminToken, rounds }
   const child = Bun.spawn(pinned('load', [process.execPath, join(ROOT, 'bench/load/sockets.ts')]), {
@@ -56,10 +68,7 @@ async function measure(server: Server, kind: 'leader' | 'floor', seed: Seed, soc
       }
     }
     await readUntil((s) => s.includes('open '))
-    // Memory held per open socket, not the handshakes' garbage: read one second after the burst, the
-    // leader's RSS still held it (+2.9 to +5.1 KiB a socket from run to run); it settles within 3 s.
-    await Bun.sleep(SETTLE_MS)
-    const rssOpen = server.rss()
+    const rssOpen = await settledRss(server)
     child.stdin.write('go\n')
     await child.stdin.flush()
     await readUntil((s) => /\{.*\}\s*$/.test(s))
@@ -140,8 +149,7 @@ export async function manySockets(seed: Seed, wanted: number, sockets: number): 
   if (seed.fellows.length < sockets) throw new Error(`the seed has ${seed.fellows.length} fellows, fewer than ${sockets} sockets`)
   const leader = await startLeader({ stateDir: seed.stateDir })
   try {
-    await Bun.sleep(1000)
-    const rssIdle = leader.rss()
+    const rssIdle = await settledRss(leader)
     const spec = { port: leader.port, tokensFile: seed.tokensFile, idsFile: seed.idsFile, sockets }
     const child = Bun.spawn(pinned('load', [process.execPath, join(ROOT, 'bench/load/many-sockets.ts')]), {
       env: { ...process.env, BENCH_MANY_SOCKETS: JSON.stringify(spec) },
@@ -159,8 +167,7 @@ export async function manySockets(seed: Seed, wanted: number, sockets: number): 
         out += dec.decode(r.value)
       }
       const [, opened, seconds] = /open (\d+) ([\d.]+)/.exec(out)!
-      await Bun.sleep(SETTLE_MS) // as in measure(): what the open sockets hold, not the handshakes' garbage
-      const rssOpen = leader.rss()
+      const rssOpen = await settledRss(leader) // as in measure()
       return { wanted, sockets: Number(opened), openFileLimit: openFileLimit(), rssIdle, rssOpen, openSeconds: Number(seconds) }
     } finally {
       await closeServerFirst(leader, child)
