@@ -27,7 +27,6 @@ const PopQuery = t.Object(
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
-
 export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters, data: ReturnType<typeof relayDataRoutes>) {
   const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters)
   return new Elysia({ name: 'relay' })

@@ -1,11 +1,25 @@
 // The harness app on a real port (loopback, ephemeral), for WebSockets and streaming.
 import { connect } from 'node:net'
-import type { Harness } from './harness'
+import { makeHarness, seedUser, sessionClient, type Client, type Harness } from './harness'
 
 export function listen(h: Harness): { url: string; port: number; stop(): Promise<void> } {
   h.app.listen({ hostname: '127.0.0.1', port: 0 })
   const port = h.app.server!.port!
   return { url: `http://127.0.0.1:${port}`, port, stop: async () => void (await h.app.server?.stop(true)) }
+}
+
+/**
+ * A harness served on a real port with an admin (session client `A`), a private pool and a join
+ * token for it: what fellows need to register. The caller stops the server and closes the harness.
+ */
+export async function servedPool(env: Record<string, string> = {}): Promise<{ h: Harness; server: ReturnType<typeof listen>; A: Client; pool: { id: string }; join: string }> {
+  const h = makeHarness(env)
+  const server = listen(h)
+  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+  const A = sessionClient(h, admin.id)
+  const pool = (await A.post('/api/v1/admin/pools', { name: 'Lab', visibility: 'private' })).body
+  const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+  return { h, server, A, pool, join }
 }
 
 /** Sends a raw WebSocket upgrade request and returns the HTTP status line's code. */

@@ -3,8 +3,8 @@
 // schema refuses is answered by Elysia's validation from the bytes the fast path read. The relay's
 // push and pop have the same check in relay-socket.test.ts.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
-import { listen } from '../helpers/listen'
+import type { Harness } from '../helpers/harness'
+import { servedPool } from '../helpers/listen'
 
 const all: { h: Harness; stop(): Promise<void> }[] = []
 afterAll(async () => {
@@ -15,13 +15,8 @@ afterAll(async () => {
 })
 
 async function fleet(env: Record<string, string> = {}) {
-  const h = makeHarness({ SVC_MAX_BODY_BYTES: '4096', ...env })
-  const server = listen(h)
+  const { h, server, join } = await servedPool({ SVC_MAX_BODY_BYTES: '4096', ...env })
   all.push({ h, stop: server.stop })
-  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
-  const A = sessionClient(h, admin.id)
-  const pool = (await A.post('/api/v1/admin/pools', { name: 'Lab', visibility: 'private' })).body
-  const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
   const register = async (hostname: string) => (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname })).body as { fellow_id: string; node_token: string }
   return { h, server, a: await register('gpu-a'), b: await register('gpu-b') }
 }

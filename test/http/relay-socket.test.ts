@@ -4,8 +4,8 @@
 // the sender wait at the queue's cap instead of the leader's memory growing.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
-import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
-import { listen, rawUpgrade } from '../helpers/listen'
+import type { Client, Harness } from '../helpers/harness'
+import { rawUpgrade, servedPool } from '../helpers/listen'
 import { until } from '../helpers/until'
 import { decodeFrames, encodeFrames, type Frame } from '../../src/wire/frames'
 import { CHANNEL_TAG, RELAY_CLOSE, type PushAck } from '../../src/wire/relay-socket'
@@ -30,13 +30,8 @@ interface Fellow {
 
 /** A pool of three fellows and a 2-stage job on two of them, served on a real port. */
 async function pipeline(env: Record<string, string> = {}) {
-  const h = makeHarness(env)
-  const server = listen(h)
+  const { h, server, A, pool, join } = await servedPool(env)
   all.push({ h, stop: server.stop })
-  const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
-  const A = sessionClient(h, admin.id)
-  const pool = (await A.post('/api/v1/admin/pools', { name: 'Lab', visibility: 'private' })).body
-  const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
   const fellows: Fellow[] = []
   for (let i = 0; i < 3; i++) {
     const r = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: `gpu-${i}` })).body
