@@ -11,17 +11,29 @@ import { helpFor, rootHelp, runCommand } from './cli/commands'
 
 async function serve(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`serve takes no arguments (configure it with SVC_* variables), got: ${args.join(' ')}`)
-  const { startServer } = await import('./server')
-  const server = await startServer(loadConfig())
-  await new Promise<void>((resolve) => {
-    const onSignal = () => {
-      process.off('SIGTERM', onSignal)
-      process.off('SIGINT', onSignal)
-      void server.stop().then(resolve)
-    }
-    process.on('SIGTERM', onSignal)
-    process.on('SIGINT', onSignal)
-  })
+  // Listening for SIGTERM/SIGINT before the server starts: one that arrives while it starts (or
+  // just after it said it listens) stops it once it is up, instead of killing it half-started.
+  // A second signal ends the process at once (the handlers are gone by then).
+  let stopAsked!: () => void
+  const asked = new Promise<void>((resolve) => (stopAsked = resolve))
+  const unlisten = () => {
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+  }
+  const onSignal = () => {
+    unlisten()
+    stopAsked()
+  }
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
+  try {
+    const { startServer } = await import('./server')
+    const server = await startServer(loadConfig())
+    await asked
+    await server.stop()
+  } finally {
+    unlisten()
+  }
   return 0
 }
 
