@@ -3,5 +3,28 @@
 // for a 1 MiB body of the wrong shape (a cheap denial of service). The shipped binary therefore
 // runs in production mode unless the operator says otherwise.
 process.env.NODE_ENV ??= 'production'
+tuneAllocator()
 await import('./main')
 export {}
+
+/**
+ * The leader and the fellow agent move relay bodies and frames of up to several MiB. Bun's
+ * allocator (mimalloc) hands freed memory back to the kernel 10 ms after it is freed, and the next
+ * body faults every page of it in again, zeroed: on the relay that was 10 page faults per KiB
+ * moved and a fifth of the server's CPU (docs/benchmarks.md). With a purge delay of 1 s the
+ * memory is reused while it is still mapped; an idle process returns it all the same. mimalloc
+ * reads the setting from the environment before any of our code runs, so `serve` and `fellow`
+ * start themselves again, in the same process (same PID, same descriptors), with it set. An
+ * operator who sets MIMALLOC_PURGE_DELAY (any value) keeps theirs; short-lived commands do not
+ * pay the second start (about 5 ms); neither does `bun src/entry.ts`.
+ */
+function tuneAllocator(): void {
+  const [, script, command] = process.argv
+  if (command !== 'serve' && command !== 'fellow') return
+  if (!script?.startsWith('/$bunfs/') || process.env.MIMALLOC_PURGE_DELAY !== undefined) return
+  try {
+    process.execve?.(process.execPath, [process.execPath, ...process.argv.slice(2)], { ...process.env, MIMALLOC_PURGE_DELAY: '1000' })
+  } catch {
+    // Cannot start again (the executable moved or lost its execute bit): run as we are.
+  }
+}

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { startLeader, runSvc } from '../helpers/leader'
 
 describe('the built dist/svc', () => {
@@ -22,6 +22,19 @@ describe('the built dist/svc', () => {
     const tags = check.query('SELECT tag FROM __migrations').all() as { tag: string }[]
     expect(new Set(tags.map((t) => t.tag)).size).toBe(tags.length)
     check.close()
+  })
+
+  test('serve runs with a 1 s allocator purge delay in the process that was started; an operator\'s own value is kept', async () => {
+    const environOf = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+    const tuned = await startLeader()
+    // Started again in place (src/entry.ts): the same PID now carries the setting.
+    expect(environOf(tuned.proc.pid)).toContain('MIMALLOC_PURGE_DELAY=1000')
+    expect(readFileSync(`/proc/${tuned.proc.pid}/cmdline`, 'utf8').split('\0').slice(1, 2)).toEqual(['serve'])
+    expect((await fetch(`${tuned.url}/api/v1/ready`)).status).toBe(200)
+    expect(await tuned.stop()).toBe(0)
+    const own = await startLeader({ MIMALLOC_PURGE_DELAY: '25' })
+    expect(environOf(own.proc.pid)).toContain('MIMALLOC_PURGE_DELAY=25')
+    expect(await own.stop()).toBe(0)
   })
 
   test('admin backup while the leader runs produces a file that passes integrity_check', async () => {
