@@ -15,6 +15,7 @@
 //   bun run bench/inference.ts --quick    (1,000 streams; 20 paced and 50 flood frames each)
 //   --pace-ms=N                           (a paced frame every N ms per stream; default 50)
 //   --paced-frames=N                      (frames per stream in the paced run)
+//   --flood-frames=N                      (frames per stream in the flood run)
 //   --via=http                            (the fellows long-poll and POST: the agent's fallback)
 import { mkdtempSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
@@ -287,6 +288,8 @@ async function main() {
   const frames: Record<Pace, number> = quick ? { paced: 20, flood: 50 } : { paced: 100, flood: 200 }
   const pacedFrames = /^--paced-frames=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--paced-frames=')) ?? '')?.[1]
   if (pacedFrames) frames.paced = Math.max(1, Number(pacedFrames))
+  const floodFrames = /^--flood-frames=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--flood-frames=')) ?? '')?.[1]
+  if (floodFrames) frames.flood = Math.max(1, Number(floodFrames))
   const leader = await startLeader()
   const floor = floorServer()
   const rows: [string, string, Result][] = []
