@@ -200,15 +200,14 @@ async function runLoad(spec: Spec): Promise<Result> {
 
 function floorServer(): { url: string; stop(): void } {
   const timers = new Set<() => void>()
-  const enc = new TextEncoder()
-  const finish = (s: { c: ReadableStreamDefaultController<Uint8Array>; seq: number }) => {
-    s.c.enqueue(enc.encode(chunk(null, ++s.seq) + 'data: [DONE]\n\n'))
+  const finish = (s: { c: ReadableStreamDefaultController<string>; seq: number }) => {
+    s.c.enqueue(chunk(null, ++s.seq) + 'data: [DONE]\n\n')
     s.c.close()
   }
-  const paced = (c: ReadableStreamDefaultController<Uint8Array>, left: number) => {
+  const paced = (c: ReadableStreamDefaultController<string>, left: number) => {
     const s = { c, left, seq: 0 }
     const stop = every(PACE_MS, () => {
-      s.c.enqueue(enc.encode(chunk(String(now()), ++s.seq)))
+      s.c.enqueue(chunk(String(now()), ++s.seq))
       if (--s.left === 0) stop(), timers.delete(stop), finish(s)
     })
     timers.add(stop)
@@ -224,12 +223,12 @@ function floorServer(): { url: string; stop(): void } {
       let left = frames
       const body =
         q.get('pace') === 'paced'
-          ? new ReadableStream<Uint8Array>({ start: (c) => paced(c, frames) })
-          : new ReadableStream<Uint8Array>({
+          ? new ReadableStream<string>({ start: (c) => paced(c, frames) })
+          : new ReadableStream<string>({
               pull(c) {
                 let out = ''
                 for (let n = 0; n < FLOOD_BATCH && left > 0; n++, left--) out += chunk(String(now()), ++seq)
-                c.enqueue(enc.encode(out))
+                c.enqueue(out)
                 if (left === 0) finish({ c, seq })
               },
             })
