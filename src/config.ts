@@ -3,7 +3,7 @@
 // here, with one line naming the variable, instead of failing later mid-request.
 import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { randomBytes } from 'node:crypto'
+import { randomBytes } from './crypto'
 import { DEFAULT_TRUSTED_PROXIES, parseCidr } from './http/client-ip'
 import { LOG_LEVELS, type LogLevel } from './log'
 

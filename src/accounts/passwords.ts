@@ -3,8 +3,8 @@
 // libuv's thread pool, never on the event loop, and at most two at once so a burst of logins cannot
 // exhaust memory. Only a few more may wait for a slot: an unbounded line let 40 anonymous logins
 // push a real one from 0.45 s to 7.9 s (issue 26); past the line the caller gets a fast 429.
-import { scrypt, randomBytes, timingSafeEqual } from 'node:crypto'
 import { AppError } from '../errors'
+import { nodeCrypto, randomBytes } from '../crypto'
 
 export const SCRYPT = { N: 2 ** 17, r: 8, p: 1, keyLen: 32, saltLen: 16 } as const
 export const HASH_CONCURRENCY = 2
@@ -51,7 +51,7 @@ function derive(pool: HashPool, password: string, salt: Buffer, N: number, r: nu
     () =>
       new Promise((resolve, reject) => {
         // maxmem must exceed 128 * N * r bytes or node refuses the parameters.
-        scrypt(password.normalize('NFC'), salt, keyLen, { N, r, p, maxmem: 256 * N * r }, (err, key) =>
+        nodeCrypto().scrypt(password.normalize('NFC'), salt, keyLen, { N, r, p, maxmem: 256 * N * r }, (err, key) =>
           err ? reject(err) : resolve(key),
         )
       }),
@@ -73,7 +73,7 @@ export async function verifyPassword(password: string, stored: string, pool: Has
   const salt = Buffer.from(parts[4]!, 'base64url')
   const expected = Buffer.from(parts[5]!, 'base64url')
   const key = await derive(pool, password, salt, N, r, p, expected.length)
-  return timingSafeEqual(key, expected)
+  return crypto.timingSafeEqual(key, expected)
 }
 
 let dummy: Promise<string> | null = null

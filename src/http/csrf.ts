@@ -1,7 +1,6 @@
 // Double-submit CSRF: a signed token in a script-readable cookie, echoed in a header on every
 // state-changing request made with a session cookie (the check itself runs in policy.ts).
-import { randomBytes } from 'node:crypto'
-import { hmac, safeEqual } from '../crypto'
+import { hmac, randomBytes, safeEqual } from '../crypto'
 
 export const CSRF_COOKIE = 'svc_csrf'
 export const CSRF_HEADER = 'x-csrf-token'

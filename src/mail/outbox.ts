@@ -1,8 +1,7 @@
 // The mail outbox: enqueue inside the caller's transaction, so a mail exists if and only if the
 // change that caused it was committed.
-import { createCipheriv, createDecipheriv, randomBytes, createHmac } from 'node:crypto'
 import { mailOutbox } from '../db/schema'
-import { newId } from '../crypto'
+import { newId, nodeCrypto, randomBytes } from '../crypto'
 import type { Db } from '../db/client'
 import type { Clock } from '../time'
 
@@ -21,19 +20,19 @@ export type MailTemplate = (typeof MAIL_TEMPLATES)[number]
 export type MailVars = Record<string, string>
 
 function payloadKey(secret: Buffer): Buffer {
-  return createHmac('sha256', secret).update('svc mail outbox payload v1').digest()
+  return Buffer.from(new Bun.CryptoHasher('sha256', secret).update('svc mail outbox payload v1').digest())
 }
 
 export function sealPayload(secret: Buffer, vars: MailVars): string {
   const iv = randomBytes(12)
-  const c = createCipheriv('aes-256-gcm', payloadKey(secret), iv)
+  const c = nodeCrypto().createCipheriv('aes-256-gcm', payloadKey(secret), iv)
   const body = Buffer.concat([c.update(JSON.stringify(vars), 'utf8'), c.final()])
   return [iv, c.getAuthTag(), body].map((b) => b.toString('base64url')).join('.')
 }
 
 export function openPayload(secret: Buffer, sealed: string): MailVars {
   const [iv, tag, body] = sealed.split('.').map((s) => Buffer.from(s, 'base64url'))
-  const d = createDecipheriv('aes-256-gcm', payloadKey(secret), iv!)
+  const d = nodeCrypto().createDecipheriv('aes-256-gcm', payloadKey(secret), iv!)
   d.setAuthTag(tag!)
   return JSON.parse(Buffer.concat([d.update(body!), d.final()]).toString('utf8')) as MailVars
 }
