@@ -5,7 +5,7 @@
 // (SVC_TRUSTED_PROXIES): with SVC_TRUSTED_PROXY_HOPS=1 and nothing in front, a client talking to
 // the leader directly could otherwise rotate the header past per-address login limits and write
 // any address it likes into the audit log.
-import { BlockList, isIP } from 'node:net'
+import { AddressBlocks, ipVersion } from './ip'
 import type { Logger } from '../log'
 
 /**
@@ -21,7 +21,7 @@ export function parseCidr(raw: string): string | null {
   const slash = raw.indexOf('/')
   const addr = normalizeIp(slash === -1 ? raw.trim() : raw.slice(0, slash).trim())
   if (addr === null) return null
-  const max = isIP(addr) === 4 ? 32 : 128
+  const max = ipVersion(addr) === 4 ? 32 : 128
   if (slash === -1) return `${addr}/${max}`
   const p = raw.slice(slash + 1).trim()
   if (!/^\d{1,3}$/.test(p) || Number(p) > max) return null
@@ -30,19 +30,18 @@ export function parseCidr(raw: string): string | null {
 
 /** A set of proxy address blocks (canonical CIDRs, as parseCidr makes them). */
 export class TrustedProxies {
-  private list = new BlockList()
+  private blocks = new AddressBlocks()
 
   constructor(readonly cidrs: readonly string[]) {
     for (const c of cidrs) {
       const [addr, prefix] = c.split('/') as [string, string]
-      this.list.addSubnet(addr, Number(prefix), isIP(addr) === 4 ? 'ipv4' : 'ipv6')
+      this.blocks.add(addr, Number(prefix))
     }
   }
 
   has(address: string): boolean {
     const a = normalizeIp(address)
-    if (a === null) return false
-    return this.list.check(a, isIP(a) === 4 ? 'ipv4' : 'ipv6')
+    return a !== null && this.blocks.has(a)
   }
 }
 
@@ -67,7 +66,7 @@ export function clientIpResolver(cfg: { trustedProxyHops: number; trustedProxies
   const proxies = new TrustedProxies(cfg.trustedProxies)
   let warned = false
   // Peers are few (the proxy, a fellow's NAT address): remember the answer instead of asking the
-  // BlockList on every request (2 % of the leader's CPU per heartbeat). Bounded; cleared when full.
+  // blocks on every request (2 % of the leader's CPU per heartbeat). Bounded; cleared when full.
   const known = new Map<string, boolean>()
   const trusted = (peer: string) => {
     let t = known.get(peer)
@@ -93,6 +92,6 @@ function normalizeIp(raw: string): string | null {
   let v = raw
   if (v.startsWith('[')) v = v.slice(1, v.indexOf(']') === -1 ? undefined : v.indexOf(']'))
   else if (/^\d+\.\d+\.\d+\.\d+:\d+$/.test(v)) v = v.slice(0, v.lastIndexOf(':'))
-  if (v.toLowerCase().startsWith('::ffff:') && isIP(v.slice(7)) === 4) v = v.slice(7)
-  return isIP(v) === 0 ? null : v.toLowerCase()
+  if (v.toLowerCase().startsWith('::ffff:') && ipVersion(v.slice(7)) === 4) v = v.slice(7)
+  return ipVersion(v) === 0 ? null : v.toLowerCase()
 }
