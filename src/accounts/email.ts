@@ -14,7 +14,6 @@
 // Delivery: nodemailer sends an ASCII local part with the A-label domain, which every SMTP server
 // takes; a non-ASCII local part needs a relay that announces SMTPUTF8 (nodemailer then says
 // SMTPUTF8 on MAIL FROM). A relay without it refuses the mail, and the outbox records its reply.
-import { domainToASCII } from 'node:url'
 import { FormatRegistry } from '@sinclair/typebox'
 
 /** RFC 5321 atext, plus any visible non-ASCII character (letters, marks, digits, punctuation, symbols): RFC 6531's UTF8-non-ascii minus what only hides or confuses. */
@@ -35,7 +34,8 @@ function canonicalDomain(domain: string): string | null {
   // Plain ASCII names keep the rules they always had (an all-digit last label included); only an
   // IDN or an A-label goes through IDNA, which also refuses broken punycode such as `xn--zz`.
   const idn = !ASCII.test(domain) || /(^|\.)xn--/i.test(domain)
-  const ascii = idn ? domainToASCII(domain) : domain.toLowerCase()
+  // node:url is loaded by the first such address, not at every start.
+  const ascii = idn ? (require('node:url') as typeof import('node:url')).domainToASCII(domain) : domain.toLowerCase()
   if (ascii === '' || ascii.length > 253) return null
   const labels = ascii.split('.')
   return labels.length >= 2 && labels.every((l) => LABEL.test(l)) ? ascii : null

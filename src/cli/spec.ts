@@ -1,6 +1,5 @@
 // The shape of a CLI command, and the one parser every table command goes through. One table
 // (commands.ts) drives parsing, `--help`, shell completion and docs/cli.md, so they cannot drift.
-import { parseArgs } from 'node:util'
 import { UsageError } from './usage'
 
 export interface Flag {
@@ -120,6 +119,8 @@ export function parseInvocation(cmd: Command, argv: string[]): Invocation {
   for (const f of flags) options[f.name] = { type: f.type === 'boolean' ? 'boolean' : 'string', ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) }
   let parsed: { values: Record<string, unknown>; positionals: string[] }
   try {
+    // node:util is loaded here, when a command line is parsed, not by every `svc serve`.
+    const { parseArgs } = require('node:util') as typeof import('node:util')
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as typeof parsed
   } catch (e) {
     parseError(e, usage)
