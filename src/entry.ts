@@ -10,13 +10,14 @@ export {}
 /**
  * The leader and the fellow agent move relay bodies and frames of up to several MiB. Bun's
  * allocator (mimalloc) hands freed memory back to the kernel 10 ms after it is freed, and the next
- * body faults every page of it in again, zeroed: on the relay that was 10 page faults per KiB
- * moved and a fifth of the server's CPU (docs/benchmarks.md). With a purge delay of 1 s the
- * memory is reused while it is still mapped; an idle process returns it all the same. mimalloc
- * reads the setting from the environment before any of our code runs, so `serve` and `fellow`
- * start themselves again, in the same process (same PID, same descriptors), with it set. An
- * operator who sets MIMALLOC_PURGE_DELAY (any value) keeps theirs; short-lived commands do not
- * pay the second start (about 5 ms); neither does `bun src/entry.ts`.
+ * body faults its pages in again, zeroed: relaying over the WebSocket channel for 18 s took 528,000
+ * page faults (53,000 with the setting below) and about a fifth more of the server's CPU per GB
+ * (docs/benchmarks.md). With a purge delay of 1 s the memory is reused while it is still mapped;
+ * an idle process returns it all the same. mimalloc reads the setting from the environment before
+ * any of our code runs, so `serve` and `fellow` start themselves again, in the same process (same
+ * PID, same descriptors), with it set. An operator who sets MIMALLOC_PURGE_DELAY (any value) keeps
+ * theirs; short-lived commands do not pay the second start (about 5 ms); neither does
+ * `bun src/entry.ts`.
  */
 function tuneAllocator(): void {
   const [, script, command] = process.argv
