@@ -1,5 +1,4 @@
 // HTTP surface of accounts: /api/v1/auth/* and /api/v1/api-tokens.
-import { Elysia } from 'elysia'
 import { SESSION_COOKIE } from '../http/policy'
 import { CSRF_COOKIE, mintCsrfToken } from '../http/csrf'
 import { asUser } from '../http/callers'
@@ -24,9 +23,8 @@ export function clearSessionCookies(ctx: Ctx, cookie: CookieJar): void {
   }
 }
 
-export function accountRoutes(base: AppBase, ctx: Ctx, accounts: Accounts) {
-  return new Elysia({ name: 'accounts' })
-    .use(base)
+export function accountRoutes(app: AppBase, ctx: Ctx, accounts: Accounts) {
+  return app
     .post(
       '/api/v1/auth/register',
       async ({ body, clientIp, cookie, set }) => {

@@ -1,5 +1,4 @@
 // HTTP surface of the admin features: /api/v1/admin/users, /api/v1/admin/audit, /api/v1/admin/mail.
-import { Elysia } from 'elysia'
 import type { AppBase } from '../http/base'
 import { adminActorOf } from '../http/callers'
 import type { Admin } from './service'
@@ -11,9 +10,8 @@ export interface AdminRouteDeps {
   onDetached?: (fellowIds: string[]) => void
 }
 
-export function adminRoutes(base: AppBase, admin: Admin, users: AdminUsers, deps: AdminRouteDeps = {}) {
-  return new Elysia({ name: 'admin' })
-    .use(base)
+export function adminRoutes(app: AppBase, admin: Admin, users: AdminUsers, deps: AdminRouteDeps = {}) {
+  return app
     .get('/api/v1/admin/users', ({ query }) => users.list(query), {
       policy: 'admin',
       query: M.UserListQuery,

@@ -1,6 +1,5 @@
 // HTTP surface of the artifact store: fellows upload (open, PUT the bytes, resume), operators of
 // the pool and its fellows list, download and resume from checkpoints; the pool's owner deletes.
-import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import { BodyStream } from '../http/body'
 import { actorOf } from '../http/callers'
@@ -20,9 +19,8 @@ function uploader(caller: Caller): NodeCaller {
 /** `attachment` with the name percent-encoded (RFC 6266 filename*): never rendered inline, never a header break. */
 const disposition = (name: string) => `attachment; filename*=UTF-8''${encodeURIComponent(name)}`
 
-export function artifactRoutes(base: AppBase, artifacts: ArtifactService) {
-  return new Elysia({ name: 'artifacts' })
-    .use(base)
+export function artifactRoutes(app: AppBase, artifacts: ArtifactService) {
+  return app
     .post(
       '/api/v1/artifacts/uploads',
       ({ caller, body, set }) => {

@@ -1,6 +1,6 @@
 // HTTP and WebSocket surface of fellows: bootstrap, registration, heartbeats, signals, logs,
 // and the operator views /api/v1/workers and /api/v1/cluster/*.
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { AppError, notFound } from '../errors'
 import { actorOf, fellowOf } from '../http/callers'
 import { problem } from '../http/problem'
@@ -75,15 +75,14 @@ export function signalSocketRoute(fellows: Fellows) {
   })
 }
 
-export function fellowRoutes(base: AppBase, ctx: Ctx, { fellows, views, logs, counters, signalSocket, heartbeat }: FellowRouteDeps) {
+export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, counters, signalSocket, heartbeat }: FellowRouteDeps) {
   const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
     if (!ctx.cfg.bootstrapRequireToken) return
     const token = headers['x-bootstrap-token']
     if (!token || fellows.resolveJoinToken(token) === null) throw new AppError('unauthorized', 'A valid X-Bootstrap-Token header (a join token) is required.')
   }
   return (
-    new Elysia({ name: 'fellows' })
-      .use(base)
+    app
       // Join sessions and bootstrap downloads.
       .post(
         '/api/v1/bootstrap/join-sessions',

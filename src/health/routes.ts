@@ -1,14 +1,13 @@
 // Liveness and readiness. Ready means the state database answers and carries every migration.
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { isMigrated } from '../db/migrate'
 import { problem } from '../http/problem'
 import { VERSION } from '../version'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 
-export function healthRoutes(base: AppBase, ctx: Ctx) {
-  return new Elysia({ name: 'health' })
-    .use(base)
+export function healthRoutes(app: AppBase, ctx: Ctx) {
+  return app
     .get('/api/v1/health', () => ({ status: 'ok' as const, version: VERSION }), {
       policy: 'public',
       response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }) },

@@ -1,5 +1,6 @@
 // The plugin every feature's routes are built on: the policy macro and derive, and body parsing.
-// Elysia de-duplicates named plugins, so using it in each feature registers it once.
+// The app uses it once (src/app.ts); a feature adds its routes to an app typed as AppBase, so its
+// routes' policy options and the caller they get are checked against it.
 import { Elysia } from 'elysia'
 import { policyPlugin, requestGate, type PolicyDeps, type RequestGate } from './policy'
 import { bodyPlugin, BodyBudget, type BodyLimits } from './body'

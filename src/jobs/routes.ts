@@ -1,6 +1,6 @@
 // HTTP surface of jobs: submit, list, get, cancel, pause/resume, checkpoint, purge, status reports
 // from fellows, and the metrics stream.
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { asUser, nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
@@ -9,9 +9,8 @@ import { metricsStream } from './metrics'
 import { lastEventId } from '../http/sse'
 import * as M from './model'
 
-export function jobRoutes(base: AppBase, _ctx: Ctx, jobs: JobService) {
-  return new Elysia({ name: 'jobs' })
-    .use(base)
+export function jobRoutes(app: AppBase, _ctx: Ctx, jobs: JobService) {
+  return app
     .post(
       '/api/v1/jobs',
       ({ caller, clientIp, body, set }) => {

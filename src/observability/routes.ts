@@ -1,6 +1,6 @@
 // GET /metrics (Prometheus text; admins, or the SVC_METRICS_TOKEN bearer), the OpenAPI document
 // and a docs page that renders it with a script served by the binary itself (no CDN).
-import { Elysia, type AnyElysia } from 'elysia'
+import type { AnyElysia } from 'elysia'
 import { FormatRegistry } from '@sinclair/typebox'
 import { count, eq } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
@@ -27,7 +27,7 @@ export interface ObservabilityDeps {
   app: () => AnyElysia
 }
 
-export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: ObservabilityDeps) {
+export function observabilityRoutes(app: AppBase, ctx: Ctx, deps: ObservabilityDeps) {
   let doc: unknown = null
   const gauges = (): Gauge[] => {
     const now = ctx.clock.now()
@@ -59,8 +59,7 @@ export function observabilityRoutes(base: AppBase, ctx: Ctx, deps: Observability
       ...(deps.extra?.() ?? []),
     ]
   }
-  return new Elysia({ name: 'observability-routes' })
-    .use(base)
+  return app
     .get('/metrics', () => new Response(renderPrometheus(gauges()), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } }), {
       policy: 'admin',
       detail: { 'x-metrics-token': true, summary: 'Prometheus metrics' },

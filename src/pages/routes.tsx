@@ -1,6 +1,5 @@
 // The page routes. Pages are class `page` (they gate themselves: 303 to /login without a session,
 // admin pages send plain users to /dashboard) or `public`; the JSON API does the real work.
-import { Elysia } from 'elysia'
 import { readFileSync } from 'node:fs'
 import { AppError } from '../errors'
 import { toMe } from '../accounts/service'
@@ -55,7 +54,7 @@ function etagMatches(header: string | null, etag: string): boolean {
   })
 }
 
-export function pageRoutes(base: AppBase, ctx: Ctx) {
+export function pageRoutes(app: AppBase, ctx: Ctx) {
   const text = (r: PageRequest, body: string, type: string) => {
     securityHeaders(ctx, r.set)
     r.set.headers['content-type'] = type
@@ -81,8 +80,7 @@ export function pageRoutes(base: AppBase, ctx: Ctx) {
     session(r, (v) => (v.user!.role === 'admin' ? render(v) : v.redirect('/dashboard')))
 
   return (
-    new Elysia({ name: 'pages' })
-      .use(base)
+    app
       // Landing and language.
       // Visiting a landing page stores its language (SPEC), also on the way to the dashboard.
       .get('/', (r) => landing(r, 'en'), { policy: 'page' })

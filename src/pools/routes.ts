@@ -1,5 +1,4 @@
 // HTTP surface of pools: the admin surface /api/v1/admin/pools and the user surface /api/v1/pools.
-import { Elysia } from 'elysia'
 import type { AppBase } from '../http/base'
 import { actorOf } from '../http/callers'
 import type { Actor } from '../caller'
@@ -17,15 +16,14 @@ export interface PoolRouteDeps {
   onDetached?: (fellowIds: string[]) => void
 }
 
-export function poolRoutes(base: AppBase, pools: Pools, memberships: Memberships, deps: PoolRouteDeps) {
+export function poolRoutes(app: AppBase, pools: Pools, memberships: Memberships, deps: PoolRouteDeps) {
   const del = (actor: Actor, id: string, force: boolean) => {
     const r = pools.delete(actor, id, force)
     if (r.fellowIds.length > 0) deps.onDetached?.(r.fellowIds)
     return { deleted: true as const, detached_nodes: r.detached }
   }
   return (
-    new Elysia({ name: 'pools' })
-      .use(base)
+    app
       // Admin surface.
       .get('/api/v1/admin/pools', ({ caller, clientIp }) => ({ items: pools.list(actorOf(caller, clientIp)) }), {
         policy: 'admin',

@@ -1,7 +1,7 @@
 // The relay: fellows of one job exchange activation and gradient frames through the leader when a
 // direct connection is not possible. Frames are routed by pipeline position: activations go to
 // the next stage, gradients to the previous one; each fellow pops only its own stage's queues.
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { AppError } from '../errors'
 import { problem } from '../http/problem'
 import { decodeFrames, wireParts } from '../wire/frames'
@@ -27,10 +27,9 @@ const PopQuery = t.Object(
 
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
-export function relayRoutes(base: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters, data: ReturnType<typeof relayDataRoutes>) {
+export function relayRoutes(app: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters, data: ReturnType<typeof relayDataRoutes>) {
   const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters)
-  return new Elysia({ name: 'relay' })
-    .use(base)
+  return app
     // The data channel over one WebSocket (src/relay/socket.ts, wire format src/wire/relay-socket.ts):
     // the same queues and caps as push/pop below, without a request per frame. A GET route that
     // upgrades the request itself, after the policy and the route's checks: the socket's data is

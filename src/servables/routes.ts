@@ -1,13 +1,11 @@
 // HTTP surface of the model catalog: fellows post manifests, operators list what their pools see.
-import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import type { AppBase } from '../http/base'
 import type { Servables } from './service'
 import * as M from './model'
 
-export function servableRoutes(base: AppBase, servables: Servables) {
-  return new Elysia({ name: 'servables' })
-    .use(base)
+export function servableRoutes(app: AppBase, servables: Servables) {
+  return app
     .post(
       '/api/v1/servables',
       ({ caller, body, set }) => {

@@ -1,5 +1,5 @@
 // GET /api/v1/public/stats (anonymous, rate-limited per client IP) and GET /api/v1/me/contribution.
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { AppError } from '../errors'
 import { RateLimiter } from '../rate-limit'
 import { asUser } from '../http/callers'
@@ -27,11 +27,10 @@ export const ContributionShape = t.Object({
   updated_at: t.Nullable(t.String()),
 })
 
-export function statsRoutes(base: AppBase, ctx: Ctx, stats: PublicStatsService, rollup: ContributionRollup) {
+export function statsRoutes(app: AppBase, ctx: Ctx, stats: PublicStatsService, rollup: ContributionRollup) {
   // The bundled reverse proxy is not assumed: the leader limits this anonymous route itself.
   const limiter = new RateLimiter(ctx.clock, 60, 60_000)
-  return new Elysia({ name: 'stats' })
-    .use(base)
+  return app
     .get(
       '/api/v1/public/stats',
       ({ clientIp, set }) => {
