@@ -11,6 +11,7 @@ import { scopeOf, inScope } from '../pools/scope'
 import { candidateOf, pendingReason, place, type Candidate } from './placement'
 import { jobP2PKey } from './p2p-key'
 import { ACTIVE, TERMINAL, type Assignment, type Job, type JobStatus, type StatusReport, type SubmitInput } from './model'
+import type { Statement } from 'bun:sqlite'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Caller, NodeCaller } from '../caller'
@@ -53,10 +54,20 @@ function jobById(ctx: Ctx) {
   return ctx.db.select().from(jobs).where(eq(jobs.id, sql.placeholder('id'))).prepare()
 }
 
+/** The stage of the calling fellow in a live job; not found / forbidden otherwise (stageOf, placementOf). */
+function stageIn(job: { poolId: string; status: JobStatus; assignments: Assignment[] } | undefined, caller: NodeCaller | null, claimedFellow?: string): number {
+  const fellowId = caller?.fellowId ?? claimedFellow
+  if (!job || (caller && job.poolId !== caller.poolId)) throw notFound('Job')
+  const mine = job.assignments.find((a) => a.fellow_id === fellowId)
+  if (!mine || !ACTIVE.has(job.status)) throw new AppError('forbidden', 'This fellow is not assigned to the job.')
+  return mine.stage
+}
+
 export class JobService {
   /** Pools the last scheduler pass looked into (null before the first pass); see schedulePass. */
   private visited: Set<string> | null = null
   private byId: ReturnType<typeof jobById>
+  private byIdPlacement: Statement<{ pool_id: string; status: JobStatus; assignments: string }, [string]>
 
   constructor(
     private ctx: Ctx,
@@ -66,6 +77,7 @@ export class JobService {
     readonly metrics: JobMetrics,
   ) {
     this.byId = jobById(ctx)
+    this.byIdPlacement = ctx.sqlite.prepare('SELECT pool_id, status, assignments FROM jobs WHERE id = ?')
   }
 
   /** The scheduler: places queued jobs on free fellows once a second. */
@@ -244,12 +256,20 @@ export class JobService {
   /** The stage a node caller holds in a live job, or a refusal. */
   stageOf(caller: NodeCaller | null, jobId: string, claimedFellow?: string): { row: JobRow; stage: number; assignments: Assignment[] } {
     const r = this.row(jobId)
-    const fellowId = caller?.fellowId ?? claimedFellow
-    if (!r || (caller && r.poolId !== caller.poolId)) throw notFound('Job')
-    const assignments = r.assignments
-    const mine = assignments.find((a) => a.fellow_id === fellowId)
-    if (!mine || !ACTIVE.has(r.status)) throw new AppError('forbidden', 'This fellow is not assigned to the job.')
-    return { row: r, stage: mine.stage, assignments }
+    const stage = stageIn(r, caller, claimedFellow)
+    return { row: r!, stage, assignments: r!.assignments }
+  }
+
+  /**
+   * stageOf for the relay, which asks on every frame it moves: the three columns it needs from one
+   * prepared statement instead of the job row, whose config drizzle parsed each time (an eighth of
+   * the relay socket's CPU in a profile).
+   */
+  placementOf(caller: NodeCaller | null, jobId: string, claimedFellow?: string): { poolId: string; stage: number; assignments: Assignment[] } {
+    const raw = this.byIdPlacement.get(jobId)
+    const r = raw ? { poolId: raw.pool_id, status: raw.status, assignments: JSON.parse(raw.assignments) as Assignment[] } : undefined
+    const stage = stageIn(r, caller, claimedFellow)
+    return { poolId: r!.poolId, stage, assignments: r!.assignments }
   }
 
   report(caller: NodeCaller | null, jobId: string, rep: StatusReport, claimedFellow?: string): Job {

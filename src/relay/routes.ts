@@ -41,11 +41,8 @@ export function relayRoutes(app: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobSe
       ({ caller, params, query, request, server }) => {
         const node = nodeOrOpen(caller)
         // Refused at the upgrade: only a fellow assigned to the live job gets a socket.
-        jobs.stageOf(node, params.job_id, query.fellow_id)
-        const where = () => {
-          const r = jobs.stageOf(node, params.job_id, query.fellow_id)
-          return { stage: r.stage, assignments: r.assignments, poolId: r.row.poolId }
-        }
+        jobs.placementOf(node, params.job_id, query.fellow_id)
+        const where = () => jobs.placementOf(node, params.job_id, query.fellow_id)
         const jobId = params.job_id
         const data = {
           open(ws: RelaySocket) {
@@ -97,12 +94,12 @@ export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, cou
     query: PushQuery,
     body: 'binary',
     handle({ caller, params, query, body }) {
-      const { row, stage, assignments } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+      const { poolId, stage, assignments } = jobs.placementOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
       const to = params.channel === 'activations' ? stage + 1 : stage - 1
       if (to < 0 || to >= assignments.length) throw new AppError('conflict', `Stage ${stage} has no ${params.channel === 'activations' ? 'next' : 'previous'} stage to send ${params.channel} to.`)
       if (!(body instanceof Uint8Array)) throw new AppError('unsupported_media_type', 'Send application/octet-stream.')
       const frames = decodeFrames(body, { maxFrameBytes: ctx.cfg.relayMaxFrameBytes })
-      const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames, row.poolId)
+      const r = relay.push(relayKey(params.job_id, to), params.channel as RelayChannel, frames, poolId)
       if (!r.ok) {
         if (r.reason === 'exceeds_capacity') return problem('payload_too_large', EXCEEDS_CAPACITY_DETAIL)
         return problem('rate_limited', FULL_DETAIL[r.scope], { retryAfterS: r.retryAfterS })
@@ -118,7 +115,7 @@ export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, cou
     params: Params,
     query: PopQuery,
     async handle({ caller, params, query, request }) {
-      const { stage } = jobs.stageOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+      const { stage } = jobs.placementOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
       const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
         max: query.max ?? 64,
         waitMs: Math.min(query.wait_ms ?? 0, MAX_POP_WAIT_MS),
