@@ -54,13 +54,16 @@ function jobById(ctx: Ctx) {
   return ctx.db.select().from(jobs).where(eq(jobs.id, sql.placeholder('id'))).prepare()
 }
 
-/** The stage of the calling fellow in a live job; not found / forbidden otherwise (stageOf, placementOf). */
-function stageIn(job: { poolId: string; status: JobStatus; assignments: Assignment[] } | undefined, caller: NodeCaller | null, claimedFellow?: string): number {
+/**
+ * The job and the calling fellow's stage in it, when the job is live and the fellow assigned to
+ * it; not found / forbidden otherwise (stageOf, placementOf).
+ */
+function stageIn<J extends { poolId: string; status: JobStatus; assignments: Assignment[] }>(job: J | undefined, caller: NodeCaller | null, claimedFellow?: string): { job: J; stage: number } {
   const fellowId = caller?.fellowId ?? claimedFellow
   if (!job || (caller && job.poolId !== caller.poolId)) throw notFound('Job')
   const mine = job.assignments.find((a) => a.fellow_id === fellowId)
   if (!mine || !ACTIVE.has(job.status)) throw new AppError('forbidden', 'This fellow is not assigned to the job.')
-  return mine.stage
+  return { job, stage: mine.stage }
 }
 
 export class JobService {
@@ -255,9 +258,8 @@ export class JobService {
 
   /** The stage a node caller holds in a live job, or a refusal. */
   stageOf(caller: NodeCaller | null, jobId: string, claimedFellow?: string): { row: JobRow; stage: number; assignments: Assignment[] } {
-    const r = this.row(jobId)
-    const stage = stageIn(r, caller, claimedFellow)
-    return { row: r!, stage, assignments: r!.assignments }
+    const { job, stage } = stageIn(this.row(jobId), caller, claimedFellow)
+    return { row: job, stage, assignments: job.assignments }
   }
 
   /**
@@ -267,9 +269,9 @@ export class JobService {
    */
   placementOf(caller: NodeCaller | null, jobId: string, claimedFellow?: string): { poolId: string; stage: number; assignments: Assignment[] } {
     const raw = this.byIdPlacement.get(jobId)
-    const r = raw ? { poolId: raw.pool_id, status: raw.status, assignments: JSON.parse(raw.assignments) as Assignment[] } : undefined
-    const stage = stageIn(r, caller, claimedFellow)
-    return { poolId: r!.poolId, stage, assignments: r!.assignments }
+    const found = raw ? { poolId: raw.pool_id, status: raw.status, assignments: JSON.parse(raw.assignments) as Assignment[] } : undefined
+    const { job, stage } = stageIn(found, caller, claimedFellow)
+    return { poolId: job.poolId, stage, assignments: job.assignments }
   }
 
   report(caller: NodeCaller | null, jobId: string, rep: StatusReport, claimedFellow?: string): Job {
