@@ -11,10 +11,9 @@ export function randomBytes(n: number): Buffer {
   return crypto.getRandomValues(Buffer.alloc(n))
 }
 
-let nodeCryptoModule: typeof import('node:crypto') | undefined
 /** node:crypto, loaded the first time something needs it (scrypt, AES-GCM): see the top of this file. */
 export function nodeCrypto(): typeof import('node:crypto') {
-  return (nodeCryptoModule ??= require('node:crypto') as typeof import('node:crypto'))
+  return require('node:crypto') as typeof import('node:crypto')
 }
 
 export function randomToken(prefix = ''): string {

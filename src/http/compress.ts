@@ -29,14 +29,12 @@ export function pickEncoding(accept: string | null): Encoding | null {
   return br ? 'br' : gzip ? 'gzip' : null
 }
 
-// node:zlib (for brotli; gzip is Bun's own) is loaded with the first brotli answer: importing it
-// brings Node's streams along, about 10 ms of every start.
-let zlib: typeof import('node:zlib') | undefined
-
 export function encode(body: Uint8Array, encoding: Encoding): Uint8Array {
   // Brotli quality 5 is about gzip's speed at a better ratio; 11 takes tens of ms on a page.
   if (encoding === 'br') {
-    zlib ??= require('node:zlib') as typeof import('node:zlib')
+    // node:zlib (gzip is Bun's own) loads with the first brotli answer: importing it brings Node's
+    // streams along, about 10 ms of every start.
+    const zlib = require('node:zlib') as typeof import('node:zlib')
     return zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength } })
   }
   return Bun.gzipSync(body as Uint8Array<ArrayBuffer>, { level: 6 })
