@@ -27,7 +27,9 @@ describe.skipIf(!hasChromium)('the API reference page in Chromium', () => {
     const doc = (await (await fetch(`${leader.url}/api/v1/openapi.json`)).json()) as Json
     const total = operationsOf(doc).length
     await page.goto(`${leader.url}/api/v1/docs`)
-    await page.waitForFunction("document.getElementById('count').textContent.includes('operations')", undefined, { timeout: 10_000 })
+    // A selector, not page.waitForFunction: once it has to poll, that evaluates a string in the
+    // page, which the page's CSP (script-src 'self') refuses.
+    await page.waitForSelector('#count:has-text("operations")', { timeout: 10_000 })
     expect(await page.locator('#count').textContent()).toBe(`${total} operations`)
     expect(await page.locator('details.op').count()).toBe(total)
     const ws = page.locator('details.op', { hasText: '/ws/signals/{fellow_id}' })

@@ -24,6 +24,7 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
   let poolUrl = ''
   let joinToken = ''
   let gpuFellowId = ''
+  let gpuNodeToken = ''
   let fellow: Subprocess | null = null
   const errors: string[] = []
 
@@ -80,6 +81,25 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(await page.locator('.tiles').innerText()).toMatch(/Training Console[\s\S]*Inference[\s\S]*Profile/)
   }, T)
 
+  // Before any machine joins: the fellow of the next test stays online for two heartbeat intervals
+  // (20 s), so later in the run this page would list its model, depending on how fast the tests go.
+  test('the inference chat box with no model served says so and sends nothing', async () => {
+    const p = await ada.newPage()
+    watchErrors(p, errors)
+    try {
+      await p.goto(leader.url + '/ops/inference')
+      await p.waitForSelector('#model-hint:has-text("No models yet")')
+      expect(await p.locator('#chat-model option').innerText()).toBe('No models yet')
+      await p.fill('#chat-prompt', 'Hello there')
+      await p.focus('#chat-prompt')
+      await p.keyboard.press('Control+Enter')
+      await p.waitForSelector('#chat-msg.error:has-text("Choose a model")')
+      expect(await p.locator('#chat-send').isEnabled()).toBe(true)
+    } finally {
+      await p.close()
+    }
+  }, T)
+
   test('creates a pool and copies its join command; a fellow joins and shows online', async () => {
     await page.fill('#pool-name', POOL)
     await page.click('#create-pool-submit')
@@ -108,6 +128,7 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(reg.status).toBe(201)
     const { node_token, fellow_id } = (await reg.json()) as { node_token: string; fellow_id: string }
     gpuFellowId = fellow_id
+    gpuNodeToken = node_token
     // As the reference agent says it: one engine serving, one declared but not answering its health check.
     const engines = [
       { name: 'builtin', model: 'tiny-llm', healthy: true },
@@ -257,18 +278,15 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Revoke token laptop CLI' }).count()).toBe(0)
   }, T)
 
-  test('the inference chat box with no model served says so and sends nothing', async () => {
-    await page.goto(leader.url + '/ops/inference')
-    await page.waitForSelector('#model-hint:has-text("No models yet")')
-    expect(await page.locator('#chat-model option').innerText()).toBe('No models yet')
-    await page.fill('#chat-prompt', 'Hello there')
-    await page.focus('#chat-prompt')
-    await page.keyboard.press('Control+Enter')
-    await page.waitForSelector('#chat-msg.error:has-text("Choose a model")')
-    expect(await page.locator('#chat-send').isEnabled()).toBe(true)
-  }, T)
-
   test('the inference page lists who serves what and streams an answer from a real fellow', async () => {
+    // gpu-box-1 (played by the test, no agent behind it) may still be online: it stops offering the
+    // model, so the request can only go to the real fellow.
+    const quiet = await fetch(leader.url + '/api/v1/workers/heartbeat', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gpuNodeToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'idle', servables: [], engines: [] }),
+    })
+    expect(quiet.status).toBe(200)
     const dir = mkdtempSync(join(tmpdir(), 'svc-browser-fellow-'))
     fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leader.url, '--join-token', joinToken, '--state-dir', join(dir, 'state'), '--advertise-host', '127.0.0.1', '--p2p-port-base', String(freeBase()), '--hostname', 'chat-box-1'], {
       env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'ignore', stderr: 'ignore',
