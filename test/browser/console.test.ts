@@ -52,8 +52,8 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
 
   const noSideways = async (p: Page) => expect(await p.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
   const text = async (p: Page, sel: string) => (await p.locator(sel).innerText()).trim()
-  /** The points a chart's text alternative counts ("12 points."). */
-  const pointsIn = async (p: Page, sel: string) => Number(/(\d+)/.exec(await p.locator(`${sel} .chart-summary`).innerText())?.[1] ?? 0)
+  /** The points a chart's text alternative counts ("12 points.", "1,234 points.", "1.234 Punkte."). */
+  const pointsIn = async (p: Page, sel: string) => Number(/(\d[\d.,]*)/.exec(await p.locator(`${sel} .chart-summary`).innerText())?.[1]?.replace(/[.,]/g, '') ?? 0)
 
   test('submit a 2-stage job from the pool page, watch its loss chart, pause and resume it, open a machine (en, 1280 px)', async () => {
     const { context, page } = await signedIn('en-US', 1280)
@@ -142,8 +142,14 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
       await expectAccessible(page, 'machine en 1280')
 
       // The dashboard: a fleet chart for the pool.
-      await page.goto(c.leader.url + '/dashboard')
-      await page.locator(`#fleet-list li[data-pool="${c.poolId}"] .chart-summary`, { hasText: 'Machines online: 2 now' }).waitFor({ timeout: 20_000 })
+      // Just after a minute turns, the newest bucket may have seen one fellow so far, and the
+      // dashboard reloads its fleet charts each minute: reload until both are in it.
+      await until(async () => {
+        await page.goto(c.leader.url + '/dashboard')
+        const summary = page.locator(`#fleet-list li[data-pool="${c.poolId}"] .chart-summary`, { hasText: 'Machines online:' })
+        await summary.waitFor({ timeout: 10_000 })
+        return (await summary.innerText()).includes('Machines online: 2 now') ? true : null
+      }, 'the fleet chart to count both machines', { timeoutMs: 20_000, everyMs: 500 })
       await shot(page, 'console-dashboard-en-1280')
       await expectAccessible(page, 'dashboard en 1280')
     } finally {

@@ -11,6 +11,7 @@ import { Database } from 'bun:sqlite'
 import { runSvc, startLeader } from '../helpers/leader'
 import { call, GPU, mintToken, prng, registerUser, Session } from '../helpers/e2e'
 import { WriteLoad } from '../helpers/load'
+import { until } from '../helpers/until'
 import { consistencyProblems, openReadOnly } from '../helpers/state'
 
 const PASSWORDS = { admin: 'admin password one', alice: 'alice password two', bob: 'bob password three' }
@@ -89,12 +90,13 @@ describe('backup and restore', () => {
     // Load (new pools, edits, join sessions, registrations, heartbeats, invites), and the backup in the middle of it.
     const load = new WriteLoad(one.url, await mintToken(admin), prng(7), false)
     load.start(6)
-    await Bun.sleep(400)
+    // Polled, not slept: the cut is checked from both sides, so each side needs a write in it.
+    await until(() => (load.created.length > 0 ? true : null), 'a write acknowledged before the backup', { timeoutMs: 10_000, everyMs: 20 })
     const out = join(mkdtempSync(join(tmpdir(), 'svc-backup-')), 'copy.sqlite3')
     const backupStart = performance.now()
     const backup = await runSvc(['admin', 'backup', out, '--db', dbPath])
     const backupEnd = performance.now()
-    await Bun.sleep(200)
+    await until(() => (load.created.some((c) => c.sentAt > backupEnd) ? true : null), 'a write sent after the backup', { timeoutMs: 10_000, everyMs: 20 })
     await load.stop()
     expect(backup.stderr).toBe('')
     expect(backup.code).toBe(0)

@@ -70,15 +70,19 @@ function expectLearning(events: MetricEvent[], steps: number): void {
   expect(events.some((e) => e.status === 'completed' && e.step === steps)).toBe(true)
 }
 
+const STEPS = 400
+
 async function trainsAndCompletes(c: Cluster, transport: string): Promise<void> {
   const started = Date.now()
-  const j = await submit(c, `mlp-${transport}`, { steps: 120, report_every: 10, seed: 1 })
+  // 400 steps: at one report per 50 ms at most, a run must last long enough to report six times
+  // however fast the machine (120 steps took 0.3-0.6 s here, near that edge).
+  const j = await submit(c, `mlp-${transport}`, { steps: STEPS, report_every: 10, seed: 1 })
   const events = await readMetrics(c, j.id, 45_000)
-  expectLearning(events, 120)
+  expectLearning(events, STEPS)
   const done = await jobWhen(c, j.id, 'the job to be completed', 5000, (r) => r.status === 'completed')
   expect(done.transport).toBe(transport)
   expect(done.assignments.map((a) => a.stage)).toEqual([0, 1, 2])
-  console.log(`[cluster] ${transport}: 3-stage job of 120 steps completed in ${Date.now() - started} ms`)
+  console.log(`[cluster] ${transport}: 3-stage job of ${STEPS} steps completed in ${Date.now() - started} ms`)
 }
 
 describe('a leader and three fellows on loopback', () => {
@@ -133,7 +137,8 @@ describe('a leader and three fellows on loopback', () => {
   }, 60_000)
 
   test('killing a fellow mid-job re-places its stage on the spare fellow, and the job completes', async () => {
-    const j = await submit(p2p, 'mlp-replace', { steps: 300, report_every: 10, seed: 2 })
+    // Enough steps that the job cannot finish between passing step 30 and the kill landing.
+    const j = await submit(p2p, 'mlp-replace', { steps: 1000, report_every: 10, seed: 2 })
     const running = await jobWhen(p2p, j.id, 'the job to pass step 30', 20_000, (r) => r.step >= 30)
     const victimId = running.assignments.find((a) => a.stage === 1)!.fellow_id
     const victim = p2p.fellows.find((f) => f.id() === victimId)!
@@ -142,7 +147,7 @@ describe('a leader and three fellows on loopback', () => {
     const moved = await jobWhen(p2p, j.id, 'the lost stage to be re-placed', 20_000, (r) => !!r.reason?.includes(`moved from ${victimId}`))
     expect(moved.assignments.find((a) => a.stage === 1)!.fellow_id).not.toBe(victimId)
     const done = await jobWhen(p2p, j.id, 'the re-placed job to complete', 30_000, (r) => r.status === 'completed')
-    expect(done.step).toBe(300)
+    expect(done.step).toBe(1000)
     console.log(`[cluster] p2p: stage re-placed and job completed ${Date.now() - t0} ms after the kill`)
   }, 60_000)
 

@@ -7,6 +7,7 @@ import OpenAI from 'openai'
 import { seedUser, tokenClient } from '../helpers/harness'
 import { makeLoggedHarness } from '../helpers/logged'
 import { listen } from '../helpers/listen'
+import { until } from '../helpers/until'
 
 const h = makeLoggedHarness()
 const server = listen(h)
@@ -129,8 +130,11 @@ describe('refused chat requests, through app.handle', () => {
     expect(r.body.error).toMatchObject({ type: 'invalid_request_error', param: 'model', code: 'validation_failed' })
     const chatRefused = await api.post('/api/v1/chat/completions', { ...chat, n: 2 })
     expect(chatRefused.status).toBe(400)
-    await Bun.sleep(10) // the log line is written after the answer
-    const logged = h.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request' && l.class === 'operator')
+    // The log line is written after the answer.
+    const logged = await until(() => {
+      const l = h.lines.map((x) => JSON.parse(x)).filter((x) => x.msg === 'request' && x.class === 'operator')
+      return l.at(-1)?.route === '/api/v1/chat/completions' ? l : null
+    }, 'the chat refusal logged')
     expect(logged.slice(-2).map((l) => [l.route, l.status])).toEqual([
       ['/api/v1/models/:model', 400],
       ['/api/v1/chat/completions', 400],

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
 import { createApp, createServices } from '../../src/app'
 import { createLogger } from '../../src/log'
+import { until } from '../helpers/until'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -23,8 +24,11 @@ describe('/metrics', () => {
     const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
     const f = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'm' })).body
     await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
-    await Bun.sleep(20) // counters are bumped after the response is sent
-    const r = await A.get('/metrics')
+    // Counters are bumped after the response is sent: poll until the heartbeat's answer is counted.
+    const r = await until(async () => {
+      const m = await A.get('/metrics')
+      return /svc_http_requests_total\{class="node",status="200"\} 1/.test(String(m.body)) ? m : null
+    }, 'the heartbeat counted')
     expect(r.status).toBe(200)
     expect(r.headers.get('content-type')).toStartWith('text/plain; version=0.0.4')
     const lines = String(r.body).trim().split('\n')
@@ -105,8 +109,11 @@ describe('structured logs', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('x-request-id')).toBe('req-123')
     await app.handle(new Request('http://leader.test/api/v1/auth/me'))
-    await Bun.sleep(10)
-    const entries = lines.map((l) => JSON.parse(l)).filter((e) => e.msg === 'request')
+    // The line is written after the answer.
+    const entries = await until(() => {
+      const e = lines.map((l) => JSON.parse(l)).filter((x) => x.msg === 'request')
+      return e.length >= 2 ? e : null
+    }, 'both request lines')
     expect(entries[0]).toMatchObject({ level: 'info', request_id: 'req-123', method: 'GET', route: '/api/v1/auth/me', class: 'operator', status: 200 })
     expect(typeof entries[0].duration_ms).toBe('number')
     expect(entries[1]).toMatchObject({ status: 401 })

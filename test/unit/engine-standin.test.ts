@@ -161,12 +161,14 @@ describe('the engine stand-in', () => {
     floats.forEach((f, i) => expect(f).toBeCloseTo(body.data[0]!.embedding[i]!, 5))
   })
 
-  test('--startup-ms 300: /health answers 503 (loading) first, then 200', async () => {
-    const base = await start(['--startup-ms', '300'])
+  test('--startup-ms 1500: /health answers 503 (loading) first, then 200', async () => {
+    // The loading time counts from the stand-in's start: long enough that the first call, made once
+    // it listens, still finds it loading on a slow machine.
+    const base = await start(['--startup-ms', '1500'])
     const first = await fetch(`${base}/health`)
     expect(first.status).toBe(503)
     expect(await first.json()).toEqual({ error: { code: 503, message: 'Loading model', type: 'unavailable_error' } })
-    await until(async () => ((await fetch(`${base}/health`)).status === 200 ? true : null), 'healthy after loading', { timeoutMs: 2000, everyMs: 20 })
+    await until(async () => ((await fetch(`${base}/health`)).status === 200 ? true : null), 'healthy after loading', { timeoutMs: 10_000, everyMs: 20 })
     expect(await (await fetch(`${base}/health`)).json()).toEqual({ status: 'ok' })
   })
 })
