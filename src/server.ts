@@ -8,6 +8,7 @@ import { createTransport, mailLoop } from './mail/sender'
 import { closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
+import { dropStartupCode } from './memory'
 
 export interface RunningServer {
   url: string
@@ -47,6 +48,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
   // SVC_PORT=0 picks a free port: links and join commands must name the one we got.
   if (!cfg.baseUrlExplicit && cfg.port === 0) cfg.baseUrl = cfg.baseUrl.replace(/:0$/, `:${server.port}`)
   log.info('leader listening', { url, base_url: cfg.baseUrl, db: cfg.dbPath })
+  dropStartupCode()
   let stopped: Promise<void> | null = null
   return {
     url,

@@ -6,6 +6,7 @@ import { Agent } from '../agent/agent'
 import { LogBuffer, agentLogger } from '../agent/logship'
 import { FellowConfigError, loadWorkloads, type EngineSpec, type RunnerSpec } from '../agent/fellow-config'
 import { UsageError } from './usage'
+import { dropStartupCode } from '../memory'
 
 /** This machine's first non-internal IPv4 address: what neighbours on a LAN or mesh can reach. */
 export function defaultAdvertiseHost(): string {
@@ -84,6 +85,7 @@ export async function runFellow(argv: string[]): Promise<number> {
   const onSignal = (sig: string) => agent.shutdown(sig)
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  dropStartupCode()
   try {
     return await agent.run()
   } finally {

@@ -1,0 +1,23 @@
+// dropStartupCode: a second after the start, JavaScriptCore drops the compiled code of everything
+// that ran, so code that ran once at start-up does not stay resident.
+import { expect, test } from 'bun:test'
+import { numberOfDFGCompiles } from 'bun:jsc'
+import { dropStartupCode } from '../../src/memory'
+import { until } from '../helpers/until'
+
+test('compiled code is dropped once the process is idle; the function still runs', async () => {
+  const hot = (n: number) => {
+    let s = 0
+    for (let i = 0; i < n; i++) s = (s + i * 7) % 1_000_003
+    return s
+  }
+  const expected = hot(1000)
+  await until(() => {
+    for (let i = 0; i < 200; i++) hot(1000)
+    return numberOfDFGCompiles(hot) > 0 ? true : null
+  }, 'the function to be optimized', { timeoutMs: 20_000, everyMs: 1 })
+
+  dropStartupCode(0)
+  await until(() => (numberOfDFGCompiles(hot) === 0 ? true : null), 'its optimized code to be dropped', { timeoutMs: 10_000, everyMs: 20 })
+  expect(hot(1000)).toBe(expected)
+})
