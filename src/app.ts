@@ -121,7 +121,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     if (token.startsWith('svc_')) return null
     return services.accounts.resolveSession(token, source === 'cookie')
   }
-  const notFoundGate = (request: Request): Response | null => {
+  const notFoundGate = (request: Request): Response | Promise<Response> | null => {
     let presented
     try {
       presented = presentedCredential(request.headers.get('authorization'), cookieFrom(request.headers.get('cookie'), SESSION_COOKIE), resolve)

@@ -94,16 +94,24 @@ export function internalProblem(log: Logger, request: Request, error: unknown): 
   return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)
 }
 
-export type NotFoundGate = (request: Request) => Response | null
+/** A browser's 404 page is a promise the first time (the pages load with it); the rest answer at once. */
+export type NotFoundGate = (request: Request) => Response | Promise<Response> | null
 
 export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
   return new Elysia({ name: 'errors' }).onError({ as: 'global' }, (c) => {
     const res = toProblem(c.code, c.error, c.request)
-    c.set.status = res.status // so after-response hooks (logs, counters) see the real status
-    return res
+    // So after-response hooks (logs, counters) see the real status.
+    if (res instanceof Response) {
+      c.set.status = res.status
+      return res
+    }
+    return res.then((r) => {
+      c.set.status = r.status
+      return r
+    })
   })
 
-  function toProblem(code: string | number, error: unknown, request: Request): Response {
+  function toProblem(code: string | number, error: unknown, request: Request): Response | Promise<Response> {
     if (error instanceof AppError) return problemFrom(error)
     switch (code) {
       case 'VALIDATION': {

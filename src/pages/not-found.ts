@@ -2,11 +2,8 @@
 // API clients (the not-found gate in app.ts answers them 401/403), but a person who mistypes a URL
 // in a browser gets a readable 404 page rather than a JSON error (issue 29).
 import type { Caller } from '../caller'
-import { cookieFrom } from '../http/cookies'
-import { LANG_COOKIE } from '../../pages/i18n'
-import { NotFoundPage } from '../../pages/landing'
-import { pageContext, securityHeadersOf } from './view'
 import type { Ctx } from '../context'
+import { pagesModule } from './load'
 
 /** The q-value a media range gets from an Accept header (exact type, then type/*, then * /*). */
 function qualityOf(accept: string, type: string): number {
@@ -40,12 +37,6 @@ export function isBrowserNavigation(request: Request): boolean {
 }
 
 /** The 404 page, in the visitor's interface language, with the page security headers. */
-export function notFoundResponse(ctx: Ctx, request: Request, caller: Caller): Response {
-  const { page } = pageContext(ctx, request, caller, cookieFrom(request.headers.get('cookie'), LANG_COOKIE))
-  // The error hook answers synchronously; the page has no async component, so this is a string.
-  const markup = <NotFoundPage ctx={page} />
-  if (typeof markup !== 'string') throw new Error('NotFoundPage must render synchronously')
-  const body = '<!doctype html>' + markup
-  const headers = new Headers({ ...securityHeadersOf(ctx), 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
-  return new Response(request.method === 'HEAD' ? null : body, { status: 404, headers })
+export async function notFoundResponse(ctx: Ctx, request: Request, caller: Caller): Promise<Response> {
+  return (await pagesModule()).notFoundResponse(ctx, request, caller)
 }

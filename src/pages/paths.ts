@@ -1,0 +1,36 @@
+// Every page route and its policy class: `page` (it gates itself: 303 to /login without a session,
+// admin pages send plain users to /dashboard) or `public`. Registered by ./routes.ts; answered by
+// ./handlers.tsx, which has a handler for each.
+export const PAGES = [
+  ['/', 'page'],
+  ['/de', 'page'],
+  ['/en', 'public'],
+  ['/lang/:code', 'public'],
+  ['/robots.txt', 'public'],
+  ['/sitemap.xml', 'public'],
+  ['/llms.txt', 'public'],
+  ['/assets/:name', 'public'],
+  ['/favicon.svg', 'public'],
+  ['/favicon.ico', 'public'],
+  ['/forgot-password', 'public'],
+  ['/login', 'page'],
+  ['/register', 'page'],
+  ['/verify-email', 'public'],
+  ['/reset-password', 'public'],
+  ['/dashboard', 'page'],
+  ['/profile', 'page'],
+  ['/pools/:id', 'page'],
+  ['/admin/users', 'page'],
+  ['/admin/pools', 'page'],
+  ['/admin/audit', 'page'],
+  ['/jobs/:id', 'page'],
+  ['/fellows/:id', 'page'],
+  ['/ops/join-v2', 'page'],
+  ['/ops/inference', 'page'],
+  ['/legal/imprint', 'public'],
+  ['/legal/privacy', 'public'],
+  ['/legal/accessibility', 'public'],
+  ['/legal/leichte-sprache', 'public'],
+] as const satisfies readonly (readonly [string, 'page' | 'public'])[]
+
+export type PagePath = (typeof PAGES)[number][0]
