@@ -350,6 +350,8 @@ await scenario('startup', async () => {
   rows.push({ scenario: `cold start to ready, empty state (median of ${r.runs})`, leader: fmt.ms(f.leaderReadyMs), floor: fmt.ms(f.floorReadyMs), ratio: f.floorReadyMs / f.leaderReadyMs, target: `<= ${TARGET.readyMs} ms`, met: f.leaderReadyMs <= TARGET.readyMs })
   const split = (x: StartupResult['leaderRssSplit']) => (x ? ` (anon ${fmt.mb(x.anon)})` : '')
   rows.push({ scenario: `idle RSS, ${r.idleSeconds} s after ready`, leader: fmt.mb(f.leaderIdleRss) + split(r.leaderRssSplit), floor: fmt.mb(f.floorIdleRss) + split(r.floorRssSplit), ratio: f.floorIdleRss / f.leaderIdleRss, target: `<= ${TARGET.idleRssBytes / 1024 / 1024} MiB`, met: f.leaderIdleRss <= TARGET.idleRssBytes })
+  // The same leader against the stack alone (Elysia, TypeBox, drizzle, as many routes): no target of its own.
+  rows.push({ scenario: `start to ready and idle RSS of the stack alone (${r.stackRoutes} schema'd routes, bench/floor/stack.ts)`, leader: `${fmt.ms(f.leaderReadyMs)}, ${fmt.mb(f.leaderIdleRss)}`, floor: `${fmt.ms(f.stackReadyMs)}, ${fmt.mb(f.stackIdleRss)}${split(r.stackRssSplit)}`, ratio: f.stackIdleRss / f.leaderIdleRss, target: '—', met: null })
   details.startup = r
 })
 
