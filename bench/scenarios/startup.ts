@@ -4,7 +4,7 @@
 // A second floor, bench/floor/stack.ts, is the stack itself (Elysia, TypeBox, drizzle) with as many
 // schema'd routes as the leader and nothing behind them: what the leader costs above it is its own.
 import { join } from 'node:path'
-import { ROOT, rssSplitOf, startFloor, startLeader, tempDir } from '../lib/proc'
+import { ROOT, rssSplitOf, startFloor, startLeader, tempDir, type Server } from '../lib/proc'
 import { median } from '../lib/report'
 
 export interface StartupResult {
@@ -50,26 +50,21 @@ export async function startup(runs: number, idleSeconds: number): Promise<Startu
     runs, leaderReadyMs: [], floorReadyMs: [], leaderIdleRss: [], floorIdleRss: [], leaderRssSplit: null, floorRssSplit: null,
     stackRoutes, stackReadyMs: [], stackIdleRss: [], stackRssSplit: null, idleSeconds,
   }
+  /** One start: its time to ready, then its RSS after `idleSeconds` of nothing. */
+  const measure = async (start: () => Promise<Server>, ready: number[], idle: number[]) => {
+    const server = await start()
+    ready.push(server.readyMs)
+    await Bun.sleep(idleSeconds * 1000)
+    idle.push(server.rss())
+    const split = rssSplitOf(server.pid)
+    await server.stop()
+    return split
+  }
   for (let i = 0; i < runs; i++) {
     // Alternate, so a slow moment of the machine is shared.
-    const leader = await startLeader({ stateDir: tempDir('cold') })
-    r.leaderReadyMs.push(leader.readyMs)
-    await Bun.sleep(idleSeconds * 1000)
-    r.leaderIdleRss.push(leader.rss())
-    r.leaderRssSplit = rssSplitOf(leader.pid)
-    await leader.stop()
-    const floor = await startFloor('ready.ts', floorEnv(), bin)
-    r.floorReadyMs.push(floor.readyMs)
-    await Bun.sleep(idleSeconds * 1000)
-    r.floorIdleRss.push(floor.rss())
-    r.floorRssSplit = rssSplitOf(floor.pid)
-    await floor.stop()
-    const stack = await startFloor('stack.ts', stackEnv(), stackBin)
-    r.stackReadyMs.push(stack.readyMs)
-    await Bun.sleep(idleSeconds * 1000)
-    r.stackIdleRss.push(stack.rss())
-    r.stackRssSplit = rssSplitOf(stack.pid)
-    await stack.stop()
+    r.leaderRssSplit = await measure(() => startLeader({ stateDir: tempDir('cold') }), r.leaderReadyMs, r.leaderIdleRss)
+    r.floorRssSplit = await measure(() => startFloor('ready.ts', floorEnv(), bin), r.floorReadyMs, r.floorIdleRss)
+    r.stackRssSplit = await measure(() => startFloor('stack.ts', stackEnv(), stackBin), r.stackReadyMs, r.stackIdleRss)
   }
   return r
 }
