@@ -2,7 +2,7 @@
 // src/audit/model.ts).
 import { t, type Static } from 'elysia'
 import { DisplayName, Email, Me, Role, UserStatus } from '../accounts/model'
-import { Page, PageSize, Timestamp } from '../model'
+import { Page, PageSize, Timestamp, Int } from '../model'
 
 export const USER_SORT_KEYS = ['email', 'display_name', 'created_at', 'last_login_at', 'pool_count', 'node_count'] as const
 export type UserSortKey = (typeof USER_SORT_KEYS)[number]
@@ -28,14 +28,14 @@ export const AdminUser = t.Composite([
   Me,
   t.Object({
     /** Pools the user belongs to, owned ones included (pool_members rows). */
-    pool_count: t.Integer(),
+    pool_count: Int(),
     /** Nodes the user attached, in any pool (pool_nodes.owner_user_id). */
-    node_count: t.Integer(),
+    node_count: Int(),
   }),
 ])
 export type AdminUser = Static<typeof AdminUser>
 
-export const UserList = t.Object({ items: t.Array(AdminUser), total: t.Integer(), page: t.Integer(), page_size: t.Integer() })
+export const UserList = t.Object({ items: t.Array(AdminUser), total: Int(), page: Int(), page_size: Int() })
 export type UserList = Static<typeof UserList>
 
 export const UserParams = t.Object({ id: t.String({ format: 'uuid' }) })
@@ -49,7 +49,7 @@ export type UpdateUserInput = Static<typeof UpdateUserBody>
 export const StatusBody = t.Object({ status: t.Union([t.Literal('disabled'), t.Literal('active')]) }, { additionalProperties: false })
 export type TargetStatus = Static<typeof StatusBody>['status']
 
-export const PendingCount = t.Object({ count: t.Integer() })
+export const PendingCount = t.Object({ count: Int() })
 
 export const ResetResult = t.Object({
   delivery: t.Union([t.Literal('mail'), t.Literal('link')]),
@@ -64,11 +64,11 @@ export type ResendResult = Static<typeof ResendResult>
 
 export const DeleteResult = t.Object({
   deleted: t.Literal(true),
-  pools_deleted: t.Integer(),
-  memberships_removed: t.Integer(),
-  api_tokens_revoked: t.Integer(),
-  sessions_removed: t.Integer(),
-  nodes_detached: t.Integer(),
+  pools_deleted: Int(),
+  memberships_removed: Int(),
+  api_tokens_revoked: Int(),
+  sessions_removed: Int(),
+  nodes_detached: Int(),
 })
 export type DeleteResult = Static<typeof DeleteResult>
 
@@ -78,9 +78,9 @@ export { AuditQuery, AuditEntry, AuditList } from '../audit/model'
 export const MailState = t.Object({
   configured: t.Boolean(),
   status: t.Union([t.Literal('configured'), t.Literal('disabled')]),
-  pending: t.Integer(),
-  failed: t.Integer(),
-  sent: t.Integer(),
+  pending: Int(),
+  failed: Int(),
+  sent: Int(),
 })
 export type MailState = Static<typeof MailState>
 export const MailTestResult = t.Object({ sent: t.Literal(true), to: t.String() })

@@ -1,6 +1,6 @@
 // Wire shapes of the artifact store: uploads fellows make, artifacts operators and fellows read.
 import { t, type Static } from 'elysia'
-import { Timestamp } from '../model'
+import { Timestamp, Int } from '../model'
 
 export const ARTIFACT_KINDS = ['checkpoint', 'model', 'file'] as const
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number]
@@ -30,20 +30,20 @@ export const UploadBody = t.Object(
 export type UploadInput = Static<typeof UploadBody>
 
 /** Where an upload stands: PUT the bytes from `offset` on. */
-export const UploadState = t.Object({ upload_id: t.String(), offset: t.Integer(), size_bytes: t.Integer() })
+export const UploadState = t.Object({ upload_id: t.String(), offset: Int(), size_bytes: Int() })
 export type UploadState = Static<typeof UploadState>
-export const UploadProgress = t.Object({ upload_id: t.String(), offset: t.Integer() })
+export const UploadProgress = t.Object({ upload_id: t.String(), offset: Int() })
 
 export const Artifact = t.Object({
   id: t.String(),
   pool_id: t.String(),
   job_id: t.Nullable(t.String()),
-  stage: t.Nullable(t.Integer()),
+  stage: t.Nullable(Int()),
   kind: ArtifactKind,
   name: t.String(),
-  size_bytes: t.Integer(),
+  size_bytes: Int(),
   sha256: t.String(),
-  step: t.Nullable(t.Integer()),
+  step: t.Nullable(Int()),
   fellow_id: t.Nullable(t.String()),
   created_at: Timestamp,
 })

@@ -1,6 +1,6 @@
 // Wire shapes of jobs: submission, records, status reports from fellows, metrics.
 import { t, type Static } from 'elysia'
-import { Timestamp } from '../model'
+import { Timestamp, Int } from '../model'
 import * as W from '../wire/jobs'
 
 export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
@@ -22,7 +22,7 @@ export const SubmitBody = t.Object(
 )
 export type SubmitInput = Static<typeof SubmitBody>
 
-export const Assignment = t.Object({ stage: t.Integer(), fellow_id: t.String() })
+export const Assignment = t.Object({ stage: Int(), fellow_id: t.String() })
 export type Assignment = Static<typeof Assignment>
 
 export const Job = t.Object({
@@ -31,16 +31,16 @@ export const Job = t.Object({
   pool_id: t.String(),
   status: t.UnionEnum(JOB_STATUSES),
   reason: t.Nullable(t.String()),
-  stages: t.Integer(),
-  min_free_vram_mb: t.Integer(),
+  stages: Int(),
+  min_free_vram_mb: Int(),
   transport: t.Nullable(t.String()),
   config: t.Record(t.String(), t.Unknown()),
   assignments: t.Array(Assignment),
-  step: t.Integer(),
+  step: Int(),
   loss: t.Nullable(t.Number()),
   runner: t.String(),
   /** The step the last re-placement resumed from (a stored checkpoint); null: never resumed. */
-  resumed_from_step: t.Nullable(t.Integer()),
+  resumed_from_step: t.Nullable(Int()),
   created_by: t.Nullable(t.String()),
   created_at: Timestamp,
   updated_at: Timestamp,

@@ -1,6 +1,7 @@
 // HTTP surface of jobs: submit, list, get, cancel, pause/resume, checkpoint, purge, status reports
 // from fellows, and the metrics stream.
 import { t } from 'elysia'
+import { Int } from '../model'
 import { asUser, nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
@@ -27,7 +28,7 @@ export function jobRoutes(app: AppBase, _ctx: Ctx, jobs: JobService) {
     .delete(
       '/api/v1/jobs',
       ({ caller, clientIp }) => jobs.purgeAll(asUser(caller).userId, clientIp),
-      { policy: 'admin', response: { 200: t.Object({ purged: t.Integer(), signalled: t.Integer() }) } },
+      { policy: 'admin', response: { 200: t.Object({ purged: Int(), signalled: Int() }) } },
     )
     .get('/api/v1/jobs/:job_id', ({ caller, params }) => jobs.get(caller, params.job_id), {
       policy: 'operator',
@@ -52,7 +53,7 @@ export function jobRoutes(app: AppBase, _ctx: Ctx, jobs: JobService) {
     .post('/api/v1/jobs/:job_id/checkpoint', ({ caller, params }) => jobs.checkpoint(caller, params.job_id), {
       policy: 'operator',
       params: M.JobParams,
-      response: { 200: t.Object({ job_id: t.String(), signalled: t.Integer() }) },
+      response: { 200: t.Object({ job_id: t.String(), signalled: Int() }) },
     })
     .post(
       '/api/v1/jobs/:job_id/status',

@@ -1,6 +1,6 @@
 // Wire shapes of the pool routes.
 import { t, type Static } from 'elysia'
-import { Timestamp } from '../model'
+import { Timestamp, Int } from '../model'
 // Registers the `email` format InviteBody uses (SMTPUTF8 local parts, IDN domains).
 import '../accounts/email'
 
@@ -17,12 +17,12 @@ export const Pool = t.Object({
   slug: t.String(),
   description: t.String(),
   visibility: Visibility,
-  node_limit: t.Nullable(t.Integer()),
+  node_limit: t.Nullable(Int()),
   open_join: t.Boolean(),
   owner_user_id: t.Nullable(t.String()),
   is_default: t.Boolean(),
-  node_count: t.Integer(),
-  member_count: t.Integer(),
+  node_count: Int(),
+  member_count: Int(),
   created_at: Timestamp,
   my_role: t.Nullable(MemberRole),
 })
@@ -56,14 +56,14 @@ export const UpdatePoolBody = t.Object(
 export type UpdatePoolInput = Static<typeof UpdatePoolBody>
 
 export const DeleteQuery = t.Object({ force: t.Optional(t.Union([t.Literal('true'), t.Literal('false')])) }, { additionalProperties: false })
-export const DeleteResult = t.Object({ deleted: t.Literal(true), detached_nodes: t.Integer() })
+export const DeleteResult = t.Object({ deleted: t.Literal(true), detached_nodes: Int() })
 
 export const Limits = t.Object({
   role: t.String(),
-  max_pools: t.Nullable(t.Integer()),
-  max_nodes_per_pool: t.Nullable(t.Integer()),
+  max_pools: t.Nullable(Int()),
+  max_nodes_per_pool: t.Nullable(Int()),
   allowed_visibilities: t.Array(Visibility),
-  pools_owned: t.Integer(),
+  pools_owned: Int(),
   plan: t.String(),
 })
 export const RoleLimitsList = t.Object({ items: t.Array(t.Omit(Limits, ['pools_owned', 'plan'])) })

@@ -1,6 +1,6 @@
 // Wire shapes of the model catalog (servable manifests).
 import { t, type Static } from 'elysia'
-import { Timestamp } from '../model'
+import { Timestamp, Int } from '../model'
 
 /** Also the `model` of the chat API, so kept to characters a URL path and a log line carry safely. */
 export const ServableName = t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$', maxLength: 200 })
@@ -24,7 +24,7 @@ export const Servable = t.Object({
   name: t.String(),
   version: t.String(),
   format: t.String(),
-  size_bytes: t.Integer(),
+  size_bytes: Int(),
   pool_id: t.Nullable(t.String()),
   job_id: t.Nullable(t.String()),
   fellow_id: t.Nullable(t.String()),

@@ -1,5 +1,6 @@
 // GET /api/v1/public/stats (anonymous, rate-limited per client IP) and GET /api/v1/me/contribution.
 import { t } from 'elysia'
+import { Int } from '../model'
 import { AppError } from '../errors'
 import { RateLimiter } from '../rate-limit'
 import { asUser } from '../http/callers'
@@ -8,7 +9,7 @@ import type { Ctx } from '../context'
 import type { ContributionRollup } from './contribution'
 import type { PublicStatsService } from './public'
 
-const Count = t.Nullable(t.Integer())
+const Count = t.Nullable(Int())
 export const PublicStatsShape = t.Object({
   nodes_online: Count,
   gpus_online: Count,
@@ -21,8 +22,8 @@ export const PublicStatsShape = t.Object({
 })
 export const ContributionShape = t.Object({
   gpu_seconds: t.Number(),
-  tokens_served: t.Integer(),
-  requests_served: t.Integer(),
+  tokens_served: Int(),
+  requests_served: Int(),
   credits_status: t.Literal('not_implemented'),
   updated_at: t.Nullable(t.String()),
 })
