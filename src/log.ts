@@ -1,5 +1,6 @@
 // One JSON object per line on stdout (human-readable on a TTY). Callers pass fields, never secrets.
 // A leaf: the agent loads it too, so it imports nothing of the leader.
+import { fstatSync, statSync, writeSync } from 'node:fs'
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
@@ -14,7 +15,37 @@ export interface Logger {
   enabled(level: LogLevel): boolean
 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stdout.write(l + '\n'), pretty = false): Logger {
+const encoder = new TextEncoder()
+
+/**
+ * A line on standard output, written at once (as Node writes to files and pipes on Linux). Not
+ * through process.stdout: that is a Node stream, and creating it loads Node's stream modules,
+ * about a MiB of an idle leader (docs/benchmarks.md). A descriptor someone made non-blocking
+ * is waited on, a millisecond at a time, rather than a line lost.
+ */
+export function stdoutLine(line: string): void {
+  let bytes = encoder.encode(line + '\n')
+  while (bytes.length > 0) {
+    try {
+      bytes = bytes.subarray(writeSync(1, bytes))
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') return // stdout closed: nowhere to log to
+      Bun.sleepSync(1)
+    }
+  }
+}
+
+/** Whether standard output is a terminal (pretty lines instead of JSON), also without process.stdout. */
+export function stdoutIsTerminal(): boolean {
+  try {
+    const out = fstatSync(1)
+    return out.isCharacterDevice() && out.rdev !== statSync('/dev/null').rdev
+  } catch {
+    return false
+  }
+}
+
+export function createLogger(level: LogLevel, write: (line: string) => void = stdoutLine, pretty = false): Logger {
   const min = ORDER[level]
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < min) return

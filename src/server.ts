@@ -1,6 +1,6 @@
 // `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT stop it cleanly.
 import { securityWarnings, type Config } from './config'
-import { createLogger, type Logger } from './log'
+import { createLogger, stdoutIsTerminal, type Logger } from './log'
 import { systemClock } from './time'
 import { createApp, createServices } from './app'
 import { startLoops, type LoopSpec } from './loops'
@@ -17,7 +17,7 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
-export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, process.stdout.isTTY === true)): Promise<RunningServer> {
+export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, stdoutIsTerminal())): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
   let wakeMail = () => {}
   const ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail() })

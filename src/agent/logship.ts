@@ -1,7 +1,7 @@
 // The agent's log lines, echoed to stdout and shipped to the leader in batches. The buffer is
 // bounded and shipping never blocks work: when the leader is away the oldest lines give way
 // (with a count of how many), instead of memory growing or the training loop waiting.
-import { createLogger, type Logger, type LogLevel } from '../log'
+import { createLogger, stdoutLine, type Logger, type LogLevel } from '../log'
 // The leader's per-line and per-request limits.
 import { LOG_BATCH_MAX as MAX_BATCH, LOG_LINE_MAX as MAX_LINE } from '../wire/fellow'
 
@@ -46,7 +46,7 @@ export class LogBuffer {
 }
 
 /** One JSON line per event to stdout, each also queued for the leader. */
-export function agentLogger(level: LogLevel, buffer: LogBuffer, write: (line: string) => void = (l) => process.stdout.write(l + '\n')): Logger {
+export function agentLogger(level: LogLevel, buffer: LogBuffer, write: (line: string) => void = stdoutLine): Logger {
   return createLogger(level, (line) => {
     write(line)
     buffer.add(line)
