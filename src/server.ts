@@ -48,7 +48,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
   // SVC_PORT=0 picks a free port: links and join commands must name the one we got.
   if (!cfg.baseUrlExplicit && cfg.port === 0) cfg.baseUrl = cfg.baseUrl.replace(/:0$/, `:${server.port}`)
   log.info('leader listening', { url, base_url: cfg.baseUrl, db: cfg.dbPath })
-  dropStartupCode()
+  const cancelDrop = dropStartupCode({ release: () => ctx.sqlite.exec('PRAGMA shrink_memory') })
   let stopped: Promise<void> | null = null
   return {
     url,
@@ -56,6 +56,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     ctx,
     stop() {
       stopped ??= (async () => {
+        cancelDrop()
         await server.stop(false) // stop accepting; in-flight requests finish
         await loops.stop()
         await mailer?.close()

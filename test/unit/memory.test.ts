@@ -17,7 +17,19 @@ test('compiled code is dropped once the process is idle; the function still runs
     return numberOfDFGCompiles(hot) > 0 ? true : null
   }, 'the function to be optimized', { timeoutMs: 20_000, everyMs: 1 })
 
-  dropStartupCode({ everyMs: 50 })
+  let released = 0
+  dropStartupCode({ everyMs: 50, release: () => released++ })
   await until(() => (numberOfDFGCompiles(hot) === 0 ? true : null), 'its optimized code to be dropped', { timeoutMs: 10_000, everyMs: 20 })
+  expect(released).toBe(1)
   expect(hot(1000)).toBe(expected)
+  await Bun.sleep(200) // four more checks' worth: the drop happens once
+  expect(released).toBe(1)
+})
+
+test('a cancelled drop does nothing, even at a quiet moment', async () => {
+  let released = 0
+  const cancel = dropStartupCode({ everyMs: 20, release: () => released++ })
+  cancel()
+  await Bun.sleep(100) // five checks' worth
+  expect(released).toBe(0)
 })
