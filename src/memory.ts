@@ -29,7 +29,11 @@ export function dropStartupCode({ everyMs = 500, release }: { everyMs?: number; 
     since = process.cpuUsage()
     if ((used.user + used.system) / 1000 > everyMs * QUIET_CPU_SHARE) return
     clearInterval(timer)
-    release?.()
+    try {
+      release?.()
+    } catch {
+      // housekeeping: a release that fails leaves memory held, never a stopped process
+    }
     Bun.gc(true)
     Bun.shrink()
   }, everyMs)

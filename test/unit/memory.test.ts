@@ -33,3 +33,17 @@ test('a cancelled drop does nothing, even at a quiet moment', async () => {
   await Bun.sleep(100) // five checks' worth
   expect(released).toBe(0)
 })
+
+test('a release that throws does not stop the drop', async () => {
+  const hot = (n: number) => {
+    let s = 0
+    for (let i = 0; i < n; i++) s = (s + i * 3) % 999_983
+    return s
+  }
+  await until(() => {
+    for (let i = 0; i < 200; i++) hot(1000)
+    return numberOfDFGCompiles(hot) > 0 ? true : null
+  }, 'the function to be optimized', { timeoutMs: 20_000, everyMs: 1 })
+  dropStartupCode({ everyMs: 50, release: () => { throw new Error('state file closed') } })
+  await until(() => (numberOfDFGCompiles(hot) === 0 ? true : null), 'its optimized code to be dropped', { timeoutMs: 10_000, everyMs: 20 })
+})
