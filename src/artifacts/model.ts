@@ -1,10 +1,10 @@
 // Wire shapes of the artifact store: uploads fellows make, artifacts operators and fellows read.
 import { t, type Static } from 'elysia'
-import { Timestamp, Int } from '../model'
+import { Timestamp, Int, UnionEnum } from '../model'
 
 export const ARTIFACT_KINDS = ['checkpoint', 'model', 'file'] as const
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number]
-export const ArtifactKind = t.UnionEnum(ARTIFACT_KINDS)
+export const ArtifactKind = UnionEnum(ARTIFACT_KINDS)
 
 /**
  * A label, never a path: blobs are stored by their hash. Still no '/' (a client that saves the
@@ -59,7 +59,7 @@ export const ArtifactFilter = t.Object(
   {
     pool_id: t.Optional(t.String({ format: 'uuid' })),
     job_id: t.Optional(t.String({ format: 'uuid' })),
-    kind: t.Optional(t.UnionEnum(ARTIFACT_KINDS, { default: undefined })),
+    kind: t.Optional(ArtifactKind),
   },
   { additionalProperties: false },
 )

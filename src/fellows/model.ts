@@ -2,7 +2,7 @@
 // operator views of nodes and devices. The agent's share of them is in src/wire/fellow.ts.
 import { t, type Static } from 'elysia'
 import { Type, type IntegerOptions } from '@sinclair/typebox'
-import { Timestamp } from '../model'
+import { Timestamp, UnionEnum } from '../model'
 
 // The fellow-facing wire shapes live in src/wire/fellow.ts (the agent loads them without Elysia).
 export {
@@ -81,8 +81,8 @@ export const UpdateBody = t.Object(
 )
 
 export const TelemetryQuery = t.Object(
-  // default: undefined, as elsewhere: a missing range is 1h (the route's choice), not the enum's first value by accident.
-  { range: t.Optional(t.UnionEnum(['1h', '1d', '30d'], { default: undefined })) },
+  // A missing range is the route's choice (1h), not filled in by the schema.
+  { range: t.Optional(UnionEnum(['1h', '1d', '30d'])) },
   { additionalProperties: false },
 )
 const Num = t.Nullable(t.Number())

@@ -4,6 +4,7 @@
 // rather than ignore (an answer without them would look like one with them), are declared and checked.
 import { t, type Static } from 'elysia'
 import { Type } from '@sinclair/typebox'
+import { UnionEnum } from '../model'
 
 export const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const
 // TypeBox's own integer, not Elysia's t.Integer: that one is a transform (it also takes "12"),
@@ -17,9 +18,8 @@ const TokenLimit = t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 10_
 const ContentPart = t.Object({ type: t.Literal('text'), text: t.String() }, { additionalProperties: true })
 export const ChatMessage = t.Object(
   {
-    // default: undefined: t.UnionEnum's default (its first value, 'system') would turn a message
-    // without a role into a system prompt; a missing role must be refused.
-    role: t.UnionEnum(ROLES, { default: undefined }),
+    // A missing role is refused, never a system prompt by default (src/wire/schema.ts UnionEnum).
+    role: UnionEnum(ROLES),
     content: t.Optional(t.Union([t.String(), t.Null(), t.Array(ContentPart, { maxItems: 1000 })])),
     name: t.Optional(t.String({ maxLength: 256 })),
     tool_calls: t.Optional(t.Nullable(t.Array(t.Object({}, { additionalProperties: true }), { maxItems: 128 }))),
@@ -173,7 +173,7 @@ export const EmbeddingsBody = t.Object(
       t.Array(Type.Integer({ minimum: 0 }), { minItems: 1, maxItems: 1_000_000 }),
       t.Array(t.Array(Type.Integer({ minimum: 0 }), { maxItems: 1_000_000 }), { minItems: 1, maxItems: 2048 }),
     ]),
-    encoding_format: t.Optional(t.Nullable(t.UnionEnum(['float', 'base64'], { default: undefined }))),
+    encoding_format: t.Optional(t.Nullable(UnionEnum(['float', 'base64']))),
     dimensions: t.Optional(t.Nullable(Type.Integer({ minimum: 1, maximum: 65_536 }))),
     user: t.Optional(t.String({ maxLength: 256 })),
     /** Not in OpenAI's shape: route only to this pool's fellows, as for chat. */

@@ -1,6 +1,6 @@
 // Wire shapes of jobs: submission, records, status reports from fellows, metrics.
 import { t, type Static } from 'elysia'
-import { Timestamp, Int } from '../model'
+import { Timestamp, Int, UnionEnum } from '../model'
 import * as W from '../wire/jobs'
 
 export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
@@ -29,7 +29,7 @@ export const Job = t.Object({
   id: t.String(),
   name: t.String(),
   pool_id: t.String(),
-  status: t.UnionEnum(JOB_STATUSES),
+  status: UnionEnum(JOB_STATUSES),
   reason: t.Nullable(t.String()),
   stages: Int(),
   min_free_vram_mb: Int(),
@@ -48,9 +48,7 @@ export const Job = t.Object({
 export type Job = Static<typeof Job>
 export const JobList = t.Object({ items: t.Array(Job) })
 export const JobListQuery = t.Object(
-  // default: undefined: t.UnionEnum defaults to its first value, which Elysia fills in when the
-  // field is missing (a list without ?status would show only queued jobs).
-  { pool_id: t.Optional(t.String({ format: 'uuid' })), status: t.Optional(t.UnionEnum(JOB_STATUSES, { default: undefined })) },
+  { pool_id: t.Optional(t.String({ format: 'uuid' })), status: t.Optional(UnionEnum(JOB_STATUSES)) },
   { additionalProperties: false },
 )
 export const JobParams = t.Object({ job_id: t.String({ format: 'uuid' }) })

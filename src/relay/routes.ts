@@ -2,6 +2,7 @@
 // direct connection is not possible. Frames are routed by pipeline position: activations go to
 // the next stage, gradients to the previous one; each fellow pops only its own stage's queues.
 import { t } from 'elysia'
+import { UnionEnum } from '../model'
 import { AppError } from '../errors'
 import { problem } from '../http/problem'
 import { decodeFrames, wireParts } from '../wire/frames'
@@ -14,7 +15,7 @@ import type { JobService } from '../jobs/service'
 import type { Counters } from '../observability/metrics'
 import { dataRoute, upgradeOrRefuse } from '../http/native'
 
-const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: t.UnionEnum(['activations', 'gradients'] as const) })
+const Params = t.Object({ job_id: t.String({ format: 'uuid' }), channel: UnionEnum(['activations', 'gradients']) })
 const PushQuery = t.Object({ fellow_id: t.Optional(t.String({ format: 'uuid' })) }, { additionalProperties: false })
 const PopQuery = t.Object(
   {

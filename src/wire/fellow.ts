@@ -84,8 +84,8 @@ export const HeartbeatBody = Type.Object(
   {
     /** Only read when no credential is presented (SVC_REQUIRE_NODE_AUTH=0); otherwise the token decides. */
     fellow_id: Type.Optional(Type.String({ format: 'uuid' })),
-    // default: undefined: a heartbeat without a status is refused (422), not filled in as 'idle'.
-    status: UnionEnum(HEARTBEAT_STATUSES, { default: undefined }),
+    // A heartbeat without a status is refused (422), not filled in as 'idle' (schema.ts UnionEnum).
+    status: UnionEnum(HEARTBEAT_STATUSES),
     job_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
     step: Type.Optional(Count),
     loss: Type.Optional(Nullable(FiniteNumber)),

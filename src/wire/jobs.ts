@@ -9,8 +9,8 @@ export type ReportStatus = (typeof REPORT_STATUSES)[number]
 
 export const StatusReport = Type.Object(
   {
-    // default: undefined: a report without a status is refused (422), not taken as "running".
-    status: UnionEnum(REPORT_STATUSES, { default: undefined }),
+    // A report without a status is refused (422), not taken as "running" (schema.ts UnionEnum).
+    status: UnionEnum(REPORT_STATUSES),
     step: Type.Optional(Int({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
     loss: Type.Optional(Nullable(Type.Number({ minimum: -1e15, maximum: 1e15 }))),
     throughput: Type.Optional(Type.Number({ minimum: 0, maximum: 1e15 })),

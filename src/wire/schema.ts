@@ -18,8 +18,15 @@ if (!TypeRegistry.Has('UnionEnum')) {
   TypeRegistry.Set('UnionEnum', (schema: { enum: unknown[] }, value) => (typeof value === 'number' || typeof value === 'string' || value === null) && schema.enum.includes(value))
 }
 
-/** t.UnionEnum: one of `values`, as a JSON-schema enum. Its default is the first value unless given. */
+/**
+ * One of `values`, as a JSON-schema enum: Elysia's t.UnionEnum (the same kind and check) without
+ * its default. t.UnionEnum defaults to its first value, and Elysia fills a schema's default into a
+ * missing field before validating: a required enum could never be missing (an upload without
+ * `kind` became a checkpoint), an optional one never absent (a job list without ?status showed
+ * only queued jobs). Every enum of the leader and the agent is this one; test/http/openapi.test.ts
+ * refuses a required field with a default.
+ */
 export function UnionEnum<const T extends readonly (string | number | null)[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> {
   const type = values.every((v) => typeof v === 'string') ? { type: 'string' } : values.every((v) => typeof v === 'number') ? { type: 'number' } : values.every((v) => v === null) ? { type: 'null' } : {}
-  return { default: values[0], ...options, [Kind]: 'UnionEnum', ...type, enum: values } as unknown as TUnsafe<T[number]>
+  return { ...options, [Kind]: 'UnionEnum', ...type, enum: values } as unknown as TUnsafe<T[number]>
 }

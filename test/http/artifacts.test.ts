@@ -270,6 +270,11 @@ describe('uploads', () => {
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, stage: 0 })).status).toBe(422)
     for (const name of ['../x', 'a/b', 'tab\there', 'nul\u0000', '', 'x'.repeat(201)]) expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, name })).status).toBe(422)
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, sha256: 'A'.repeat(64) })).status).toBe(422)
+    // A missing kind is refused, not taken as the first kind (a checkpoint: found by the fuzzer).
+    const { kind: _kind, ...kindless } = body
+    const noKind = await fa.c.post('/api/v1/artifacts/uploads', { ...kindless, job_id: jobA.id, stage: 0 })
+    expect([noKind.status, noKind.body.code]).toEqual([422, 'validation_failed'])
+    expect(h.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.jobId, jobA.id)).all()).toEqual([])
     const foreign = await fb.c.post('/api/v1/artifacts/uploads', { ...body, kind: 'checkpoint', job_id: jobA.id, stage: 0 })
     expect(foreign.status).toBe(404)
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, job_id: '01a20184-99e9-7296-9fc7-75b6e5358e98' })).status).toBe(404)

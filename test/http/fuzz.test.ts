@@ -779,6 +779,9 @@ describe('regressions found by the fuzzer', () => {
     const node = h.client({ bearer: world.mine.nodeToken })
     expect((await node.post('/api/v1/workers/heartbeat', {})).status).toBe(422)
     expect((await node.post(`/api/v1/jobs/${world.mine.jobId}/status`, { step: 1 })).status).toBe(422)
+    // Seed 763901751: an upload without `kind`, naming a job and stage, became a checkpoint (201).
+    const upload = { name: 'x', size_bytes: 1, sha256: 'a'.repeat(64), job_id: world.mine.jobId, stage: 0 }
+    expect((await node.post('/api/v1/artifacts/uploads', upload)).status).toBe(422)
     const chat = await h.client({ bearer: world.mine.token.opts.bearer }).post('/api/v1/chat/completions', { model: world.mine.servable, messages: [{ content: 'hi' }] })
     expect(chat.status).toBe(400) // OpenAI's status for a refused field on the chat routes
     const all = (await world.mine.token.get('/api/v1/jobs')).body.items.map((j: { id: string }) => j.id)

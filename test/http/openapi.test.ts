@@ -63,6 +63,31 @@ describe('the OpenAPI document', () => {
     expect(problems).toEqual([])
   })
 
+  test('a required field or parameter has no default: the leader would fill it in, and a request without it would pass', () => {
+    // Elysia's t.UnionEnum defaults to its first value unless told otherwise: an upload without
+    // `kind` became a checkpoint (found by the fuzzer, seed 763901751).
+    const problems: string[] = []
+    const walk = (s: unknown, at: string) => {
+      if (s === null || typeof s !== 'object') return
+      const o = s as Json
+      if (Array.isArray(o.required) && o.properties) {
+        for (const k of o.required as string[]) {
+          const p = o.properties[k] === undefined ? undefined : deref(doc, o.properties[k])
+          if (p && 'default' in p) problems.push(`${at}/properties/${k}: required, with default ${JSON.stringify(p.default)}`)
+        }
+      }
+      for (const [k, v] of Object.entries(o)) if (k !== 'default' && k !== 'enum' && k !== 'const' && k !== 'example' && k !== 'examples') walk(v, `${at}/${k}`)
+    }
+    for (const { where, schema } of schemasOf(doc)) walk(schema, where)
+    for (const op of ops) {
+      for (const p of (op.op.parameters ?? []) as Json[]) {
+        const param = deref(doc, p)
+        if (param.required && param.schema && 'default' in deref(doc, param.schema)) problems.push(`${op.method.toUpperCase()} ${op.path} ${param.in} ${param.name}: required, with a default`)
+      }
+    }
+    expect(problems).toEqual([])
+  })
+
   test('lists every route once, the WebSocket upgrade as a GET answering 101, with unique operation ids', () => {
     expect(ops.length).toBe(routes.length)
     for (const r of routes) expect(opOf(r.method, r.path)?.['x-policy']).toBe(r.policy)
