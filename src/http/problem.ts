@@ -3,7 +3,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { AppError, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
-import { numericIssueText, queryParamHolding } from './numeric-issue'
+import { enumIssueText, numericIssueText, queryParamHolding } from './issue-text'
 
 const STATUS: Record<ErrorCode, [number, string]> = {
   bad_request: [400, 'Bad Request'],
@@ -77,7 +77,9 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
   try {
     return error.all.slice(0, 20).map((i) => {
       const path = 'path' in i && typeof i.path === 'string' ? i.path : ''
-      const message = numericIssueText('schema' in i ? i.schema : undefined) ?? ('summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value')
+      const schema = 'schema' in i ? i.schema : undefined
+      const message =
+        numericIssueText(schema) ?? enumIssueText(schema, 'type' in i ? i.type : undefined) ?? ('summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value')
       // Summaries echo the refused value ("... but found: <value>"): cap them, so a 1 MiB body is
       // not mirrored twice into the answer.
       return { path: path === '' ? '/' : path.slice(0, 200), message: message.length > 300 ? `${message.slice(0, 300)}...` : message }

@@ -184,6 +184,18 @@ describe('query integers', () => {
   })
 })
 
+describe('query enums', () => {
+  test('a value no enum member matches says which ones it takes, not the name of a type', async () => {
+    const admin = await seedUser(h, 'enum-admin@example.com', { role: 'admin' })
+    const a = tokenClient(h, admin.id)
+    const jobs = await a.get('/api/v1/jobs?status=nope')
+    expect([jobs.status, jobs.body.detail]).toEqual([422, 'query /status: must be one of: "queued", "scheduled", "running", "paused", "completed", "failed", "cancelled"'])
+    const artifacts = await a.get('/api/v1/artifacts?kind=weights')
+    expect(artifacts.body.errors).toEqual([{ path: '/kind', message: 'must be one of: "checkpoint", "model", "file"' }])
+    expect((await a.get('/api/v1/artifacts?kind=model')).status).toBe(200)
+  })
+})
+
 describe('serving the document', () => {
   test('does not change how the leader validates: an internationalised address still registers after the document was built', async () => {
     // @elysiajs/openapi sets its own `email` and `uuid` formats on import; this file fetched the

@@ -1,7 +1,10 @@
-// Plain words for a refused number. Elysia's t.Integer / t.Numeric (the query-string numbers) are
-// anyOf [numeric string, number], so a refused `?page=` read "Property 'page' should be one of:
-// 'integer', 'integer'"; and their range is checked after the string is decoded, where the error
-// no longer knows the field ("property /: Expected integer to be greater or equal to 1").
+// Plain words for a refused value, where Elysia's own would confuse.
+// Numbers: Elysia's t.Integer / t.Numeric (the query-string numbers) are anyOf [numeric string,
+// number], so a refused `?page=` read "Property 'page' should be one of: 'integer', 'integer'";
+// and their range is checked after the string is decoded, where the error no longer knows the
+// field ("property /: Expected integer to be greater or equal to 1").
+// Enums: a value UnionEnum refuses read "Expected kind 'UnionEnum'", the name of a type.
+import { ValueErrorType } from '@sinclair/typebox/errors'
 
 type Loose = { [key: string]: unknown }
 const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
@@ -20,6 +23,12 @@ export function numericIssueText(schema: unknown): string | null {
   const hi = typeof schema.maximum === 'number' ? schema.maximum : undefined
   const range = lo !== undefined && hi !== undefined ? ` from ${lo} to ${hi}` : lo !== undefined ? ` of at least ${lo}` : hi !== undefined ? ` of at most ${hi}` : ''
   return `must be ${kind === 'integer' ? 'an integer' : 'a number'}${range}`
+}
+
+/** "must be one of: \"checkpoint\", \"model\", \"file\"" for a value an enum refused, else null. */
+export function enumIssueText(schema: unknown, type: unknown): string | null {
+  if (!isRecord(schema) || !Array.isArray(schema.enum) || type !== ValueErrorType.Kind) return null
+  return `must be one of: ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`
 }
 
 /** The query parameter that carried `value`, when exactly one did (the field of a range error). */
