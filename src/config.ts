@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'n
 import { join, resolve } from 'node:path'
 import { randomBytes } from './crypto'
 import { DEFAULT_TRUSTED_PROXIES, parseCidr } from './http/client-ip'
+import { ipVersion } from './http/ip'
 import { LOG_LEVELS, type LogLevel } from './log'
 
 export class ConfigError extends Error {
@@ -196,6 +197,21 @@ function url(env: Env, name: string, dflt: string): string {
   return v.replace(/\/+$/, '')
 }
 
+/** A DNS host name: dot-separated labels of letters, digits and inner hyphens, 63 characters at most. */
+const HOST_NAME = /^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.?$/i
+
+/**
+ * SVC_HOST: an IP address (an IPv6 one with or without brackets, as it is written in URLs) or a
+ * host name. Anything else would fail only at listen, in the system's words, or end up in
+ * SVC_BASE_URL's default and be blamed on that.
+ */
+function listenHost(env: Env): string {
+  const v = str(env, 'SVC_HOST') ?? '127.0.0.1'
+  const bare = /^\[(.*)\]$/.exec(v)?.[1]
+  if (bare !== undefined ? ipVersion(bare) === 6 : ipVersion(v) !== 0 || (HOST_NAME.test(v) && v.length <= 253)) return bare ?? v
+  throw new ConfigError('SVC_HOST', `expected an IP address or a host name, got ${JSON.stringify(v)}`)
+}
+
 /**
  * SVC_BASE_URL goes into links, mails and the pasteable join command, so it must be a plain
  * origin with an optional path: no credentials, query or fragment, and only characters that need
@@ -311,7 +327,7 @@ export interface LoadOptions {
 }
 
 export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Config {
-  const host = str(env, 'SVC_HOST') ?? '127.0.0.1'
+  const host = listenHost(env)
   const port = int(env, 'SVC_PORT', 8080, 0, 65535)
   const stateDir = resolve(str(env, 'SVC_STATE_DIR') ?? 'state')
   const dbPath = resolve(str(env, 'SVC_JOIN_STATE_DB') ?? join(stateDir, 'join_state.sqlite3'))

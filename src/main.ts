@@ -128,12 +128,7 @@ main(argv).then(
       process.stderr.write(`svc: ${e.message}\n`)
       process.exit(1)
     }
-    const err = e as { code?: string; message?: string }
-    if (err?.code === 'EADDRINUSE') {
-      process.stderr.write(`svc: cannot listen: address already in use\n`)
-      process.exit(1)
-    }
-    process.stderr.write(`svc: ${oneLine(err?.message ?? String(e))}\n`)
+    process.stderr.write(`svc: ${oneLine((e as Error | null)?.message ?? String(e))}\n`)
     process.exit(1)
   },
 )

@@ -9,6 +9,8 @@ import { closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
 import { dropStartupCode } from './memory'
+import { ipVersion } from './http/ip'
+import { CliError } from './cli/usage'
 
 export interface RunningServer {
   url: string
@@ -30,21 +32,32 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     specs.push(mailer)
   }
   const loops = startLoops(ctx, specs)
-  app.listen({
-    hostname: cfg.host,
-    port: cfg.port,
-    // Relay pushes carry up to one frame cap, an artifact upload up to one artifact (streamed to
-    // disk, never buffered); every route's body reader enforces its own, smaller, limit.
-    maxRequestBodySize: Math.max(cfg.relayMaxFrameBytes + 1024 * 1024, cfg.artifactMaxBytes),
-    idleTimeout: SERVER_IDLE_TIMEOUT_S,
-    // A relay socket's message carries what a relay push does (one frame cap and its headers); Bun
-    // closes a socket sending more with 1009 before buffering it. One limit for every socket.
-    // Bun drops a message that would take a socket past its backpressure limit: the relay socket
-    // waits at its high water, so one frame past it must still fit (src/relay/socket.ts).
-    websocket: { maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024, backpressureLimit: socketBackpressureLimit(cfg.relayMaxFrameBytes + 1024 * 1024) },
-  })
+  const teardown = async () => {
+    await loops.stop()
+    await mailer?.close()
+    await services.close()
+    closeContext(ctx)
+  }
+  try {
+    app.listen({
+      hostname: cfg.host,
+      port: cfg.port,
+      // Relay pushes carry up to one frame cap, an artifact upload up to one artifact (streamed to
+      // disk, never buffered); every route's body reader enforces its own, smaller, limit.
+      maxRequestBodySize: Math.max(cfg.relayMaxFrameBytes + 1024 * 1024, cfg.artifactMaxBytes),
+      idleTimeout: SERVER_IDLE_TIMEOUT_S,
+      // A relay socket's message carries what a relay push does (one frame cap and its headers); Bun
+      // closes a socket sending more with 1009 before buffering it. One limit for every socket.
+      // Bun drops a message that would take a socket past its backpressure limit: the relay socket
+      // waits at its high water, so one frame past it must still fit (src/relay/socket.ts).
+      websocket: { maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024, backpressureLimit: socketBackpressureLimit(cfg.relayMaxFrameBytes + 1024 * 1024) },
+    })
+  } catch (e) {
+    await teardown()
+    throw new ListenError(cfg.host, cfg.port, e)
+  }
   const server = app.server!
-  const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${server.port}`
+  const url = `http://${hostPort(cfg.host, server.port ?? cfg.port)}`
   // SVC_PORT=0 picks a free port: links and join commands must name the one we got.
   if (!cfg.baseUrlExplicit && cfg.port === 0) cfg.baseUrl = cfg.baseUrl.replace(/:0$/, `:${server.port}`)
   log.info('leader listening', { url, base_url: cfg.baseUrl, db: cfg.dbPath })
@@ -58,13 +71,36 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
       stopped ??= (async () => {
         cancelDrop()
         await server.stop(false) // stop accepting; in-flight requests finish
-        await loops.stop()
-        await mailer?.close()
-        await services.close()
-        closeContext(ctx)
+        await teardown()
         log.info('leader stopped')
       })()
       return stopped
     },
   }
+}
+
+const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`
+
+/** serve could not listen: one line that names the address, the variables that set it and why. */
+export class ListenError extends CliError {
+  constructor(host: string, port: number, cause: unknown) {
+    super(`cannot listen on ${hostPort(host, port)} (SVC_HOST, SVC_PORT): ${listenFailure(host, port, cause)}`, { cause })
+  }
+}
+
+function listenFailure(host: string, port: number, cause: unknown): string {
+  const code = (cause as { code?: unknown } | null)?.code
+  switch (code) {
+    case 'EADDRINUSE':
+      return 'the port is in use'
+    case 'EADDRNOTAVAIL':
+      return 'no interface of this machine has that address'
+    case 'EACCES':
+      return port < 1024 ? 'permission denied (a port below 1024 needs privileges)' : 'permission denied'
+  }
+  // Bun answers EINVAL for a host name its resolver did not find, ENOTFOUND for some others.
+  if (ipVersion(host) === 0 && (code === 'EINVAL' || code === 'ENOTFOUND' || (typeof code === 'string' && code.startsWith('EAI_')))) {
+    return 'the host name does not resolve to an address'
+  }
+  return (cause as Error | null)?.message ?? String(cause)
 }

@@ -69,6 +69,24 @@ describe('the built dist/svc', () => {
     }
   })
 
+  test('an address serve cannot listen on stops it with one line naming the address, the variables and the reason, exit 1', async () => {
+    const taken = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    try {
+      const cases = [
+        [{ SVC_HOST: '127.0.0.1', SVC_PORT: String(taken.port) }, `cannot listen on 127.0.0.1:${taken.port} (SVC_HOST, SVC_PORT): the port is in use`],
+        // TEST-NET-1 (RFC 5737): no interface of this machine has it.
+        [{ SVC_HOST: '192.0.2.1', SVC_PORT: '0' }, 'cannot listen on 192.0.2.1:0 (SVC_HOST, SVC_PORT): no interface of this machine has that address'],
+      ] as const
+      for (const [env, line] of cases) {
+        const r = await runSvc(['serve'], { env })
+        expect(r.stderr).toBe(`svc: ${line}\n`)
+        expect(r.code).toBe(1)
+      }
+    } finally {
+      taken.stop(true)
+    }
+  })
+
   test('unknown subcommands and flags print usage on stderr and exit 2', async () => {
     for (const args of [['bogus'], ['admin', 'frobnicate'], ['admin', 'backup', 'x', '--nope'], ['serve', 'extra'], []]) {
       const r = await runSvc(args)

@@ -49,6 +49,16 @@ describe('config', () => {
     }
   })
 
+  test('SVC_HOST takes an IP address (IPv6 with or without brackets) or a host name; anything else stops with its name', () => {
+    const hostOf = (v: string) => loadConfig({ SVC_STATE_DIR: dir(), SVC_HOST: v })
+    for (const v of ['0.0.0.0', '127.0.0.1', '::', '::1', 'localhost', 'leader-1.example.org', 'LEADER']) expect(hostOf(v).host).toBe(v)
+    const bracketed = hostOf('[::1]')
+    expect([bracketed.host, bracketed.baseUrl]).toEqual(['::1', 'http://[::1]:8080'])
+    for (const v of ['a b', '::::', '[::1', 'host:8080', 'http://leader', '-leader', 'leader..example', 'le_ader', `${'a'.repeat(64)}.example`, '1.2.3.4/8']) {
+      expect(() => hostOf(v)).toThrow(new ConfigError('SVC_HOST', `expected an IP address or a host name, got ${JSON.stringify(v)}`))
+    }
+  })
+
   test('relay totals and job queue caps default to sizes relative to the channel cap; a pool cap above the total is refused', () => {
     const d = loadConfig({ SVC_STATE_DIR: dir() })
     expect([d.relayMaxTotalBytes, d.relayMaxPoolBytes]).toEqual([256 * 1024 * 1024, 128 * 1024 * 1024])
