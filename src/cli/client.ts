@@ -24,7 +24,13 @@ export function checkInput(schema: TSchema, value: unknown, usage?: string, name
   if (!first) return
   const field = first.path.replace(/^\//, '').split('/')[0]!
   const label = names[field] ?? (field ? `--${field.replace(/_/g, '-')}` : 'input')
-  throw new UsageError(`${label}: ${first.message.toLowerCase()} (got ${JSON.stringify(first.value)})`, usage)
+  throw new UsageError(`${label}: ${first.message.toLowerCase()} (got ${shown(first.value)})`, usage)
+}
+
+/** The refused value as it is echoed: JSON, and cut short when long (a pasted file is not repeated). */
+function shown(value: unknown): string {
+  const json = JSON.stringify(value) ?? String(value)
+  return json.length <= 60 ? json : `${json.slice(0, 40)}... (${typeof value === 'string' ? `${value.length} characters` : `${json.length} characters of JSON`})`
 }
 
 export interface Target {

@@ -192,6 +192,26 @@ describe('every command', () => {
     })
   })
 
+  test('an argument the leader would refuse (300 characters) is named as the argument, and not repeated whole', async () => {
+    const long = 'x'.repeat(300)
+    const cases = table.flatMap((c) => c.args.filter((a) => !a.optional && a.name !== 'URL' && a.name !== 'SHELL').map((a) => [c, a.name] as const))
+    const named: string[] = []
+    await each(cases, async ([c, arg]) => {
+      const argv = [...c.path, ...c.args.filter((a) => !a.optional || a.name === 'URL').map((a) => (a.name === arg ? long : a.name === 'URL' ? 'http://127.0.0.1:1' : fill[a.name]!)), '--leader', 'http://127.0.0.1:1', '--token', 'svc_pat_x']
+      const r = await svc(c.shared.includes('remote') ? argv : argv.slice(0, -4))
+      if (r.code !== 2) return
+      const line = r.stderr.split('\n')[0]!
+      // A flag the command does not take is never blamed.
+      const flags = new Set(allFlags(c).map((f) => `--${f.name}`))
+      for (const blamed of line.match(/--[a-z-]+/g) ?? []) expect([label(c), blamed, flags.has(blamed)]).toEqual([label(c), blamed, true])
+      if (!line.startsWith(`svc: ${arg}:`)) return
+      named.push(label(c))
+      expect(line).toEndWith(`(got "${'x'.repeat(39)}... (300 characters))`)
+    })
+    // The two whose argument goes into a body checked before the call.
+    expect(named.sort()).toEqual(expect.arrayContaining(['jobs submit', 'pools create']))
+  })
+
   test('an unreachable leader or an expired token: exit 1 and one clear line', async () => {
     const port = await closedPort()
     const expired = await mintToken(admin, 'soon expired')

@@ -54,7 +54,7 @@ export async function submit({ args, flags, usage }: Invocation): Promise<number
   if (flags.runner !== undefined) body.runner = flags.runner as string
   const config = configOf(flags, usage)
   if (config !== undefined) body.config = config
-  checkInput(J.SubmitBody, body, usage)
+  checkInput(J.SubmitBody, body, usage, { name: 'NAME' })
   const c = clientFor(flags)
   if (flags.pool !== undefined) body.pool_id = (await resolvePool(c, flags.pool as string)).id
   const job = await c.call<Job>('POST', '/api/v1/jobs', { body })

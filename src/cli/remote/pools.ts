@@ -56,7 +56,7 @@ export async function create({ args, flags, usage }: Invocation): Promise<number
   if (flags.visibility !== undefined) body.visibility = flags.visibility as P.CreatePoolInput['visibility']
   if (flags['node-limit'] !== undefined) body.node_limit = flags['node-limit'] as number
   if (flags['open-join'] !== undefined) body.open_join = true
-  checkInput(P.CreatePoolBody, body, usage)
+  checkInput(P.CreatePoolBody, body, usage, { name: 'NAME' })
   const c = clientFor(flags)
   const p = await c.call<Pool>('POST', '/api/v1/pools', { body })
   printDone(modeOf(flags), p, p.id, `created pool ${p.slug} (${p.id}); svc pools join-command ${p.slug} prints the line that adds a machine`)
