@@ -40,6 +40,7 @@ export type ErrorCode =
   | 'fellow_failed'
   | 'dispatch_timeout'
   | 'fellow_timeout'
+  | 'insufficient_storage'
   | 'internal_error'
 
 export class AppError extends Error {
@@ -52,6 +53,22 @@ export class AppError extends Error {
     super(message)
   }
 }
+
+/**
+ * The disk under the state file or the artifact store is full (or the owner's quota spent):
+ * SQLite's SQLITE_FULL, the system's ENOSPC or EDQUOT. Nothing is wrong with the request or the
+ * code; the operator has to free space, and the same request succeeds then.
+ */
+export function isStorageFull(e: unknown): boolean {
+  for (let cur = e, depth = 0; cur !== null && typeof cur === 'object' && depth < 4; cur = (cur as { cause?: unknown }).cause, depth++) {
+    const code = (cur as { code?: unknown }).code
+    if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT') return true
+  }
+  return false
+}
+
+export const storageFull = (extra: Record<string, unknown> = {}) =>
+  new AppError('insufficient_storage', "The leader's disk is full: nothing more could be saved. Try again once its operator has freed space.", { retryAfterS: 60, ...extra })
 
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`)
 export const invalid = (message: string, extra: Record<string, unknown> = {}) =>

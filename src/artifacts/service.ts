@@ -5,7 +5,7 @@
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { join } from 'node:path'
 import { artifacts, artifactUploads, jobs, poolNodes } from '../db/schema'
-import { AppError, invalid, notFound } from '../errors'
+import { AppError, invalid, isStorageFull, notFound, storageFull } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { iso } from '../time'
@@ -165,6 +165,7 @@ export class ArtifactService {
         written = await this.uploads.append(id, at, body, room, (n) => (written = n))
       } catch (e) {
         if (e instanceof AppError) throw new AppError(e.code, e.message, { ...e.extra, offset: at + written })
+        if (isStorageFull(e)) throw storageFull({ offset: at + written })
         throw e
       } finally {
         // A request that brought nothing changes nothing (a refusal leaves the state as it was).

@@ -1,7 +1,7 @@
 // RFC 9457 problem+json for every error. No stack trace, SQL or secret reaches a body: unexpected
 // errors are logged with a request-local reference and answered with a generic 500.
 import { Elysia, ValidationError } from 'elysia'
-import { AppError, type ErrorCode } from '../errors'
+import { AppError, isStorageFull, storageFull, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
 import { enumIssueText, numericIssueText, queryParamHolding } from './issue-text'
 
@@ -48,6 +48,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   fellow_failed: [502, 'Fellow Failed'],
   service_unavailable: [503, 'Service Unavailable'],
   dispatch_timeout: [504, 'Dispatch Timeout'],
+  insufficient_storage: [507, 'Insufficient Storage'],
   fellow_timeout: [504, 'Fellow Timeout'],
 }
 
@@ -89,8 +90,15 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
   }
 }
 
-/** A 500 for an error nobody expected: logged with a reference the answer names, no stack sent. */
+/**
+ * A 500 for an error nobody expected: logged with a reference the answer names, no stack sent.
+ * A full disk is no bug: 507 with Retry-After, and a log line that says so.
+ */
 export function internalProblem(log: Logger, request: Request, error: unknown): Response {
+  if (isStorageFull(error)) {
+    log.error('disk full: a write failed', { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.message ?? error) })
+    return problemFrom(storageFull())
+  }
   const ref = Bun.randomUUIDv7()
   log.error('unhandled error', { ref, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
   return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)

@@ -18,9 +18,10 @@ export interface Leader {
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
-export async function startLeader(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'svc-e2e-'))): Promise<Leader> {
+/** `prefix` runs the leader through another command that ends by exec-ing its arguments (unshare, say). */
+export async function startLeader(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'svc-e2e-')), prefix: string[] = []): Promise<Leader> {
   requireBinary()
-  const proc = Bun.spawn([SVC_BIN, 'serve'], {
+  const proc = Bun.spawn([...prefix, SVC_BIN, 'serve'], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? '', SVC_PORT: '0', SVC_COOKIE_SECURE: '0', SVC_LOG_LEVEL: 'info', ...env },
     stdin: 'ignore',
