@@ -3,7 +3,7 @@
 import { t, type Static } from 'elysia'
 // Registers the `email` format (SMTPUTF8 local parts, IDN domains) before any schema compiles.
 import './email'
-import { Timestamp } from '../model'
+import { Label, Timestamp } from '../model'
 
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
 export const Password = t.String({ minLength: 1, maxLength: 4096 })
@@ -60,7 +60,7 @@ export const ApiTokenRecord = t.Object({
 export type ApiTokenRecord = Static<typeof ApiTokenRecord>
 export const MintTokenBody = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 100 }),
+    name: Label(100),
     expires_in_days: t.Optional(t.Integer({ minimum: 1, maximum: 3650 })),
   },
   { additionalProperties: false },

@@ -6,6 +6,7 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { loadClientEnv } from '../config'
 import { isEmailAddress } from '../accounts/email'
+import { enumIssueText, numericIssueText, patternIssueText } from '../http/issue-text'
 import { readConfigFile } from './config-file'
 import type { Values } from './spec'
 import { CliError, UsageError } from './usage'
@@ -24,7 +25,9 @@ export function checkInput(schema: TSchema, value: unknown, usage?: string, name
   if (!first) return
   const field = first.path.replace(/^\//, '').split('/')[0]!
   const label = names[field] ?? (field ? `--${field.replace(/_/g, '-')}` : 'input')
-  throw new UsageError(`${label}: ${first.message.toLowerCase()} (got ${shown(first.value)})`, usage)
+  // The plain words the leader's 422 would use, else TypeBox's.
+  const words = numericIssueText(first.schema) ?? enumIssueText(first.schema, first.type) ?? patternIssueText(first.schema, first.type) ?? first.message.toLowerCase()
+  throw new UsageError(`${label}: ${words} (got ${shown(first.value)})`, usage)
 }
 
 /** The refused value as it is echoed: JSON, and cut short when long (a pasted file is not repeated). */

@@ -4,7 +4,9 @@
 // and their range is checked after the string is decoded, where the error no longer knows the
 // field ("property /: Expected integer to be greater or equal to 1").
 // Enums: a value UnionEnum refuses read "Expected kind 'UnionEnum'", the name of a type.
+// Names: a blank one read "Expected string to match '^(?=[^\u0000-...'", the rule in regex.
 import { ValueErrorType } from '@sinclair/typebox/errors'
+import { LABEL_PATTERN } from '../wire/schema'
 
 type Loose = { [key: string]: unknown }
 const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
@@ -29,6 +31,12 @@ export function numericIssueText(schema: unknown): string | null {
 export function enumIssueText(schema: unknown, type: unknown): string | null {
   if (!isRecord(schema) || !Array.isArray(schema.enum) || type !== ValueErrorType.Kind) return null
   return `must be one of: ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`
+}
+
+/** "must not be blank or hold control characters" for a name (Label) its pattern refused, else null. */
+export function patternIssueText(schema: unknown, type: unknown): string | null {
+  if (!isRecord(schema) || type !== ValueErrorType.StringPattern) return null
+  return schema.pattern === LABEL_PATTERN ? 'must not be blank or hold control characters' : null
 }
 
 /** The query parameter that carried `value`, when exactly one did (the field of a range error). */

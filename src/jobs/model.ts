@@ -1,6 +1,6 @@
 // Wire shapes of jobs: submission, records, status reports from fellows, metrics.
 import { t, type Static } from 'elysia'
-import { Timestamp, Int, UnionEnum } from '../model'
+import { Label, Timestamp, Int, UnionEnum } from '../model'
 import * as W from '../wire/jobs'
 
 export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
@@ -10,7 +10,7 @@ export const ACTIVE: ReadonlySet<JobStatus> = new Set(['scheduled', 'running', '
 
 export const SubmitBody = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 100 }),
+    name: Label(100),
     pool_id: t.Optional(t.String({ format: 'uuid' })),
     stages: t.Optional(t.Integer({ minimum: 1, maximum: 64 })),
     min_free_vram_mb: t.Optional(t.Integer({ minimum: 0, maximum: 10_000_000 })),

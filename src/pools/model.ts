@@ -1,13 +1,13 @@
 // Wire shapes of the pool routes.
 import { t, type Static } from 'elysia'
-import { Timestamp, Int } from '../model'
+import { Label, Timestamp, Int } from '../model'
 // Registers the `email` format InviteBody uses (SMTPUTF8 local parts, IDN domains).
 import '../accounts/email'
 
 export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
 export const MemberRole = t.Union([t.Literal('owner'), t.Literal('member')])
 export const Slug = t.String({ pattern: '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$', maxLength: 48 })
-const Name = t.String({ minLength: 1, maxLength: 100 })
+const Name = Label(100)
 const Description = t.String({ maxLength: 2000 })
 const NodeLimit = t.Nullable(t.Integer({ minimum: 0, maximum: 1_000_000 }))
 

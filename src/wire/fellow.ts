@@ -3,7 +3,7 @@
 // validate these (src/fellows/model.ts re-exports them); the agent (src/agent/) sends and reads
 // them. Plain TypeBox, so that the agent does not load Elysia.
 import { Type, type Static } from '@sinclair/typebox'
-import { Int, Nullable, Timestamp, UnionEnum } from './schema'
+import { Int, Label, Nullable, Timestamp, UnionEnum } from './schema'
 
 export const SIGNALS = ['START', 'PAUSE', 'CHECKPOINT', 'STOP', 'RECONFIGURE', 'UPDATE', 'PURGE'] as const
 export type SignalName = (typeof SIGNALS)[number]
@@ -15,7 +15,7 @@ export type HeartbeatStatus = (typeof HEARTBEAT_STATUSES)[number]
 // tenth of the leader's CPU per heartbeat (docs/benchmarks.md). JSON carries numbers as numbers.
 const FiniteNumber = Type.Number({ minimum: -1e15, maximum: 1e15 })
 const Count = Int({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
-const Hostname = Type.String({ minLength: 1, maxLength: 253 })
+const Hostname = Label(253)
 
 export const Gpu = Type.Object(
   {

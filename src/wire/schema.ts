@@ -2,7 +2,7 @@
 // and must not load Elysia (the whole leader would come with it). Each builds exactly the schema
 // Elysia's `t` builds, so a route that validates a wire model behaves as it did with `t`:
 // the same checks, the same 422 details, the same OpenAPI document.
-import { Kind, Type, TypeRegistry, type IntegerOptions, type SchemaOptions, type TNull, type TSchema, type TUnion, type TUnsafe } from '@sinclair/typebox'
+import { Kind, Type, TypeRegistry, type IntegerOptions, type SchemaOptions, type StringOptions, type TNull, type TSchema, type TUnion, type TUnsafe } from '@sinclair/typebox'
 
 /** TypeBox's own integer (never Elysia's t.Integer, a transform that also takes "5"). */
 export const Int = (options?: IntegerOptions) => Type.Integer(options)
@@ -11,6 +11,18 @@ export const Int = (options?: IntegerOptions) => Type.Integer(options)
 export const Nullable = <T extends TSchema>(schema: T, options?: SchemaOptions): TUnion<[T, TNull]> => Type.Union([schema, Type.Null()], { ...options, nullable: true })
 
 export const Timestamp = Type.String({ format: 'date-time' })
+
+/**
+ * A name given to something (a pool, a job, an API token, a fellow's host): not only spaces, and no
+ * control characters, which would break lines in logs, mails and terminals. Spaces (JavaScript's
+ * \s less the control characters), one visible character, then anything but a control character:
+ * the three parts cannot overlap, so one pass decides (TypeBox checks every rule of a refused
+ * value, however long), and the fuzzers' generators, which know no lookahead, can build it.
+ */
+const CONTROL = '\\u0000-\\u001f\\u007f-\\u009f'
+const SPACE = ' \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff'
+export const LABEL_PATTERN = `^[${SPACE}]*[^\\s${CONTROL}][^${CONTROL}]*$`
+export const Label = (maxLength: number, options: StringOptions = {}) => Type.String({ ...options, minLength: 1, maxLength, pattern: LABEL_PATTERN })
 
 // The check Elysia registers for its UnionEnum kind, registered here too when the wire models
 // load first; Elysia keeps a kind that is already registered, so there is one either way.
