@@ -76,6 +76,9 @@ export function createServices(ctx: Ctx): Services {
   const meter = new ContributionMeter()
   const registry = new FellowRegistry(ctx, { onUptime: (f, now, onlineMs, gpus) => meter.uptime(f.ownerUserId, now, onlineMs, gpus) })
   const signals = new MemorySignalHub(ctx.clock)
+  // Fellows' signal sockets stay open for as long as the fellow runs: a stop closes them (1001)
+  // and the fellows come back to the next leader.
+  ctx.stopping.addEventListener('abort', () => signals.closeAll(), { once: true })
   const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes, maxTotalBytes: ctx.cfg.relayMaxTotalBytes, maxPoolBytes: ctx.cfg.relayMaxPoolBytes })
   const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics())
   const fellows = new Fellows(ctx, registry, signals, { onOffline: (id) => jobs.onFellowOffline(id) })

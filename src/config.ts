@@ -123,6 +123,8 @@ export interface Config {
   accessibilityFile: string | null
   dgsVideoUrl: string | null
   logLevel: LogLevel
+  /** How long a stop lets requests under way finish before it cuts them (SVC_SHUTDOWN_GRACE_S). */
+  shutdownGraceMs: number
 }
 
 /** Names of every variable `loadConfig` reads; docs/operations.md must describe each. */
@@ -144,7 +146,7 @@ export const CONFIG_VARIABLES = [
   'SVC_ARTIFACT_MAX_BYTES', 'SVC_ARTIFACT_POOL_QUOTA_BYTES', 'SVC_SMTP_HOST', 'SVC_SMTP_PORT', 'SVC_SMTP_USER',
   'SVC_SMTP_PASSWORD', 'SVC_SMTP_FROM', 'SVC_SMTP_TLS', 'SVC_SMTP_CA_FILE', 'SVC_IMPRINT_FILE', 'SVC_PRIVACY_FILE',
   'SVC_LEGAL_LANG', 'SVC_A11Y_CONTACT', 'SVC_ACCESSIBILITY_FILE', 'SVC_DGS_VIDEO_URL',
-  'SVC_LOG_LEVEL',
+  'SVC_LOG_LEVEL', 'SVC_SHUTDOWN_GRACE_S',
 ] as const
 
 const TRUE = new Set(['1', 'true', 'on', 'yes'])
@@ -419,6 +421,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     accessibilityFile: readableFile(env, 'SVC_ACCESSIBILITY_FILE'),
     dgsVideoUrl: str(env, 'SVC_DGS_VIDEO_URL') === null ? null : url(env, 'SVC_DGS_VIDEO_URL', ''),
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', LOG_LEVELS, 'info'),
+    shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_S', 5, 0, 3600) * 1000,
   }
   if (cfg.metricsToken !== null && cfg.metricsToken.length < 16) {
     throw new ConfigError('SVC_METRICS_TOKEN', 'must be at least 16 characters')

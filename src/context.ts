@@ -14,6 +14,12 @@ export interface Ctx {
   sqlite: Database
   log: Logger
   mail: Outbox
+  /**
+   * Aborted when the leader begins to stop (beginStopping): what would wait or stream for as long
+   * as its client stays (long polls, event streams, fellows' sockets) ends then, so that a stop
+   * does not wait on it. See stopOrLeave for a request's own signal.
+   */
+  stopping: AbortSignal
 }
 
 export interface ContextOptions {
@@ -23,11 +29,26 @@ export interface ContextOptions {
   onMailWake?: () => void
 }
 
+const stoppers = new WeakMap<Ctx, AbortController>()
+
 /** Opens (and migrates) the state file named by the config and assembles the context on it. */
 export function createContext(cfg: Config, log: Logger, clock: Clock, opts: ContextOptions = {}): Ctx {
   const store = openDb(cfg.dbPath)
   const mail = createOutbox(opts.mailEnabled ?? cfg.smtp !== null, cfg.secretKey, clock, opts.onMailWake)
-  return { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail }
+  const stopper = new AbortController()
+  const ctx: Ctx = { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail, stopping: stopper.signal }
+  stoppers.set(ctx, stopper)
+  return ctx
+}
+
+/** The leader begins to stop: ctx.stopping aborts. */
+export function beginStopping(ctx: Ctx): void {
+  stoppers.get(ctx)?.abort()
+}
+
+/** A request's signal that also aborts when the leader begins to stop: for long polls and streams. */
+export function stopOrLeave(ctx: Ctx, request: Request): AbortSignal {
+  return AbortSignal.any([request.signal, ctx.stopping])
 }
 
 /** Closes the state file the context opened; PRAGMA optimize first, best effort, like openDb's close. */

@@ -5,7 +5,7 @@ import { systemClock } from './time'
 import { createApp, createServices } from './app'
 import { startLoops, type LoopSpec } from './loops'
 import { createTransport, mailLoop } from './mail/sender'
-import { closeContext, createContext, type Ctx } from './context'
+import { beginStopping, closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
 import { dropStartupCode } from './memory'
@@ -70,7 +70,20 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     stop() {
       stopped ??= (async () => {
         cancelDrop()
-        await server.stop(false) // stop accepting; in-flight requests finish
+        // No new connections. Long polls, event streams and fellows' signal sockets end now (they
+        // would hold the stop for as long as their clients stay); the other requests under way
+        // get the grace period to finish, and what is left then (relay and inference sockets,
+        // a request past the grace) is closed.
+        void server.stop(false)
+        beginStopping(ctx)
+        const deadline = performance.now() + cfg.shutdownGraceMs
+        while (server.pendingRequests > 0 && performance.now() < deadline) await Bun.sleep(20)
+        if (server.pendingRequests > 0) {
+          log.warn('requests cut at shutdown', { requests: server.pendingRequests, grace_s: cfg.shutdownGraceMs / 1000 })
+          services.inference.close() // answers still streaming end with an error, not mid-token
+          await Bun.sleep(20)
+        }
+        await server.stop(true)
         await teardown()
         log.info('leader stopped')
       })()

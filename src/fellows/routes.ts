@@ -7,7 +7,7 @@ import { problem } from '../http/problem'
 import { bearerOf } from '../http/policy'
 import { binaryDigest, fellowScript, manifest } from './bootstrap'
 import type { AppBase } from '../http/base'
-import type { Ctx } from '../context'
+import { stopOrLeave, type Ctx } from '../context'
 import type { Fellows } from './service'
 import type { FellowViews } from './views'
 import { logStream, type LogRings } from './logs'
@@ -226,7 +226,7 @@ export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, cou
         '/api/v1/workers/:fellow_id/logs/stream',
         ({ caller, params, headers, request }) => {
           views.fellow(caller, params.fellow_id)
-          return logStream(logs, params.fellow_id, lastEventId(headers['last-event-id']), request.signal)
+          return logStream(logs, params.fellow_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request))
         },
         { policy: 'operator', params: M.FellowParams },
       )

@@ -11,7 +11,7 @@ import { FellowParams } from '../fellows/model'
 import { InferSockets, type InferSocket } from './socket'
 import { asOpenAiError, awaitPickUp, collectCompletion, collectEmbeddings, completionStream } from './openai'
 import type { AppBase } from '../http/base'
-import type { Ctx } from '../context'
+import { stopOrLeave, type Ctx } from '../context'
 import type { Inference, OpenedCompletion } from './service'
 import * as M from './model'
 import { upgradeOrRefuse } from '../http/native'
@@ -106,7 +106,7 @@ function transportRoutes(base: AppBase, ctx: Ctx, inference: Inference) {
     .get(
       '/api/v1/infer/requests/:fellow_id',
       async ({ caller, params, query, request, status }) => {
-        const r = await inference.poll(caller, params.fellow_id, query.wait_ms ?? 0, request.signal)
+        const r = await inference.poll(caller, params.fellow_id, query.wait_ms ?? 0, stopOrLeave(ctx, request))
         return r ?? status(204, undefined)
       },
       { policy: 'node', params: FellowParams, query: M.PollQuery, response: { 200: M.InferRequest, 204: t.Undefined() } },

@@ -4,13 +4,13 @@ import { t } from 'elysia'
 import { Int } from '../model'
 import { asUser, nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
-import type { Ctx } from '../context'
+import { stopOrLeave, type Ctx } from '../context'
 import type { JobService } from './service'
 import { metricsStream } from './metrics'
 import { lastEventId } from '../http/sse'
 import * as M from './model'
 
-export function jobRoutes(app: AppBase, _ctx: Ctx, jobs: JobService) {
+export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
   return app
     .post(
       '/api/v1/jobs',
@@ -69,7 +69,7 @@ export function jobRoutes(app: AppBase, _ctx: Ctx, jobs: JobService) {
       '/api/v1/jobs/:job_id/metrics/stream',
       ({ caller, params, headers, request }) => {
         jobs.visible(caller, params.job_id)
-        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), request.signal)
+        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request))
       },
       { policy: 'operator', params: M.JobParams },
     )

@@ -10,7 +10,7 @@ import { EXCEEDS_CAPACITY_DETAIL, FULL_DETAIL, MAX_POP_WAIT_MS, type RelayChanne
 import { RelaySockets, type RelaySocket } from './socket'
 import { nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
-import type { Ctx } from '../context'
+import { stopOrLeave, type Ctx } from '../context'
 import type { JobService } from '../jobs/service'
 import type { Counters } from '../observability/metrics'
 import { dataRoute, upgradeOrRefuse } from '../http/native'
@@ -120,7 +120,7 @@ export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, cou
       const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
         max: query.max ?? 64,
         waitMs: Math.min(query.wait_ms ?? 0, MAX_POP_WAIT_MS),
-        signal: request.signal,
+        signal: stopOrLeave(ctx, request),
       })
       if (frames.length === 0) return new Response(null, { status: 204 })
       // The frames as they were pushed: a view into the pushed body, or one buffer when they came

@@ -338,7 +338,7 @@ describe('mail sender', () => {
     h.close()
     const store = openDb(h.cfg.dbPath)
     const clock = new FakeClock(h.clock.now() + 60_000)
-    const ctx: Ctx = { cfg: h.cfg, clock, db: store.db, sqlite: store.sqlite, log: silentLogger, mail: createOutbox(true, h.cfg.secretKey, clock) }
+    const ctx: Ctx = { cfg: h.cfg, clock, db: store.db, sqlite: store.sqlite, log: silentLogger, mail: createOutbox(true, h.cfg.secretKey, clock), stopping: new AbortController().signal }
     try {
       expect(outboxRow({ ctx }).status).toBe('pending')
       expect(await deliverDue(ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 0, retried: 0 })

@@ -1,0 +1,74 @@
+// SIGTERM to a leader in use (`systemctl restart`, `docker stop`): fellows connected and long-
+// polling, someone following a machine's log. The stop must not wait on what lasts as long as its
+// client stays: it ends those, exits 0 with nothing cut, and the fellows come back to the next
+// leader on the same state. A request under way gets SVC_SHUTDOWN_GRACE_S to finish, and is cut
+// after it. (Until this test, a leader with one fellow connected never stopped on SIGTERM.)
+import { afterAll, expect, test } from 'bun:test'
+import { connect, type Socket } from 'node:net'
+import { killAll, startCluster, startFellow, stopCluster, waitOnline } from '../helpers/cluster'
+import { startLeader } from '../helpers/leader'
+import { call } from '../helpers/e2e'
+
+afterAll(killAll)
+
+test('a leader with a fellow connected and a log follower stops at once on SIGTERM; the fellow comes back to the next leader', async () => {
+  const c = await startCluster('tunnel')
+  const f = startFellow(c, 'gpu-a')
+  const [node] = await waitOnline(c, 1)
+  const follower = await fetch(`${c.leader.url}/api/v1/workers/${node!.fellow_id}/logs/stream`, { headers: { cookie: c.cookie } })
+  expect(follower.status).toBe(200)
+  const followed = follower.text().then(
+    () => 'ended',
+    (e: Error) => `broken: ${e.message}`,
+  )
+  expect(await c.leader.stop()).toBe(0)
+  expect(await followed).toBe('ended')
+  expect(c.leader.logs.some((l) => l.includes('"leader stopped"'))).toBe(true)
+  expect(c.leader.logs.filter((l) => l.includes('requests cut at shutdown'))).toEqual([])
+  // The fellow stays, and is back online with the leader that starts on the same state and port.
+  expect(f.proc.exitCode).toBeNull()
+  const port = new URL(c.leader.url).port
+  c.leader = await startLeader({ SVC_PORT: port, SVC_BASE_URL: c.leader.url, SVC_HEARTBEAT_INTERVAL_S: '1', SVC_PIPELINE_TRANSPORT: 'tunnel' }, c.leader.dir)
+  expect((await waitOnline(c, 1))[0]!.fellow_id).toBe(node!.fellow_id)
+  await stopCluster(c)
+})
+
+/** A PUT of `total` bytes over a raw socket: the headers and `first` bytes now, the rest when told. */
+function slowPut(url: string, path: string, token: string, total: number, first: number): { socket: Socket; rest(): void; answer: Promise<string> } {
+  const u = new URL(url)
+  const socket = connect(Number(u.port), u.hostname)
+  let answer = ''
+  socket.on('data', (d) => (answer += d.toString()))
+  socket.on('error', () => {})
+  socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${total}\r\n\r\n`)
+  socket.write(new Uint8Array(first))
+  return { socket, rest: () => socket.write(new Uint8Array(total - first)), answer: new Promise((resolve) => socket.on('close', () => resolve(answer))) }
+}
+
+test('a request under way finishes within SVC_SHUTDOWN_GRACE_S; one still running after it is cut with a warning', async () => {
+  for (const finishes of [true, false]) {
+    const leader = await startLeader({ SVC_SHUTDOWN_GRACE_S: '2' })
+    const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { body: { hostname: 'gpu' } })
+    const token = reg.body.node_token as string
+    const size = 64 * 1024
+    const sha256 = new Bun.CryptoHasher('sha256').update(new Uint8Array(size)).digest('hex')
+    const up = await call(leader.url, 'POST', '/api/v1/artifacts/uploads', { bearer: token, body: { kind: 'file', name: 'zeros.bin', size_bytes: size, sha256 } })
+    expect(up.status).toBe(201)
+    const put = slowPut(leader.url, `/api/v1/artifacts/uploads/${up.body.upload_id}?offset=0`, token, size, 1024)
+    await Bun.sleep(200) // the first bytes are in
+    const exited = leader.stop()
+    await Bun.sleep(200) // the stop has begun: no new connections
+    expect(await fetch(`${leader.url}/api/v1/health`).then((r) => r.status, () => 'refused')).toBe('refused')
+    if (finishes) put.rest()
+    expect(await exited).toBe(0)
+    const answer = await put.answer
+    if (finishes) {
+      expect(answer).toStartWith('HTTP/1.1 201')
+      expect(leader.logs.filter((l) => l.includes('requests cut at shutdown'))).toEqual([])
+    } else {
+      expect(answer).not.toContain('HTTP/1.1 201')
+      expect(leader.logs.some((l) => l.includes('"requests cut at shutdown"') && l.includes('"grace_s":2'))).toBe(true)
+    }
+    expect(leader.logs.some((l) => l.includes('"leader stopped"'))).toBe(true)
+  }
+})
