@@ -4,7 +4,7 @@
 // and their range is checked after the string is decoded, where the error no longer knows the
 // field ("property /: Expected integer to be greater or equal to 1").
 // Enums: a value UnionEnum refuses read "Expected kind 'UnionEnum'", the name of a type.
-// Names: a blank one read "Expected string to match '^(?=[^\u0000-...'", the rule in regex.
+// Names: a blank one read "Expected string to match '^[ \u00a0...'", the rule as a regex.
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import { LABEL_PATTERN } from '../wire/schema'
 

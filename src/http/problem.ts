@@ -48,8 +48,8 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   fellow_failed: [502, 'Fellow Failed'],
   service_unavailable: [503, 'Service Unavailable'],
   dispatch_timeout: [504, 'Dispatch Timeout'],
-  insufficient_storage: [507, 'Insufficient Storage'],
   fellow_timeout: [504, 'Fellow Timeout'],
+  insufficient_storage: [507, 'Insufficient Storage'],
 }
 
 export function statusOf(code: ErrorCode): number {
