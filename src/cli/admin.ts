@@ -1,6 +1,7 @@
 // `svc admin ...`: operates directly on the state database, through the same services as the API.
 // Commands and their flags are declared in commands.ts; these are their bodies.
 import { existsSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
 import { restoreDatabase } from '../db/restore'
@@ -17,13 +18,25 @@ import { createContext, type Ctx } from '../context'
 import { CHECKS, runDoctor } from '../admin/doctor'
 import type { Invocation } from './spec'
 
+/**
+ * The leader's settings for an offline command. `--db FILE` names the state file; without
+ * SVC_STATE_DIR the state directory is then the file's own (where the leader keeps it unless
+ * SVC_JOIN_STATE_DB moved it), not ./state under wherever the command runs.
+ */
+function adminConfig(dbFlag: unknown, withSecret = false) {
+  if (typeof dbFlag !== 'string') return loadConfig(process.env, { withoutSecret: !withSecret })
+  const env: Record<string, string | undefined> = { ...process.env, SVC_JOIN_STATE_DB: dbFlag }
+  if ((env.SVC_STATE_DIR ?? '').trim() === '') env.SVC_STATE_DIR = dirname(resolve(dbFlag))
+  return loadConfig(env, { withoutSecret: !withSecret })
+}
+
 function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
-  const cfg = loadConfig(dbFlag ? { ...process.env, SVC_JOIN_STATE_DB: dbFlag } : process.env, { withoutSecret: !withSecret })
+  const cfg = adminConfig(dbFlag, withSecret)
   const log = createLogger('warn', (l) => process.stderr.write(l + '\n'))
   return createContext(cfg, log, systemClock, { mailEnabled: false })
 }
 
-const dbPathOf = (dbFlag: unknown) => loadConfig(dbFlag ? { ...process.env, SVC_JOIN_STATE_DB: dbFlag as string } : process.env, { withoutSecret: true }).dbPath
+const dbPathOf = (dbFlag: unknown) => adminConfig(dbFlag).dbPath
 
 function email(v: string, usage: string): string {
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v) || v.length > 254) throw new UsageError(`not an email address: ${v}`, usage)
@@ -66,7 +79,7 @@ export async function sendTestMailCmd({ args, usage }: Invocation): Promise<numb
 }
 
 export async function backup({ args, flags }: Invocation): Promise<number> {
-  const cfg = loadConfig(flags.db ? { ...process.env, SVC_JOIN_STATE_DB: flags.db as string } : process.env, { withoutSecret: true })
+  const cfg = adminConfig(flags.db)
   const { path, bytes } = backupDatabase(cfg.dbPath, args.FILE!)
   process.stdout.write(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
   // The copy holds the artifacts' rows, not their bytes: say where those are, so they are kept too.

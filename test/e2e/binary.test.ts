@@ -37,7 +37,7 @@ describe('the built dist/svc', () => {
     expect(await own.stop()).toBe(0)
   })
 
-  test('admin backup while the leader runs produces a file that passes integrity_check', async () => {
+  test('admin backup while the leader runs produces a file that passes integrity_check, and names the leader\'s artifact directory', async () => {
     const leader = await startLeader()
     await fetch(`${leader.url}/api/v1/auth/register`, {
       method: 'POST',
@@ -49,6 +49,9 @@ describe('the built dist/svc', () => {
     const r = await runSvc(['admin', 'backup', out, '--db', db])
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
+    // The artifacts to keep beside it are the leader's, under the state file's directory (the
+    // command runs elsewhere, without SVC_STATE_DIR), not ./state of wherever it ran.
+    expect(r.stdout).toContain(`back up ${join(leader.dir, 'state', 'artifacts', 'blobs')} alongside`)
     const copy = new Database(out, { readonly: true })
     expect((copy.query('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check).toBe('ok')
     expect((copy.query('SELECT email FROM users').all() as { email: string }[]).map((u) => u.email)).toEqual(['first@example.com'])
