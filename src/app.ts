@@ -80,7 +80,7 @@ export function createServices(ctx: Ctx): Services {
   // and the fellows come back to the next leader.
   ctx.stopping.addEventListener('abort', () => signals.closeAll(), { once: true })
   const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes, maxTotalBytes: ctx.cfg.relayMaxTotalBytes, maxPoolBytes: ctx.cfg.relayMaxPoolBytes })
-  const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics())
+  const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics(() => ctx.clock.now()))
   const fellows = new Fellows(ctx, registry, signals, { onOffline: (id) => jobs.onFellowOffline(id) })
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
   const rollup = new ContributionRollup(ctx, meter)
@@ -96,7 +96,7 @@ export function createServices(ctx: Ctx): Services {
     adminUsers: new AdminUsers(ctx),
     fellows,
     views,
-    logs: new LogRings(ctx.cfg.logMaxTotalBytes),
+    logs: new LogRings(ctx.cfg.logMaxTotalBytes, () => ctx.clock.now()),
     jobs,
     relay,
     rollup,

@@ -17,12 +17,21 @@ export class EventRings<T extends object> {
   /** Kept apart from the rings: a viewer may wait on a key before it has a ring, or after a drop. */
   private waiters = new Map<string, Set<() => void>>()
 
-  /** `perKey`: the most events a ring holds; past it the oldest go first. */
-  constructor(private perKey: number) {}
+  /**
+   * `perKey`: the most events a ring holds; past it the oldest go first. `now` (ms) numbers a new
+   * ring's events from now x 1000 + 1: a ring made later (after a drop, or by the next leader
+   * after a restart) numbers above any earlier one of its key at under 1000 events a millisecond,
+   * so a viewer resuming with a Last-Event-ID from before misses none of the new events. Without
+   * it, rings number from 1.
+   */
+  constructor(
+    private perKey: number,
+    private now: () => number = () => 0,
+  ) {}
 
   private ring(key: string): Ring<T> {
     let ring = this.rings.get(key)
-    if (!ring) this.rings.set(key, (ring = { next: 1, events: [], ended: false }))
+    if (!ring) this.rings.set(key, (ring = { next: this.now() * 1000 + 1, events: [], ended: false }))
     return ring
   }
 
@@ -60,7 +69,7 @@ export class EventRings<T extends object> {
     return this.rings.get(key)?.ended ?? false
   }
 
-  /** Forgets the key's ring (ids start again at 1); `wake` tells its viewers at once. */
+  /** Forgets the key's ring (a new one numbers on from the time it is made); `wake` tells its viewers at once. */
   drop(key: string, { wake = true }: { wake?: boolean } = {}): void {
     this.rings.delete(key)
     if (wake) this.wake(key)

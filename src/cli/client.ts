@@ -152,7 +152,7 @@ export class Client {
       const err = e as { code?: string; name?: string; message?: string }
       if (err.name === 'TimeoutError') throw new CliError(`the leader at ${this.target.url} did not answer within 30 s`)
       if (err.name === 'AbortError') throw new CliError('cancelled')
-      throw new CliError(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${err.code ?? err.message ?? 'connection failed'}`)
+      throw new LeaderUnreachable(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${err.code ?? err.message ?? 'connection failed'}`)
     }
     if (res.status >= 400) throw await failure(res, method, path)
     if (res.status >= 300) throw new CliError(`${method} ${path}: the leader answered ${res.status} (a redirect: is ${this.target.url} the leader's base URL?)`)
@@ -214,7 +214,7 @@ export class Client {
       } catch (e) {
         if (e instanceof CliError || e instanceof UsageError) throw e
         if (ctl.signal.aborted) return
-        throw new CliError(`the stream from ${this.target.url} broke off: ${(e as Error).message}`)
+        throw new LeaderUnreachable(`the stream from ${this.target.url} broke off: ${(e as Error).message}`)
       }
     } finally {
       opts.signal?.removeEventListener('abort', abort)
@@ -222,6 +222,9 @@ export class Client {
     }
   }
 }
+
+/** The leader did not answer, or a stream from it broke off: a restart, say, which a follower may wait out. */
+export class LeaderUnreachable extends CliError {}
 
 /** The client of a remote command, refusing early when no token is known. */
 export function clientFor(flags: Values, opts: { tokenOptional?: boolean } = {}): Client {

@@ -23,12 +23,18 @@ export const lineBytes = (line: string): number => line.length * 2 + LINE_OVERHE
 
 /** One event ring per fellow (src/events.ts); this class adds the byte budget over all of them. */
 export class LogRings {
-  private rings = new EventRings<Omit<LogLine, 'id'>>(LINES_PER_FELLOW)
+  private rings: EventRings<Omit<LogLine, 'id'>>
   /** Bytes held per fellow with lines, least recently appended to first: the eviction order. */
   private order = new Map<string, number>()
   private total = 0
 
-  constructor(private maxTotalBytes = DEFAULT_LOG_MAX_TOTAL_BYTES) {}
+  /** `now` numbers the lines (see EventRings): the leader's clock, so ids outlast a restart. */
+  constructor(
+    private maxTotalBytes = DEFAULT_LOG_MAX_TOTAL_BYTES,
+    now?: () => number,
+  ) {
+    this.rings = new EventRings(LINES_PER_FELLOW, now)
+  }
 
   /** Bytes held for all fellows together (at most the budget once an append returns). */
   get totalBytes(): number {

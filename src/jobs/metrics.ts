@@ -18,7 +18,12 @@ const EVENTS_PER_JOB = 5000
 
 /** A job's metric events: one event ring per job (src/events.ts), ended when the job ends. */
 export class JobMetrics {
-  private rings = new EventRings<Omit<MetricEvent, 'id'>>(EVENTS_PER_JOB)
+  private rings: EventRings<Omit<MetricEvent, 'id'>>
+
+  /** `now` numbers the events (see EventRings): the leader's clock, so ids outlast a restart. */
+  constructor(now?: () => number) {
+    this.rings = new EventRings(EVENTS_PER_JOB, now)
+  }
 
   append(jobId: string, e: Omit<MetricEvent, 'id'>): void {
     this.rings.append(jobId, [e])

@@ -170,11 +170,13 @@ describe('metrics stream', () => {
     const all = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`)
     expect(all.headers.get('content-type')).toBe('text/event-stream')
     const ids = [...String(all.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
-    expect(ids).toEqual([1, 2, 3, 4])
+    // Numbered from the leader's clock (ms x 1000), so that they outlast a restart.
+    const first = h.clock.now() * 1000 + 1
+    expect(ids).toEqual([first, first + 1, first + 2, first + 3])
     expect(String(all.body)).toContain('"loss":0.2')
     expect(String(all.body)).toContain('event: end')
-    const resumed = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`, { 'last-event-id': '2' })
-    expect([...String(resumed.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([3, 4])
+    const resumed = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`, { 'last-event-id': String(first + 1) })
+    expect([...String(resumed.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([first + 2, first + 3])
     expect((await h.client().get(`/api/v1/jobs/${job.id}/metrics/stream`)).status).toBe(401)
   })
 })

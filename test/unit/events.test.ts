@@ -14,6 +14,23 @@ describe('event rings', () => {
     expect(r.since('b', 0)).toEqual([])
   })
 
+  test('with a clock, a ring numbers from its making (ms x 1000): one made later, after a drop or a restart, numbers above the old ids', () => {
+    let now = 1_000
+    const before = new EventRings<{ v: number }>(10, () => now)
+    before.append('a', [{ v: 1 }, { v: 2 }])
+    expect(before.since('a', 0).map((e) => e.id)).toEqual([1_000_001, 1_000_002])
+    const seen = before.since('a', 0).at(-1)!.id
+    now = 1_005
+    before.drop('a')
+    before.append('a', [{ v: 3 }])
+    // The next leader, its rings empty, numbers from its own start.
+    const after = new EventRings<{ v: number }>(10, () => now)
+    after.append('a', [{ v: 4 }])
+    // A viewer resuming with the id it saw last gets what came since, from either.
+    expect(before.since('a', seen).map((e) => e.v)).toEqual([3])
+    expect(after.since('a', seen).map((e) => e.v)).toEqual([4])
+  })
+
   test('a waiter wakes on the next append of its key, not of another key, and on abort', async () => {
     const r = new EventRings<{ v: number }>(10)
     let woke = false

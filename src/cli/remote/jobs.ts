@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import type { Static } from '@sinclair/typebox'
 import * as J from '../../jobs/model'
 import type { NodeView } from '../../fellows/model'
-import { checkInput, clientFor, type Client } from '../client'
+import { LeaderUnreachable, checkInput, clientFor, type Client } from '../client'
 import { ago, clean, modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
@@ -187,27 +187,34 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
     if (!json) show()
     for (let attempt = 0; ; attempt++) {
       let ended = false
-      await c.events(
-        `/api/v1/jobs/${job.id}/metrics/stream`,
-        (event, data, id) => {
-          if (id !== null) lastId = id
-          if (event === 'end') return ((ended = true), false)
-          if (event !== 'metrics') return
-          const e = JSON.parse(data) as MetricEvent
-          if (json) return void out(JSON.stringify(e))
-          // Stages report the same step; the pipeline is as far as its furthest report.
-          if (e.step !== null && e.step >= step) {
-            step = e.step
-            if (e.loss !== null) loss = e.loss
-          }
-          status = e.status
-          show()
-        },
-        { headers: lastId === null ? {} : { 'last-event-id': lastId }, signal: AbortSignal.timeout(24 * 3600_000) },
-      )
-      job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
+      try {
+        await c.events(
+          `/api/v1/jobs/${job.id}/metrics/stream`,
+          (event, data, id) => {
+            if (id !== null) lastId = id
+            if (event === 'end') return ((ended = true), false)
+            if (event !== 'metrics') return
+            const e = JSON.parse(data) as MetricEvent
+            if (json) return void out(JSON.stringify(e))
+            // Stages report the same step; the pipeline is as far as its furthest report.
+            if (e.step !== null && e.step >= step) {
+              step = e.step
+              if (e.loss !== null) loss = e.loss
+            }
+            status = e.status
+            show()
+          },
+          { headers: lastId === null ? {} : { 'last-event-id': lastId }, signal: AbortSignal.timeout(24 * 3600_000) },
+        )
+        job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
+      } catch (e) {
+        // A leader restarting does not answer for a moment: wait it out within the attempts.
+        if (!(e instanceof LeaderUnreachable) || attempt >= 20) throw e
+        await Bun.sleep(1000)
+        continue
+      }
       if (ended || TERMINAL.has(job.status)) break
-      // The stream broke off (a leader restart, a proxy): resume after the last event seen.
+      // The stream ended early (a leader restart, a proxy): resume after the last event seen.
       if (attempt >= 20) throw new CliError(`the metrics stream of job ${job.id} keeps breaking off`)
       await Bun.sleep(1000)
     }
