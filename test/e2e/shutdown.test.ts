@@ -5,9 +5,11 @@
 // after it. (Until this test, a leader with one fellow connected never stopped on SIGTERM.)
 import { afterAll, expect, test } from 'bun:test'
 import { connect, type Socket } from 'node:net'
-import { killAll, startCluster, startFellow, stopCluster, waitOnline } from '../helpers/cluster'
-import { startLeader } from '../helpers/leader'
+import { join } from 'node:path'
+import { killAll, poll, startCluster, startFellow, stopCluster, waitOnline } from '../helpers/cluster'
+import { SVC_BIN, startLeader } from '../helpers/leader'
 import { call } from '../helpers/e2e'
+import { until } from '../helpers/until'
 
 afterAll(killAll)
 
@@ -71,4 +73,39 @@ test('a request under way finishes within SVC_SHUTDOWN_GRACE_S; one still runnin
     }
     expect(leader.logs.some((l) => l.includes('"leader stopped"'))).toBe(true)
   }
+})
+
+test('svc jobs watch and jobs logs --follow ride out a leader restart, then end with the job', async () => {
+  const c = await startCluster('tunnel')
+  startFellow(c, 'gpu-b')
+  await waitOnline(c, 1)
+  const token = (await c.api<{ token: string }>('POST', '/api/v1/api-tokens', { name: 'cli' })).body.token
+  const job = await c.api<{ id: string }>('POST', '/api/v1/jobs', { name: 'long', pool_id: c.poolId, stages: 1, config: { steps: 100_000_000, report_every: 100 } })
+  expect(job.status).toBe(201)
+  const jobId = job.body.id
+  await until(async () => (await c.api<{ status: string; step: number }>('GET', `/api/v1/jobs/${jobId}`)).body.step > 0 || null, 'the job running', poll(20_000))
+  const cli = (args: string[]) => {
+    const proc = Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' })
+    const lines: string[] = []
+    const read = (async () => {
+      for await (const chunk of proc.stdout) lines.push(...new TextDecoder().decode(chunk).split('\n').filter((l) => l !== ''))
+    })()
+    return { proc, lines, done: Promise.all([proc.exited, read, new Response(proc.stderr).text()]) }
+  }
+  const watch = cli(['jobs', 'watch', jobId])
+  const follow = cli(['jobs', 'logs', jobId, '--follow'])
+  // The agent ships its log every 2 s.
+  await until(() => follow.lines.length > 0 || null, 'log lines before the restart', poll(20_000))
+  expect(await c.leader.stop()).toBe(0)
+  const before = follow.lines.length
+  c.leader = await startLeader({ SVC_PORT: new URL(c.leader.url).port, SVC_BASE_URL: c.leader.url, SVC_HEARTBEAT_INTERVAL_S: '1', SVC_PIPELINE_TRANSPORT: 'tunnel' }, c.leader.dir)
+  await waitOnline(c, 1)
+  // Lines the fellow ships to the new leader reach the follower, which reconnected on its own.
+  await until(() => follow.lines.length > before || null, 'log lines after the restart', poll(20_000))
+  expect((await c.api('DELETE', `/api/v1/jobs/${jobId}`)).status).toBe(200)
+  const [watchCode, , watchErr] = await watch.done
+  expect([watchCode, watchErr.trim()]).toEqual([1, 'svc: job long cancelled: cancelled by a user'])
+  const [followCode, , followErr] = await follow.done
+  expect([followCode, followErr]).toEqual([0, ''])
+  await stopCluster(c)
 })

@@ -265,16 +265,31 @@ export async function logs({ args, flags }: Invocation): Promise<number> {
   return 0
 }
 
-/** One fellow's log: what the leader kept, then (follow) new lines until `signal` aborts. */
+/**
+ * One fellow's log: what the leader kept, then (follow) new lines until `signal` aborts. A stream
+ * that ends or breaks off while following is the leader going away (a restart): it is opened
+ * again after the last line seen, waiting out a leader that does not answer for a while.
+ */
 async function streamLogs(c: Client, fellowId: string, follow: boolean, signal: AbortSignal, onLine: (e: LogEvent) => void): Promise<void> {
-  await c.events(
-    `/api/v1/workers/${fellowId}/logs/stream`,
-    (event, data) => {
-      if (event === 'log') onLine(JSON.parse(data) as LogEvent)
-    },
-    // The leader sends a keep-alive comment once it has nothing more: the backlog is done.
-    { signal, onComment: () => follow },
-  )
+  let lastId: string | null = null
+  for (let failures = 0; ; ) {
+    try {
+      await c.events(
+        `/api/v1/workers/${fellowId}/logs/stream`,
+        (event, data, id) => {
+          if (id !== null) lastId = id
+          if (event === 'log') onLine(JSON.parse(data) as LogEvent)
+        },
+        // The leader sends a keep-alive comment once it has nothing more: the backlog is done.
+        { signal, onComment: () => follow, headers: lastId === null ? {} : { 'last-event-id': lastId } },
+      )
+      failures = 0
+    } catch (e) {
+      if (!follow || signal.aborted || !(e instanceof LeaderUnreachable) || ++failures > 30) throw e
+    }
+    if (!follow || signal.aborted) return
+    await Bun.sleep(1000)
+  }
 }
 
 async function followJobEnd(c: Client, jobId: string, ctl: AbortController): Promise<void> {
