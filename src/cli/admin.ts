@@ -73,8 +73,15 @@ export async function sendTestMailCmd({ args, usage }: Invocation): Promise<numb
   const to = email(args.EMAIL!, usage)
   const cfg = loadConfig(process.env, { withoutSecret: true })
   if (cfg.smtp === null) throw new AppError('mail_disabled', 'SMTP is not configured: set SVC_SMTP_HOST and SVC_SMTP_FROM (see docs/operations.md)')
-  await sendTestMail(cfg.smtp, to, cfg.baseUrl, cfg.smtp.ca ?? undefined)
-  process.stdout.write(`test mail sent to ${to} through ${cfg.smtp.host}:${cfg.smtp.port} (${cfg.smtp.tls})\n`)
+  const server = `${cfg.smtp.host}:${cfg.smtp.port} (${cfg.smtp.tls})`
+  try {
+    await sendTestMail(cfg.smtp, to, cfg.baseUrl, cfg.smtp.ca ?? undefined)
+  } catch (e) {
+    // The reason alone ("connect ECONNREFUSED 127.0.0.1:25") does not say it was the mail server.
+    if (e instanceof AppError && e.code === 'smtp_failed') throw new CliError(`the SMTP server ${server} did not take the test mail: ${e.message}`)
+    throw e
+  }
+  process.stdout.write(`test mail sent to ${to} through ${server}\n`)
   return 0
 }
 

@@ -7,6 +7,7 @@ import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
 import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
 import { closedPort } from '../helpers/e2e'
+import { runSvc } from '../helpers/leader'
 import { openDb } from '../../src/db/client'
 import { mailOutbox } from '../../src/db/schema'
 import { FakeClock } from '../helpers/clock'
@@ -382,5 +383,22 @@ describe('mail sender', () => {
     expect(err).toBeInstanceOf(AppError)
     expect(err.code).toBe('smtp_failed')
     expect(err.message).toMatch(/ECONNREFUSED|connect/i)
+  })
+})
+
+describe('svc admin send-test-mail (the built binary)', () => {
+  test('delivers the test mail to a real SMTP server; one that does not answer is one line naming it, exit 1', async () => {
+    const inbox = await startSmtp()
+    try {
+      const sent = await runSvc(['admin', 'send-test-mail', 'ops@example.org'], { env: smtpEnv(inbox.port, 'none') })
+      expect([sent.code, sent.stderr, sent.stdout]).toEqual([0, '', `test mail sent to ops@example.org through 127.0.0.1:${inbox.port} (none)\n`])
+      expect(inbox.messages.map((m) => m.to)).toEqual([['ops@example.org']])
+    } finally {
+      await inbox.close()
+    }
+    const port = await closedPort()
+    const down = await runSvc(['admin', 'send-test-mail', 'ops@example.org'], { env: smtpEnv(port, 'none') })
+    expect(down.code).toBe(1)
+    expect(down.stderr).toMatch(new RegExp(`^svc: the SMTP server 127\\.0\\.0\\.1:${port} \\(none\\) did not take the test mail: .*ECONNREFUSED.*\\n$`))
   })
 })
