@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { SVC_BIN, runSvc, startLeader, type Leader } from '../helpers/leader'
-import { closedPort, mintToken, registerUser, type Session } from '../helpers/e2e'
+import { call, closedPort, mintToken, registerUser, type Session } from '../helpers/e2e'
 import { freeBase } from '../helpers/listen'
 import { until } from '../helpers/until'
 import { COMMANDS } from '../../src/cli/commands'
@@ -143,6 +143,71 @@ describe('svc against a running leader', () => {
     expect([ok.code, ok.stderr]).toEqual([0, ''])
     expect(ok.stdout).toContain(`the file it replaced is kept as ${other}.pre-restore-`)
   })
+})
+
+describe('the other commands against a running leader', () => {
+  test('whoami, tokens, pools invite and delete, fellows show/release/remove, jobs pause/resume/checkpoint/cancel, users, audit: each does what its help says', async () => {
+    const env = { SVC_LEADER_URL: leader.url, SVC_TOKEN: await mintToken(admin, 'rest e2e') }
+    const ok = async (args: string[], stdin?: string) => {
+      const r = await svc(args, { env, stdin })
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, ''])
+      return r.stdout
+    }
+    expect(await ok(['whoami'])).toStartWith(`admin@example.com (admin, active) at ${leader.url}`)
+
+    // A token minted with the password (a token cannot mint tokens), listed, by name.
+    // The token alone on stdout (for `T=$(svc tokens create ...)`), what it is on stderr.
+    const minted = await svc(['tokens', 'create', 'nightly', '--password-stdin', '--expires-in-days', '30'], { env, stdin: 'cli admin password\n' })
+    expect([minted.code, minted.stdout]).toEqual([0, expect.stringMatching(/^svc_pat_\S+\n$/)])
+    expect(minted.stderr).toStartWith('token "nightly"')
+    expect(await ok(['tokens', 'list'])).toMatch(/nightly/)
+
+    // A pool: an invite (no mail server: the link is printed), a fellow that joins it, a job on it.
+    const poolId = (await ok(['pools', 'create', 'Rest lab', '--quiet'])).trim()
+    expect(await ok(['pools', 'invite', 'rest-lab', 'bob@example.org'])).toMatch(/^invited bob@example\.org to rest-lab until .*\ninvite link \(mailed when SMTP is set up; else pass it on\): http\S+\/dashboard\?invite=\S+&token=\S+\n$/)
+    const joinToken = (await admin.call('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId })).body.join_token as string
+    const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { bearer: joinToken, body: { hostname: 'rest-box' } })
+    const node = reg.body.node_token as string
+    expect((await call(leader.url, 'POST', '/api/v1/workers/heartbeat', { bearer: node, body: { status: 'idle' } })).status).toBe(200)
+    expect(await ok(['fellows', 'show', 'rest-box'])).toMatch(/rest-box/)
+    const jobId = (await ok(['jobs', 'submit', 'rest-job', '--pool', 'rest-lab', '--quiet'])).trim()
+    const status = async () => (JSON.parse(await ok(['jobs', 'show', jobId, '--json'])) as { status: string }).status
+    await until(async () => ((await status()) === 'scheduled' ? true : null), 'the job placed on rest-box', { timeoutMs: 10_000, everyMs: 200 })
+    await ok(['jobs', 'pause', jobId])
+    expect(await status()).toBe('paused')
+    await ok(['jobs', 'resume', jobId])
+    expect(await status()).toBe('running')
+    expect(await ok(['jobs', 'checkpoint', jobId])).toBe('asked 1 fellow(s) of job rest-job to checkpoint\n')
+    // The fellow got the signals (in its next heartbeat: it has no socket).
+    const signals = (await call(leader.url, 'POST', '/api/v1/workers/heartbeat', { bearer: node, body: { status: 'running', job_id: jobId } })).body.pending_signals as { signal: string }[]
+    expect(signals.map((x) => x.signal)).toEqual(expect.arrayContaining(['START', 'PAUSE', 'CHECKPOINT']))
+    await ok(['jobs', 'cancel', jobId])
+    expect(await status()).toBe('cancelled')
+    const cancelled = await svc(['jobs', 'cancel', jobId], { env })
+    expect([cancelled.code, oneClearLine(cancelled.stderr)]).toEqual([1, expect.stringContaining('cancelled')])
+
+    // Release (the pool lets it go), then remove (its token dies).
+    await ok(['fellows', 'release', 'rest-box'])
+    await ok(['fellows', 'remove', reg.body.fellow_id as string])
+    expect((await call(leader.url, 'POST', '/api/v1/workers/heartbeat', { bearer: node, body: { status: 'idle' } })).status).toBe(401)
+    await ok(['pools', 'delete', 'rest-lab'])
+    const pools = await svc(['pools', 'list'], { env })
+    expect([pools.code, pools.stdout.includes('rest-lab')]).toEqual([0, false])
+
+    // Users: one registers; the admin disables, enables and deletes the account.
+    await registerUser(leader.url, 'carol@example.org', 'carol has a long password')
+    expect(await ok(['users', 'list', '--search', 'carol'])).toMatch(/carol@example\.org\s.*active/)
+    await ok(['users', 'disable', 'carol@example.org'])
+    expect(await ok(['users', 'list', '--search', 'carol'])).toMatch(/disabled/)
+    await ok(['users', 'enable', 'carol@example.org'])
+    await ok(['users', 'delete', 'carol@example.org', '--yes'])
+    const gone = await svc(['users', 'list', '--search', 'carol'], { env })
+    expect([gone.code, gone.stdout, gone.stderr]).toEqual([0, '', 'no users match\n'])
+
+    // All of it is in the audit log.
+    const audit = await ok(['audit', 'list', '--page-size', '200'])
+    for (const kind of ['job.cancel', 'worker.release', 'worker.remove', 'pool.delete', 'admin.user.status', 'admin.user.delete']) expect([kind, audit.includes(kind)]).toEqual([kind, true])
+  }, 60_000)
 })
 
 describe('every command', () => {
