@@ -34,7 +34,16 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
   } catch (e) {
     throw new DbOpenError(`cannot open state database ${path}: ${(e as Error).message}`)
   }
-  if (migrate) runMigrations(sqlite)
+  if (migrate) {
+    try {
+      runMigrations(sqlite)
+    } catch (e) {
+      sqlite.close()
+      // SQLite's own words ("database or disk is full") do not say which file or step.
+      if ((e as Error).name === 'SQLiteError') throw new DbOpenError(`cannot migrate state database ${path}: ${(e as Error).message}`)
+      throw e
+    }
+  }
   const db = drizzle(sqlite, { schema })
   return {
     sqlite,

@@ -6,11 +6,11 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, openSync, closeSync, writeSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startLeader, type Leader } from '../helpers/leader'
+import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
 import { call, registerUser } from '../helpers/e2e'
 
-/** Runs the command that follows on a 4 MiB tmpfs mounted at `dir`, seen by that process alone. */
-const onPrivateTmpfs = (dir: string) => ['unshare', '--mount', '--map-root-user', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o size=4m,mode=0700 tmpfs "$0" && exec "$@"', dir]
+/** Runs the command that follows on a tmpfs (4 MiB unless told) mounted at `dir`, seen by that process alone. */
+const onPrivateTmpfs = (dir: string, size = '4m') => ['unshare', '--mount', '--map-root-user', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=${size},mode=0700 tmpfs "$0" && exec "$@"`, dir]
 /** Whether this machine lets a process mount a tmpfs of its own (root, or user namespaces). */
 const canMount = Bun.which('unshare') !== null && Bun.spawnSync([...onPrivateTmpfs(tmpdir()), 'true']).exitCode === 0
 if (!canMount) console.warn('disk-full.test.ts: this machine does not let a process mount a tmpfs of its own; the test is skipped')
@@ -79,4 +79,12 @@ test.skipIf(!canMount)('a full disk: 507 with Retry-After for a write and for an
   expect(done.status).toBe(201)
   expect(((await done.json()) as { artifact: { sha256: string } }).artifact.sha256).toBe(sha256)
   expect(leader.logs.some((l) => l.includes('unhandled error'))).toBe(false)
+})
+
+test.skipIf(!canMount)('a leader starting on a disk too small for its state file says which file and why, exit 1', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-e2e-full-'))
+  mkdirSync(join(dir, 'state'))
+  const proc = Bun.spawn([...onPrivateTmpfs(join(dir, 'state'), '100k'), SVC_BIN, 'serve'], { cwd: dir, env: { PATH: process.env.PATH ?? '', SVC_PORT: '0' }, stdout: 'pipe', stderr: 'pipe' })
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+  expect([code, stderr]).toEqual([1, `svc: cannot migrate state database ${join(dir, 'state', 'join_state.sqlite3')}: database or disk is full\n`])
 })
