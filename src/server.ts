@@ -9,6 +9,7 @@ import { beginStopping, closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
 import { dropStartupCode } from './memory'
+import { lockLeader } from './db/leader-lock'
 import { ipVersion } from './http/ip'
 import { CliError } from './cli/usage'
 
@@ -22,7 +23,14 @@ export interface RunningServer {
 export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, stdoutIsTerminal())): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
   let wakeMail = () => {}
-  const ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail() })
+  const lock = lockLeader(cfg.dbPath)
+  let ctx: Ctx
+  try {
+    ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail() })
+  } catch (e) {
+    lock.release()
+    throw e
+  }
   const services = createServices(ctx)
   const app = createApp(ctx, services)
   const specs: LoopSpec[] = [...services.loops]
@@ -37,6 +45,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     await mailer?.close()
     await services.close()
     closeContext(ctx)
+    lock.release()
   }
   try {
     app.listen({

@@ -72,6 +72,21 @@ describe('the built dist/svc', () => {
     }
   })
 
+  test('a second serve on the same state file is refused in one line; once the first is gone, even by SIGKILL, a leader starts on it', async () => {
+    const first = await startLeader()
+    const db = join(first.dir, 'state', 'join_state.sqlite3')
+    const second = await runSvc(['serve'], { cwd: first.dir, env: { SVC_PORT: '0' } })
+    expect([second.code, second.stderr]).toEqual([1, `svc: another leader is running on the state file ${db}: stop it first, or give this one its own SVC_STATE_DIR\n`])
+    // The first is untouched, and offline commands still run beside it.
+    expect((await fetch(`${first.url}/api/v1/ready`)).status).toBe(200)
+    expect((await runSvc(['admin', 'doctor', '--db', db])).code).toBe(0)
+    first.proc.kill('SIGKILL')
+    await first.proc.exited
+    const next = await startLeader({}, first.dir)
+    expect((await fetch(`${next.url}/api/v1/ready`)).status).toBe(200)
+    expect(await next.stop()).toBe(0)
+  })
+
   test('an address serve cannot listen on stops it with one line naming the address, the variables and the reason, exit 1', async () => {
     const taken = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
     try {
