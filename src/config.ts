@@ -210,7 +210,8 @@ const HOST_NAME = /^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.?
 function listenHost(env: Env): string {
   const v = str(env, 'SVC_HOST') ?? '127.0.0.1'
   const bare = /^\[(.*)\]$/.exec(v)?.[1]
-  if (bare !== undefined ? ipVersion(bare) === 6 : ipVersion(v) !== 0 || (HOST_NAME.test(v) && v.length <= 253)) return bare ?? v
+  if (bare !== undefined && ipVersion(bare) === 6) return bare
+  if (bare === undefined && (ipVersion(v) !== 0 || (v.length <= 253 && HOST_NAME.test(v)))) return v
   throw new ConfigError('SVC_HOST', `expected an IP address or a host name, got ${JSON.stringify(v)}`)
 }
 

@@ -46,7 +46,11 @@ export function beginStopping(ctx: Ctx): void {
   stoppers.get(ctx)?.abort()
 }
 
-/** A request's signal that also aborts when the leader begins to stop: for long polls and streams. */
+/**
+ * A request's signal that also aborts when the leader begins to stop: for long polls and streams.
+ * Per request, not a switch in the hubs: the relay and inference sockets pump from the same hubs
+ * in a loop, and a hub that stopped waiting for everyone would spin them until the sockets close.
+ */
 export function stopOrLeave(ctx: Ctx, request: Request): AbortSignal {
   return AbortSignal.any([request.signal, ctx.stopping])
 }

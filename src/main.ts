@@ -6,6 +6,7 @@ import { DbOpenError } from './db/client'
 import { BackupError } from './db/backup'
 import { AppError } from './errors'
 import { VERSION } from './version'
+import { hostPort } from './http/ip'
 import { CliError, UsageError } from './cli/usage'
 import { helpFor, rootHelp, runCommand } from './cli/commands'
 
@@ -43,7 +44,7 @@ async function health(args: string[]): Promise<number> {
   const cfg = loadConfig(process.env, { withoutSecret: true })
   const host = cfg.host === '0.0.0.0' || cfg.host === '::' ? '127.0.0.1' : cfg.host
   try {
-    const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${cfg.port}/api/v1/health`, { signal: AbortSignal.timeout(3000) })
+    const res = await fetch(`http://${hostPort(host, cfg.port)}/api/v1/health`, { signal: AbortSignal.timeout(3000) })
     if (res.ok) return 0
     process.stderr.write(`svc: leader answered ${res.status}\n`)
   } catch (e) {

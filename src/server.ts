@@ -10,7 +10,7 @@ import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
 import { dropStartupCode } from './memory'
 import { lockLeader } from './db/leader-lock'
-import { ipVersion } from './http/ip'
+import { hostPort, ipVersion } from './http/ip'
 import { CliError } from './cli/usage'
 
 export interface RunningServer {
@@ -100,8 +100,6 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     },
   }
 }
-
-const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`
 
 /** serve could not listen: one line that names the address, the variables that set it and why. */
 export class ListenError extends CliError {

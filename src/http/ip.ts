@@ -58,6 +58,9 @@ function v6Groups(s: string): number[] | null {
   return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail]
 }
 
+/** HOST:PORT as a URL writes it: an IPv6 address in brackets. */
+export const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`
+
 /** 4 for an IPv4 address, 6 for an IPv6 one, 0 for anything else (node:net's isIP). */
 export function ipVersion(s: string): 0 | 4 | 6 {
   if (v4Bytes(s) !== null) return 4

@@ -3,7 +3,7 @@
 // insufficient_storage with Retry-After, never a 500; an artifact upload says where it stands and
 // resumes from there; once space is freed the same requests succeed.
 import { afterAll, expect, test } from 'bun:test'
-import { mkdirSync, mkdtempSync, openSync, closeSync, writeSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, openSync, closeSync, writeSync, rmSync, statSync, truncateSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
@@ -30,8 +30,7 @@ function fill(path: string, leave: number): () => void {
     closeSync(fd)
   }
   if (leave > 0) {
-    const { size } = Bun.file(path)
-    Bun.spawnSync(['truncate', '-s', String(Math.max(0, size - leave)), path])
+    truncateSync(path, Math.max(0, statSync(path).size - leave))
   }
   return () => rmSync(path)
 }
