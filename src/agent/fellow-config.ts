@@ -6,7 +6,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { Value } from '@sinclair/typebox/value'
+import { numericIssueText } from '../wire/issue-text'
 
 /** The built-in Markov model, served when no engine is declared (or declared as NAME=builtin). */
 export const BUILTIN_MODEL = 'tiny-llm'
@@ -60,7 +62,7 @@ const EngineTable = Type.Object(
     upstream_model: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
     max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
     health_path: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }))),
+    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }), { additionalProperties: false })),
     api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
     request_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
     start_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
@@ -72,7 +74,7 @@ const EngineTable = Type.Object(
 const RunnerTable = Type.Object(
   {
     command: Type.Union([Type.String({ minLength: 1, maxLength: 8000 }), Type.Array(Type.String({ maxLength: 4000 }), { minItems: 1, maxItems: 500 })]),
-    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }))),
+    env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }), { additionalProperties: false })),
     stop_grace_s: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
   },
   { additionalProperties: false },
@@ -232,13 +234,25 @@ function parseFile(text: string, file: string): Static<typeof FileShape> {
   } catch (e) {
     throw new FellowConfigError(`${file}: not valid TOML: ${(e as Error).message}`)
   }
-  if (!Value.Check(FileShape, data)) {
-    const first = Value.Errors(FileShape, data).First()
-    const path = first?.path.replace(/^\//, '').replaceAll('/', '.') || '(top level)'
-    const words = first?.schema && 'additionalProperties' in first.schema && first.message.includes('additional') ? 'unknown setting' : (first?.message ?? 'invalid')
-    throw new FellowConfigError(`${file}: ${path}: ${words}`)
+  const first = Value.Errors(FileShape, data).First()
+  if (first) {
+    const path = first.path.replace(/^\//, '').replaceAll('/', '.') || '(top level)'
+    throw new FellowConfigError(`${file}: ${path}: ${issueText(first)}`)
   }
   return data as Static<typeof FileShape>
+}
+
+/** Plain words for what the file's schema refused (TypeBox's read "Expected union value"). */
+function issueText(e: ValueError): string {
+  if (/\/env\/[^/]*$/.test(e.path) && e.type !== ValueErrorType.String) return 'environment variable names are letters, digits and _, not starting with a digit'
+  if (e.type === ValueErrorType.ObjectAdditionalProperties) {
+    const known = Object.keys((e.schema as { properties?: object }).properties ?? {})
+    return known.length > 0 && e.schema !== FileShape ? `unknown setting (the settings are ${known.join(', ')})` : 'unknown setting (the file holds [engines.NAME] and [runners.NAME] tables)'
+  }
+  if (e.schema === RunnerTable.properties.command || e.schema === EngineTable.properties.command) {
+    return 'must be a command line (a string) or its words (a list of strings), not empty'
+  }
+  return numericIssueText(e.schema) ?? e.message.toLowerCase()
 }
 
 /** The engines of a config file's text (TOML); `file` names it in errors. */
@@ -311,6 +325,22 @@ export function loadEngines(flags: EngineFlags, readFile: (path: string) => stri
   }
   if (out.length === 0) out.push(spec('builtin', { url: 'builtin' }, 'the built-in engine'))
   return out
+}
+
+/**
+ * Refuses a declared command whose program is not there: a fellow would otherwise offer a runner
+ * every job placed on it fails with, or retry an engine forever. Looked up as the child will be
+ * started (src/agent/lines.ts: the command's PATH, its own env's if it sets one).
+ */
+export function checkPrograms(workloads: { engines: EngineSpec[]; runners: RunnerSpec[] }, env: Record<string, string | undefined>): void {
+  const declared = [...workloads.runners.map((r) => ({ what: `runner ${r.name}`, ...r })), ...workloads.engines.map((e) => ({ what: `engine ${e.name}`, ...e }))]
+  for (const { what, command, env: own } of declared) {
+    const program = command?.[0]
+    if (program === undefined) continue
+    if (Bun.which(program, { PATH: own.PATH ?? env.PATH ?? '' }) === null) {
+      throw new FellowConfigError(`${what}: ${program}: ${program.includes('/') ? 'no such file, or not executable' : 'not found on PATH, or not executable'}`)
+    }
+  }
 }
 
 /** Engines and runners together, the config file read once (what `svc fellow` starts with). */

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util'
 import { loadFellowConfig } from '../config'
 import { Agent } from '../agent/agent'
 import { LogBuffer, agentLogger } from '../agent/logship'
-import { FellowConfigError, loadWorkloads, type EngineSpec, type RunnerSpec } from '../agent/fellow-config'
+import { FellowConfigError, checkPrograms, loadWorkloads, type EngineSpec, type RunnerSpec } from '../agent/fellow-config'
 import { UsageError } from './usage'
 import { dropStartupCode } from '../memory'
 
@@ -60,6 +60,7 @@ export async function runFellow(argv: string[]): Promise<number> {
   let workloads: { engines: EngineSpec[]; runners: RunnerSpec[] }
   try {
     workloads = loadWorkloads({ engine: values.engine, engineCmd: values['engine-cmd'], runner: values.runner, config: values.config })
+    checkPrograms(workloads, process.env)
   } catch (e) {
     if (!(e instanceof FellowConfigError)) throw e
     process.stderr.write(`svc: configuration error: ${e.message}\n`)

@@ -3,7 +3,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { AppError, isStorageFull, storageFull, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
-import { enumIssueText, numericIssueText, patternIssueText, queryParamHolding } from './issue-text'
+import { enumIssueText, numericIssueText, patternIssueText, queryParamHolding } from '../wire/issue-text'
 
 const STATUS: Record<ErrorCode, [number, string]> = {
   bad_request: [400, 'Bad Request'],

@@ -105,6 +105,18 @@ describe('the built dist/svc', () => {
     }
   })
 
+  test("a fellow whose runner or engine program is missing stops before it joins, in one line naming it, exit 2", async () => {
+    const leader = ['--leader', 'http://127.0.0.1:9', '--join-token', 'svc_join_aaaaaaaaaaaaaaaaaaaaaaaa']
+    for (const [flags, words] of [
+      [['--runner', 'torch=/opt/venv/bin/python-not-there train.py'], 'runner torch: /opt/venv/bin/python-not-there: no such file, or not executable'],
+      [['--engine-cmd', 'llama=llama-server-not-installed --port {port}'], 'engine llama: llama-server-not-installed: not found on PATH, or not executable'],
+    ] as const) {
+      const r = await runSvc(['fellow', ...leader, ...flags])
+      expect(r.code).toBe(2)
+      expect(r.stderr).toBe(`svc: configuration error: ${words}\n`)
+    }
+  })
+
   test('unknown subcommands and flags print usage on stderr and exit 2', async () => {
     for (const args of [['bogus'], ['admin', 'frobnicate'], ['admin', 'backup', 'x', '--nope'], ['serve', 'extra'], []]) {
       const r = await runSvc(args)

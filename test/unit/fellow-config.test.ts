@@ -1,7 +1,10 @@
 // The engines a fellow's operator declares: flags and the TOML file, and every way to get them
 // wrong answered with one line naming the place.
 import { describe, expect, test } from 'bun:test'
-import { FellowConfigError, loadEngines, splitWords } from '../../src/agent/fellow-config'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { FellowConfigError, checkPrograms, loadEngines, loadWorkloads, splitWords } from '../../src/agent/fellow-config'
 import { eventsOfChunk, errorMessageOf, sseData } from '../../src/agent/engines'
 
 const file = (text: string) => (path: string) => {
@@ -70,6 +73,38 @@ url = "http://127.0.0.1:11434/v1"
     expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nurl = "http://x/v1"\nmodel_artifact = "0190a1b2-0000-7000-8000-000000000001"')))).toContain('model_artifact needs a command')
     expect(refused(() => loadEngines({ engineCmd: ['a=server -m {model_file} --port {port}'] }))).toContain('{model_file} in the command needs model_artifact')
     expect(refused(() => loadEngines({ config: 'fellow.toml' }, file('[engines.a]\nurl = "http://x/v1"\nmodel = "m"\n[engines.b]\nurl = "http://y/v1"\nmodel = "m"')))).toContain('the model m is served by two engines')
+  })
+
+  test("the file's mistakes in plain words, naming the setting", () => {
+    const loaded = (toml: string) => refused(() => loadWorkloads({ config: 'fellow.toml' }, file(toml)))
+    expect(loaded('[runners.torch]\ncommand = ""')).toBe('fellow.toml: runners.torch.command: must be a command line (a string) or its words (a list of strings), not empty')
+    expect(loaded('[runners.torch]\ncommand = []')).toBe('fellow.toml: runners.torch.command: must be a command line (a string) or its words (a list of strings), not empty')
+    expect(loaded('[engines.e]\ncommand = 5')).toBe('fellow.toml: engines.e.command: must be a command line (a string) or its words (a list of strings), not empty')
+    expect(loaded('[runners.torch]\ncommand = "a"\nbogus = 1')).toBe('fellow.toml: runners.torch.bogus: unknown setting (the settings are command, env, stop_grace_s)')
+    expect(loaded('[engines.a]\nurl = "http://x/v1"\nmax_concurent = 3')).toStartWith('fellow.toml: engines.a.max_concurent: unknown setting (the settings are url, command, model, ')
+    expect(loaded('foo = 1')).toBe('fellow.toml: foo: unknown setting (the file holds [engines.NAME] and [runners.NAME] tables)')
+    expect(loaded('[runners.torch]\ncommand = "a"\nstop_grace_s = -1')).toBe('fellow.toml: runners.torch.stop_grace_s: must be an integer from 0 to 3600')
+    expect(loaded('[runners.torch]\ncommand = "a"\nenv = { "A-B" = "x" }')).toBe('fellow.toml: runners.torch.env.A-B: environment variable names are letters, digits and _, not starting with a digit')
+    expect(loaded('[runners.torch]\ncommand = "a"\nenv = { A = 1 }')).toBe('fellow.toml: runners.torch.env.A: expected string')
+  })
+
+  test('a declared program that is not there is refused at start, looked up as the child would be', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-programs-'))
+    writeFileSync(join(dir, 'train'), '#!/bin/sh\n', { mode: 0o755 })
+    writeFileSync(join(dir, 'notes.txt'), 'not a program\n', { mode: 0o644 })
+    const check = (flags: Parameters<typeof loadWorkloads>[0], PATH = '/usr/bin:/bin') => checkPrograms(loadWorkloads(flags), { PATH })
+    // Found: by path, on PATH, or on the PATH the runner's own env sets.
+    check({ runner: [`a=${dir}/train --fast`, 'b=sh -c true'], engineCmd: [`e=${dir}/train --port {port}`] })
+    expect(() => checkPrograms(loadWorkloads({ config: 'fellow.toml' }, file(`[runners.t]\ncommand = "train"\nenv = { PATH = "${dir}" }`)), { PATH: '/usr/bin' })).not.toThrow()
+    // Missing or not executable: one line naming the runner or engine and the program.
+    expect(refused(() => check({ runner: ['torch=/nonexistent/python stage.py'] }))).toBe('runner torch: /nonexistent/python: no such file, or not executable')
+    expect(refused(() => check({ runner: [`notes=${dir}/notes.txt`] }))).toBe(`runner notes: ${dir}/notes.txt: no such file, or not executable`)
+    expect(refused(() => check({ engineCmd: ['llama=llama-server-not-installed --port {port}'] }))).toBe('engine llama: llama-server-not-installed: not found on PATH, or not executable')
+    expect(refused(() => check({ runner: ['t=train'] }))).toBe('runner t: train: not found on PATH, or not executable')
+    // Engines already running (a URL) and the built-in start nothing: nothing to look up.
+    check({ engine: ['ollama=http://127.0.0.1:11434/v1'] }, '')
+    check({}, '')
+    rmSync(dir, { recursive: true })
   })
 
   test('commands split like a shell splits a simple command, and nothing more', () => {

@@ -6,7 +6,7 @@
 // Enums: a value UnionEnum refuses read "Expected kind 'UnionEnum'", the name of a type.
 // Names: a blank one read "Expected string to match '^[ \u00a0...'", the rule as a regex.
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import { LABEL_PATTERN } from '../wire/schema'
+import { LABEL_PATTERN } from './schema'
 
 type Loose = { [key: string]: unknown }
 const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
