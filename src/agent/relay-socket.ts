@@ -43,7 +43,8 @@ export class RelaySocketClient {
         if (this.ws === s.ws) this.ws = null
         // Pushes the leader never answered: the caller sends them again over HTTP.
         for (const r of this.unanswered.splice(0)) r(null)
-        if (wasOpen) this.o.log.warn('relay socket closed', { job_id: this.o.jobId, code: ev.code, reason: ev.reason })
+        // Closed by close() (the stage ended here) is no news; closed by the leader or the network is.
+        if (wasOpen && !this.gone) this.o.log.warn('relay socket closed', { job_id: this.o.jobId, code: ev.code, reason: ev.reason })
       },
     })
     this.ws = s.ws
