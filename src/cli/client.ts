@@ -103,16 +103,32 @@ async function failure(res: Response, method: string, path: string): Promise<Cli
     // the body is a nicety
   }
   let detail = ''
+  let code: string | null = null
+  let members: Record<string, unknown> = {}
   try {
-    const o = JSON.parse(text) as { detail?: string; title?: string; error?: { message?: string } }
+    const o = JSON.parse(text) as { detail?: string; title?: string; code?: string; error?: { message?: string; code?: string } }
     detail = o.detail ?? o.error?.message ?? o.title ?? ''
+    const c = o.code ?? o.error?.code
+    code = typeof c === 'string' ? c : null
+    members = o
   } catch {
     detail = text.slice(0, 200)
   }
   detail = detail.replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
   if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)
   if (res.status === 404 && detail === 'no detail') return new CliError(`${method} ${path}: not found`)
-  return new CliError(detail)
+  return new LeaderRefused(detail, code, members)
+}
+
+/** The leader answered with an error: its words, and its `code` and members for a command that says more. */
+export class LeaderRefused extends CliError {
+  constructor(
+    message: string,
+    readonly code: string | null,
+    readonly members: Record<string, unknown>,
+  ) {
+    super(message)
+  }
 }
 
 export class Client {

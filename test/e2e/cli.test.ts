@@ -186,6 +186,10 @@ describe('the other commands against a running leader', () => {
     const cancelled = await svc(['jobs', 'cancel', jobId], { env })
     expect([cancelled.code, oneClearLine(cancelled.stderr)]).toEqual([1, expect.stringContaining('cancelled')])
 
+    // A pool with a fellow attached is not deleted without --force; the refusal says it in the CLI's words.
+    const attached = await svc(['pools', 'delete', 'rest-lab'], { env })
+    expect([attached.code, attached.stderr]).toEqual([1, 'svc: pool rest-lab has 1 fellow attached: svc fellows remove them first, or svc pools delete rest-lab --force detaches them (they get STOP)\n'])
+
     // Release (the pool lets it go), then remove (its token dies).
     await ok(['fellows', 'release', 'rest-box'])
     await ok(['fellows', 'remove', reg.body.fellow_id as string])

@@ -2,7 +2,8 @@
 import type { Static } from '@sinclair/typebox'
 import * as P from '../../pools/model'
 import * as F from '../../fellows/model'
-import { checkInput, clientFor } from '../client'
+import { LeaderRefused, checkInput, clientFor } from '../client'
+import { CliError } from '../usage'
 import { modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
 import { resolvePool } from './refs'
@@ -66,7 +67,17 @@ export async function create({ args, flags, usage }: Invocation): Promise<number
 export async function remove({ args, flags }: Invocation): Promise<number> {
   const c = clientFor(flags)
   const p = await resolvePool(c, args.POOL!)
-  const r = await c.call<Static<typeof P.DeleteResult>>('DELETE', `/api/v1/pools/${p.id}`, { query: flags.force ? { force: 'true' } : undefined })
+  let r: Static<typeof P.DeleteResult>
+  try {
+    r = await c.call<Static<typeof P.DeleteResult>>('DELETE', `/api/v1/pools/${p.id}`, { query: flags.force ? { force: 'true' } : undefined })
+  } catch (e) {
+    // The API's words name its query parameter (force=true); say it as this command takes it.
+    if (e instanceof LeaderRefused && e.code === 'pool_has_nodes') {
+      const n = typeof e.members.node_count === 'number' ? e.members.node_count : null
+      throw new CliError(`pool ${p.slug} has ${n === null ? 'fellows' : n === 1 ? '1 fellow' : `${n} fellows`} attached: svc fellows remove them first, or svc pools delete ${p.slug} --force detaches them (they get STOP)`)
+    }
+    throw e
+  }
   printDone(modeOf(flags), r, p.id, `deleted pool ${p.slug}${r.detached_nodes ? `; ${r.detached_nodes} fellow(s) detached and told to stop` : ''}`)
   return 0
 }
