@@ -1,6 +1,7 @@
-// Wire shapes of the artifact store: uploads fellows make, artifacts operators and fellows read.
+// Wire shapes of the artifact store: uploads fellows and people make, artifacts operators and fellows read.
 import { t, type Static } from 'elysia'
 import { Timestamp, Int, UnionEnum } from '../model'
+import { FILE_NAME_PATTERN } from '../wire/schema'
 
 export const ARTIFACT_KINDS = ['checkpoint', 'model', 'file'] as const
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number]
@@ -11,7 +12,7 @@ export const ArtifactKind = UnionEnum(ARTIFACT_KINDS)
  * download under this name must not be steered into another directory) and no control characters
  * (C0, DEL, C1: the name reaches log lines and a Content-Disposition header).
  */
-export const ArtifactName = t.String({ minLength: 1, maxLength: 200, pattern: '^[^/\\u0000-\\u001f\\u007f-\\u009f]+$' })
+export const ArtifactName = t.String({ minLength: 1, maxLength: 200, pattern: FILE_NAME_PATTERN })
 export const Sha256Hex = t.String({ pattern: '^[0-9a-f]{64}$', minLength: 64, maxLength: 64 })
 const Count = (max = Number.MAX_SAFE_INTEGER) => t.Integer({ minimum: 0, maximum: max })
 
@@ -21,6 +22,8 @@ export const UploadBody = t.Object(
     name: ArtifactName,
     size_bytes: Count(),
     sha256: Sha256Hex,
+    /** A person's upload names its pool; a fellow's goes to the fellow's own pool and sends none. */
+    pool_id: t.Optional(t.String({ format: 'uuid' })),
     job_id: t.Optional(t.String({ format: 'uuid' })),
     stage: t.Optional(Count(1_000_000)),
     step: t.Optional(Count()),
@@ -45,6 +48,7 @@ export const Artifact = t.Object({
   sha256: t.String(),
   step: t.Nullable(Int()),
   fellow_id: t.Nullable(t.String()),
+  user_id: t.Nullable(t.String()),
   created_at: Timestamp,
 })
 export type Artifact = Static<typeof Artifact>

@@ -1,18 +1,22 @@
-// HTTP surface of the artifact store: fellows upload (open, PUT the bytes, resume), operators of
-// the pool and its fellows list, download and resume from checkpoints; the pool's owner deletes.
+// HTTP surface of the artifact store: fellows and the pool's people upload (open, PUT the bytes,
+// resume), operators of the pool and its fellows list, download and resume from checkpoints; the
+// pool's owner deletes.
 import { AppError } from '../errors'
 import { BodyStream } from '../http/body'
 import { actorOf } from '../http/callers'
 import { problem } from '../http/problem'
 import { parseRange } from '../http/range'
 import type { AppBase } from '../http/base'
-import type { Caller, NodeCaller } from '../caller'
-import type { ArtifactService } from './service'
+import type { Caller } from '../caller'
+import type { ArtifactService, Uploader } from './service'
 import * as M from './model'
 
-/** Uploads need a node token even with SVC_REQUIRE_NODE_AUTH=0: the token's pool owns the artifact. */
-function uploader(caller: Caller): NodeCaller {
-  if (caller.kind !== 'node') throw new AppError('unauthorized', 'A node token is required: its pool owns the artifact.')
+/**
+ * Uploads need a credential even where the switches let anonymous callers through: a fellow's node
+ * token (its pool owns the artifact) or a person's session or API token (they name a pool of theirs).
+ */
+function uploader(caller: Caller): Uploader {
+  if (caller.kind === 'anonymous') throw new AppError('unauthorized', "A credential is required: a fellow's node token or a person's session or API token.")
   return caller
 }
 
@@ -27,27 +31,27 @@ export function artifactRoutes(app: AppBase, artifacts: ArtifactService) {
         set.status = 201
         return artifacts.beginUpload(uploader(caller), body)
       },
-      { policy: 'node', body: M.UploadBody, response: { 201: M.UploadState } },
+      { policy: 'member', body: M.UploadBody, response: { 201: M.UploadState } },
     )
     .get('/api/v1/artifacts/uploads/:upload_id', ({ caller, params }) => artifacts.uploadState(uploader(caller), params.upload_id), {
-      policy: 'node',
+      policy: 'member',
       params: M.UploadParams,
       response: { 200: M.UploadState },
     })
     .put(
       '/api/v1/artifacts/uploads/:upload_id',
-      async ({ caller, params, query, body, set }) => {
-        const node = uploader(caller)
-        // The owner first: another fellow learns "not found", not what it should have sent.
-        artifacts.checkUpload(node, params.upload_id)
+      async ({ caller, clientIp, params, query, body, set }) => {
+        const by = uploader(caller)
+        // The owner first: anyone else learns "not found", not what they should have sent.
+        artifacts.checkUpload(by, params.upload_id)
         if (!(body instanceof BodyStream)) throw new AppError('unsupported_media_type', 'Send the bytes as application/octet-stream.')
-        const r = await artifacts.write(node, params.upload_id, query.offset, body)
+        const r = await artifacts.write(by, params.upload_id, query.offset, body, clientIp)
         if (!r.done) return { upload_id: r.state.upload_id, offset: r.state.offset }
         set.status = 201
         return { artifact: r.artifact }
       },
       {
-        policy: 'node',
+        policy: 'member',
         // Streamed to the upload's temp file, never held whole (src/http/body.ts BodyStream).
         detail: { 'x-body': 'binary', 'x-body-stream': true },
         params: M.UploadParams,

@@ -1,5 +1,5 @@
-// The artifact store: fellows upload checkpoints and model files (resumable, checked against the
-// SHA-256 they declared), operators of the pool and its fellows read them, and a loop drops idle
+// The artifact store: fellows upload checkpoints and model files, and people model files for
+// their pools' engines (resumable, checked against the SHA-256 they declared), operators of the pool and its fellows read them, and a loop drops idle
 // uploads and blobs no artifact names. Rows live in the state database; bytes in the blob store
 // (store.ts) and, while an upload is under way, in its temp file (upload-files.ts).
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
@@ -10,12 +10,12 @@ import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import { memberRole } from '../pools/service'
-import { inScope, scopeOf } from '../pools/scope'
+import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
-import type { Actor, Caller, NodeCaller } from '../caller'
+import type { Actor, Caller, NodeCaller, UserCaller } from '../caller'
 import type { LoopSpec } from '../loops'
 import type { Artifact, ArtifactFilter, UploadInput, UploadState } from './model'
 
@@ -37,10 +37,14 @@ const toArtifact = (r: Row): Artifact => ({
   sha256: r.sha256,
   step: r.step,
   fellow_id: r.fellowId,
+  user_id: r.userId,
   created_at: iso(r.createdAt),
 })
 
 const gib = (n: number) => `${(n / 1024 ** 3).toFixed(2)} GiB`
+
+/** Who may open an upload: a fellow (to its own pool) or a person (to a pool of theirs). */
+export type Uploader = NodeCaller | UserCaller
 
 export type WriteResult = { done: false; state: UploadState } | { done: true; artifact: Artifact }
 
@@ -64,13 +68,14 @@ export class ArtifactService {
     return [{ name: 'artifacts-collect', intervalMs: COLLECT_INTERVAL_MS, run: async () => void (await this.collect()) }]
   }
 
-  // ---- uploads (fellows) ------------------------------------------------------------------------
+  // ---- uploads (fellows, people) ---------------------------------------------------------------
 
   /**
-   * Opens an upload. The pool is the fellow's, read in the writing transaction (never from the
-   * body), and the quota check runs in the same transaction as the insert it guards.
+   * Opens an upload. A fellow's pool is its own, read in the writing transaction (never from the
+   * body); a person names one of their pools (any member may add to it; an admin, any pool). The
+   * quota check runs in the same transaction as the insert it guards.
    */
-  beginUpload(node: NodeCaller, input: UploadInput): UploadState {
+  beginUpload(by: Uploader, input: UploadInput): UploadState {
     const { cfg, clock } = this.ctx
     if (input.stage !== undefined && input.job_id === undefined) throw invalid('body /stage: a stage belongs to a job; send job_id too.', { errors: [{ path: '/stage', message: 'needs job_id' }] })
     if (input.kind === 'checkpoint' && (input.job_id === undefined || input.stage === undefined)) {
@@ -79,10 +84,22 @@ export class ArtifactService {
     if (input.size_bytes > cfg.artifactMaxBytes) {
       throw new AppError('payload_too_large', `An artifact may hold at most ${cfg.artifactMaxBytes} bytes (SVC_ARTIFACT_MAX_BYTES); this one declares ${input.size_bytes}.`, { max_bytes: cfg.artifactMaxBytes })
     }
+    if (by.kind === 'node' && input.pool_id !== undefined) {
+      throw invalid("body /pool_id: a fellow's artifacts go to its own pool; send no pool_id.", { errors: [{ path: '/pool_id', message: 'not for a fellow' }] })
+    }
+    if (by.kind === 'user' && input.pool_id === undefined) {
+      throw invalid('body /pool_id: name the pool the artifact is for.', { errors: [{ path: '/pool_id', message: 'required' }] })
+    }
     return this.ctx.db.transaction((tx) => {
-      const binding = tx.select({ poolId: poolNodes.poolId }).from(poolNodes).where(eq(poolNodes.fellowId, node.fellowId)).get()
-      if (!binding) throw new AppError('forbidden', 'This fellow belongs to no pool, so it cannot store artifacts.')
-      const poolId = binding.poolId
+      let poolId: string
+      if (by.kind === 'node') {
+        const binding = tx.select({ poolId: poolNodes.poolId }).from(poolNodes).where(eq(poolNodes.fellowId, by.fellowId)).get()
+        if (!binding) throw new AppError('forbidden', 'This fellow belongs to no pool, so it cannot store artifacts.')
+        poolId = binding.poolId
+      } else {
+        poolId = input.pool_id!
+        if (!inScope(scopeOf(tx, by), poolId) || !poolExists(tx, poolId)) throw notFound('Pool')
+      }
       if (input.job_id !== undefined) {
         const job = tx.select({ poolId: jobs.poolId }).from(jobs).where(eq(jobs.id, input.job_id)).get()
         if (!job || job.poolId !== poolId) throw notFound('Job')
@@ -109,7 +126,8 @@ export class ArtifactService {
         sizeBytes: input.size_bytes,
         sha256: input.sha256,
         step: input.step ?? null,
-        fellowId: node.fellowId,
+        fellowId: by.kind === 'node' ? by.fellowId : null,
+        userId: by.kind === 'user' ? by.userId : null,
         receivedBytes: 0,
         createdAt: now,
         updatedAt: now,
@@ -119,10 +137,10 @@ export class ArtifactService {
     })
   }
 
-  /** An upload of this fellow's; any other (another fellow's, finished, dropped) is "not found". */
-  private ownUpload(node: NodeCaller, id: string): UploadRow {
+  /** An upload the caller began; any other (someone else's, finished, dropped) is "not found". */
+  private ownUpload(by: Uploader, id: string): UploadRow {
     const row = this.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.id, id)).get()
-    if (!row || row.fellowId !== node.fellowId) throw notFound('Upload')
+    if (!row || (by.kind === 'node' ? row.fellowId !== by.fellowId : row.userId !== by.userId)) throw notFound('Upload')
     return row
   }
 
@@ -134,14 +152,14 @@ export class ArtifactService {
     return onDisk
   }
 
-  async uploadState(node: NodeCaller, id: string): Promise<UploadState> {
-    const row = this.ownUpload(node, id)
+  async uploadState(by: Uploader, id: string): Promise<UploadState> {
+    const row = this.ownUpload(by, id)
     return { upload_id: row.id, offset: this.writing.has(id) ? row.receivedBytes : await this.offsetOf(row), size_bytes: row.sizeBytes }
   }
 
   /** Checks the caller may write the upload, before the route looks at the body. */
-  checkUpload(node: NodeCaller, id: string): void {
-    this.ownUpload(node, id)
+  checkUpload(by: Uploader, id: string): void {
+    this.ownUpload(by, id)
   }
 
   /**
@@ -149,8 +167,8 @@ export class ArtifactService {
    * offset to resume from). The bytes received are recorded even when the body breaks off, so the
    * fellow resumes where it got to. The last byte completes the upload (see complete).
    */
-  async write(node: NodeCaller, id: string, offset: number, body: UploadBody): Promise<WriteResult> {
-    const row = this.ownUpload(node, id)
+  async write(by: Uploader, id: string, offset: number, body: UploadBody, clientIp?: string): Promise<WriteResult> {
+    const row = this.ownUpload(by, id)
     if (this.writing.has(id)) throw new AppError('conflict', 'Another request is writing this upload now.', { offset: row.receivedBytes })
     this.writing.add(id)
     try {
@@ -172,7 +190,7 @@ export class ArtifactService {
         if (written > 0) this.ctx.db.update(artifactUploads).set({ receivedBytes: at + written, updatedAt: this.ctx.clock.now() }).where(eq(artifactUploads.id, id)).run()
       }
       if (at + written < row.sizeBytes) return { done: false, state: { upload_id: id, offset: at + written, size_bytes: row.sizeBytes } }
-      return { done: true, artifact: await this.complete(row) }
+      return { done: true, artifact: await this.complete(row, clientIp) }
     } finally {
       this.writing.delete(id)
     }
@@ -184,7 +202,7 @@ export class ArtifactService {
    * artifact in one transaction. An upload dropped meanwhile (its job purged) is "not found"; the
    * blob it left is garbage for the collector.
    */
-  private async complete(row: UploadRow): Promise<Artifact> {
+  private async complete(row: UploadRow, clientIp?: string): Promise<Artifact> {
     const digest = await this.uploads.digest(row.id, row.sizeBytes)
     if (digest !== row.sha256) {
       this.ctx.db.delete(artifactUploads).where(eq(artifactUploads.id, row.id)).run()
@@ -207,10 +225,22 @@ export class ArtifactService {
           sha256: row.sha256,
           step: row.step,
           fellowId: row.fellowId,
+          userId: row.userId,
           createdAt: this.ctx.clock.now(),
         }
         tx.insert(artifacts).values(a).run()
         tx.delete(artifactUploads).where(eq(artifactUploads.id, row.id)).run()
+        // A person's upload is theirs to answer for (a fellow's belongs to its job or engine).
+        if (row.userId !== null) {
+          recordAudit(tx, this.ctx.clock, {
+            kind: 'artifact.upload',
+            actorUserId: row.userId,
+            clientIp,
+            targetType: 'artifact',
+            targetId: a.id,
+            detail: { pool_id: a.poolId, kind: a.kind, name: a.name, size_bytes: a.sizeBytes, sha256: a.sha256 },
+          })
+        }
         return toArtifact(a)
       })
       await this.uploads.remove(row.id)

@@ -86,6 +86,10 @@ const sameUrl = (a: string, b: string) => a.replace(/\/+$/, '').toLowerCase() ==
 
 export interface CallOptions {
   body?: unknown
+  /** Bytes sent as application/octet-stream instead of a JSON body (an artifact upload). */
+  raw?: Blob
+  /** How long the whole exchange may take (default 30 s); null: no limit (a large transfer). */
+  timeoutMs?: number | null
   query?: Record<string, string | number | boolean | undefined>
   /** Extra headers (a session cookie, say). */
   headers?: Record<string, string>
@@ -157,16 +161,21 @@ export class Client {
     const full = this.pathWithQuery(path, opts.query)
     let res: Response
     try {
+      // A caller with its own signal (a stream it ends itself) has no default limit.
+      const timeoutMs = opts.timeoutMs !== undefined ? opts.timeoutMs : opts.signal ? null : 30_000
+      const signals = [opts.signal, timeoutMs === null ? undefined : AbortSignal.timeout(timeoutMs)].filter((x) => x !== undefined)
+      const headers = this.headers(opts, opts.body !== undefined)
+      if (opts.raw !== undefined) headers['content-type'] = 'application/octet-stream'
       res = await fetch(`${this.target.url}${full}`, {
         method,
-        headers: this.headers(opts, opts.body !== undefined),
-        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-        signal: opts.signal ?? AbortSignal.timeout(30_000),
+        headers,
+        body: opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
+        signal: signals.length === 0 ? undefined : AbortSignal.any(signals),
         redirect: 'manual',
       })
     } catch (e) {
       const err = e as { code?: string; name?: string; message?: string }
-      if (err.name === 'TimeoutError') throw new CliError(`the leader at ${this.target.url} did not answer within 30 s`)
+      if (err.name === 'TimeoutError') throw new CliError(`the leader at ${this.target.url} did not answer within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`)
       if (err.name === 'AbortError') throw new CliError('cancelled')
       throw new LeaderUnreachable(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${err.code ?? err.message ?? 'connection failed'}`)
     }

@@ -18,12 +18,14 @@ const jobs = () => import('./remote/jobs')
 const chat = () => import('./remote/chat')
 const account = () => import('./remote/account')
 const admin = () => import('./remote/admin')
+const artifactsCli = () => import('./remote/artifacts')
 const offline = () => import('./admin')
 
 const POOL = { name: 'POOL', help: 'a pool\'s slug, name or id' }
 const FELLOW = { name: 'FELLOW', help: 'a fellow\'s host name or id' }
 const JOB = { name: 'JOB', help: 'a job\'s name or id' }
 const USER = { name: 'USER', help: 'a user\'s email or id' }
+const ARTIFACT = { name: 'ARTIFACT', help: 'an artifact\'s id, or its name when no other has it' }
 const R = ['remote', 'output'] as ('remote' | 'output')[]
 const poolFlag = { name: 'pool', type: 'string', value: 'POOL', help: 'only this pool (slug, name or id)' } as const
 const passwordStdin = { name: 'password-stdin', type: 'boolean', help: 'read the password from the first line of standard input (else a prompt without echo)' } as const
@@ -33,6 +35,7 @@ export const GROUPS: Group[] = [
   { name: 'fellows', summary: 'Fellows (the machines in your pools): list with liveness, GPUs, free VRAM and job; release or remove one.' },
   { name: 'jobs', summary: 'Training jobs: submit, list, act on, and follow them live.' },
   { name: 'models', summary: 'Models your pools\' fellows serve (the chat API\'s `model`).' },
+  { name: 'artifacts', summary: 'Files your pools keep: checkpoints their fellows wrote, model files for their engines. List, upload, download, delete.' },
   { name: 'tokens', summary: 'Personal API tokens: list, create (needs your password), revoke.' },
   { name: 'users', summary: 'Accounts (admins only): list, disable, enable, delete.' },
   { name: 'audit', summary: 'The audit log (admins only).' },
@@ -186,6 +189,43 @@ export const COMMANDS: Command[] = [
     examples: ['svc chat tiny-llm "It was the best of"', 'git diff | svc chat llama-3-8b - --system "Review this patch" --max-tokens 400'],
     run: lazy(chat, 'chat'),
   },
+
+  // --- artifacts
+  {
+    path: ['artifacts', 'list'],
+    summary: 'Artifacts of your pools (an admin: all), newest first.',
+    args: [],
+    flags: [poolFlag, { name: 'job', type: 'string', value: 'JOB', help: 'only this job\'s (name or id)' }, { name: 'kind', type: 'string', value: 'KIND', choices: ['checkpoint', 'model', 'file'], help: 'only this kind' }],
+    shared: R,
+    examples: ['svc artifacts list', 'svc artifacts list --pool gpu-lab --kind model'],
+    run: lazy(artifactsCli, 'list'),
+  },
+  {
+    path: ['artifacts', 'upload'],
+    summary: 'Upload a file to a pool (any member may); it resumes where it broke off. Prints the artifact id an engine\'s model_artifact takes.',
+    args: [{ name: 'FILE', help: 'the file to upload' }],
+    flags: [
+      { name: 'pool', type: 'string', value: 'POOL', help: 'the pool that keeps it (slug, name or id); may be left out when you see one pool only' },
+      { name: 'kind', type: 'string', value: 'KIND', choices: ['model', 'file'], help: 'what it is (default model)' },
+      { name: 'name', type: 'string', value: 'NAME', help: 'its name (default: the file\'s name)' },
+    ],
+    shared: R,
+    examples: ['svc artifacts upload ./qwen2.5-0.5b-q4.gguf --pool gpu-lab', 'svc artifacts upload weights.bin --pool gpu-lab --kind file --name base-weights --quiet'],
+    run: lazy(artifactsCli, 'upload'),
+  },
+  {
+    path: ['artifacts', 'download'],
+    summary: 'Download an artifact, checked against its SHA-256; the file appears only whole.',
+    args: [ARTIFACT],
+    flags: [
+      { name: 'output', type: 'string', value: 'FILE', help: 'where to save it (default: its name, here); - for standard output' },
+      { name: 'force', type: 'boolean', help: 'replace FILE if it exists' },
+    ],
+    shared: R,
+    examples: ['svc artifacts download 01890a5d-ac96-774b-b9aa-0c9f2d2f6a0e', 'svc artifacts download stage-0-step-200.tar --output - | tar -x'],
+    run: lazy(artifactsCli, 'download'),
+  },
+  { path: ['artifacts', 'delete'], summary: 'Delete an artifact (the pool\'s owner or an admin; audited).', args: [ARTIFACT], flags: [], shared: R, examples: ['svc artifacts delete 01890a5d-ac96-774b-b9aa-0c9f2d2f6a0e'], run: lazy(artifactsCli, 'remove') },
 
   // --- tokens
   { path: ['tokens', 'list'], summary: 'Your API tokens that still work (an admin: everyone\'s).', args: [], flags: [{ name: 'all', type: 'boolean', help: 'include revoked and expired ones' }], shared: R, examples: ['svc tokens list'], run: lazy(account, 'tokensList') },

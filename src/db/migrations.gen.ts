@@ -12,6 +12,7 @@ import m9 from '../../migrations/0009_artifacts.sql' with { type: 'text' }
 import m10 from '../../migrations/0010_servable_artifact.sql' with { type: 'text' }
 import m11 from '../../migrations/0011_admin_at_scale.sql' with { type: 'text' }
 import m12 from '../../migrations/0012_telemetry_history.sql' with { type: 'text' }
+import m13 from '../../migrations/0013_operator_uploads.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -27,4 +28,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0010_servable_artifact', sql: m10 },
   { tag: '0011_admin_at_scale', sql: m11 },
   { tag: '0012_telemetry_history', sql: m12 },
+  { tag: '0013_operator_uploads', sql: m13 },
 ]

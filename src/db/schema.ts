@@ -368,6 +368,8 @@ export const artifacts = sqliteTable(
     sha256: text('sha256').notNull(),
     step: integer('step'),
     fellowId: text('fellow_id').references(() => fellows.id, { onDelete: 'set null' }),
+    // The person who uploaded it (null for a fellow's upload, or once the account is deleted).
+    userId: text('user_id').references(() => users.id, { onDelete: 'set null' }),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [
@@ -398,10 +400,10 @@ export const artifactUploads = sqliteTable(
     sizeBytes: integer('size_bytes').notNull(),
     sha256: text('sha256').notNull(),
     step: integer('step'),
-    // Cascade: only the fellow that began an upload may continue it.
-    fellowId: text('fellow_id')
-      .notNull()
-      .references(() => fellows.id, { onDelete: 'cascade' }),
+    // Who began it, and alone may continue it: a fellow (its node token) or a person (svc
+    // artifacts upload); exactly one is set. Cascade: gone with the fellow or the account.
+    fellowId: text('fellow_id').references(() => fellows.id, { onDelete: 'cascade' }),
+    userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
     receivedBytes: integer('received_bytes').notNull(),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),

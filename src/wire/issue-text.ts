@@ -6,7 +6,7 @@
 // Enums: a value UnionEnum refuses read "Expected kind 'UnionEnum'", the name of a type.
 // Names: a blank one read "Expected string to match '^[ \u00a0...'", the rule as a regex.
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import { LABEL_PATTERN } from './schema'
+import { FILE_NAME_PATTERN, LABEL_PATTERN } from './schema'
 
 type Loose = { [key: string]: unknown }
 const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
@@ -33,10 +33,12 @@ export function enumIssueText(schema: unknown, type: unknown): string | null {
   return `must be one of: ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`
 }
 
-/** "must not be blank or hold control characters" for a name (Label) its pattern refused, else null. */
+/** Plain words for a name its pattern refused (a Label, a file's name), else null. */
 export function patternIssueText(schema: unknown, type: unknown): string | null {
   if (!isRecord(schema) || type !== ValueErrorType.StringPattern) return null
-  return schema.pattern === LABEL_PATTERN ? 'must not be blank or hold control characters' : null
+  if (schema.pattern === LABEL_PATTERN) return 'must not be blank or hold control characters'
+  if (schema.pattern === FILE_NAME_PATTERN) return "must not hold '/' or control characters"
+  return null
 }
 
 /** The query parameter that carried `value`, when exactly one did (the field of a range error). */

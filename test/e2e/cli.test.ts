@@ -3,7 +3,7 @@
 // command fed bad input. Requires `bun run build` first.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -15,7 +15,7 @@ import { COMMANDS } from '../../src/cli/commands'
 import { allFlags, type Command } from '../../src/cli/spec'
 
 let leader: Leader
-let admin: Session
+let admin: Session & { userId: string }
 let home: string
 const children: Subprocess[] = []
 
@@ -34,6 +34,54 @@ afterAll(async () => {
 /** dist/svc with this test's own config file (no token in the environment unless given). */
 const svc = (args: string[], opts: { stdin?: string; env?: Record<string, string> } = {}) =>
   runSvc(args, { stdin: opts.stdin, env: { HOME: home, SVC_CLI_CONFIG: join(home, 'config.toml'), ...opts.env } })
+
+/**
+ * A TCP proxy to the leader that cuts the first connection whose request starts with `request`
+ * once it has passed `after` bytes of it on (a network failure in the middle of an upload).
+ */
+function cuttingProxy(port: string, request: string, after: number) {
+  let cuts = 0
+  type Side = { peer: import('bun').Socket<Side> | null; sent: number; cut: boolean; queue: Uint8Array[] }
+  const server = Bun.listen<Side>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(client) {
+        client.data = { peer: null, sent: 0, cut: false, queue: [] }
+        void Bun.connect<Side>({
+          hostname: '127.0.0.1',
+          port: Number(port),
+          socket: {
+            open(upstream) {
+              upstream.data = { peer: client, sent: 0, cut: false, queue: [] }
+              client.data.peer = upstream
+              for (const q of client.data.queue.splice(0)) upstream.write(q)
+            },
+            data: (upstream, chunk) => void upstream.data.peer?.write(chunk),
+            close: (upstream) => void upstream.data.peer?.end(),
+          },
+        })
+      },
+      data(client, chunk) {
+        const d = client.data
+        // Requests may follow one another on a kept-alive connection: count from this one's start.
+        if (cuts === 0 && !d.cut && new TextDecoder().decode(chunk.subarray(0, request.length)) === request) (d.cut = true), (d.sent = 0)
+        d.sent += chunk.byteLength
+        if (d.cut && d.sent > after) {
+          cuts++
+          d.cut = false
+          client.terminate()
+          d.peer?.terminate()
+          return
+        }
+        if (d.peer) d.peer.write(chunk)
+        else d.queue.push(new Uint8Array(chunk))
+      },
+      close: (client) => void client.data.peer?.end(),
+    },
+  })
+  return { url: `http://127.0.0.1:${server.port}`, cuts: () => cuts, stop: () => server.stop(true) }
+}
 
 /** One line on stderr, and nothing that looks like a stack trace. */
 function oneClearLine(stderr: string): string {
@@ -228,6 +276,56 @@ describe('every command', () => {
       for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item)
     }))
   }
+
+  test('artifacts: a model file uploaded (resumed after the connection is cut), listed, downloaded checked, deleted', async () => {
+    const env = { SVC_LEADER_URL: leader.url, SVC_TOKEN: await mintToken(admin, 'artifacts e2e') }
+    const ok = async (args: string[], extra: Record<string, string> = {}) => {
+      const r = await svc(args, { env: { ...env, ...extra } })
+      expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, expect.any(String)])
+      return r
+    }
+    await ok(['pools', 'create', 'Weights lab'])
+    const dir = mkdtempSync(join(tmpdir(), 'svc-artifacts-'))
+    // 3 MiB of text (standard output is compared as text below).
+    const data = new TextEncoder().encode('the quick brown fox jumps over the lazy dog\n'.repeat(72_000))
+    writeFileSync(join(dir, 'tiny.gguf'), data)
+    const sha = new Bun.CryptoHasher('sha256').update(data).digest('hex')
+
+    // Through a proxy that cuts the first upload's connection after 1 MiB: the CLI asks where the
+    // upload stands and sends the rest.
+    const proxy = cuttingProxy(new URL(leader.url).port, 'PUT /api/v1/artifacts/uploads/', 1024 * 1024)
+    const up = await svc(['artifacts', 'upload', join(dir, 'tiny.gguf'), '--pool', 'weights-lab', '--leader', proxy.url], { env })
+    proxy.stop()
+    expect([up.code, proxy.cuts()]).toEqual([0, 1])
+    expect(up.stderr).toMatch(/^the upload broke off \(.*\); resuming at byte \d+ of 3168000\nan engine of the pool's fellows takes it with model_artifact = "[0-9a-f-]{36}" \(docs\/operations\.md\)\n$/)
+    const id = /artifact ([0-9a-f-]{36})$/m.exec(up.stdout)![1]!
+    expect(up.stdout).toBe(`uploaded tiny.gguf (3.0 MiB, sha256 ${sha}) to pool weights-lab: artifact ${id}\n`)
+
+    const listed = JSON.parse((await ok(['artifacts', 'list', '--pool', 'weights-lab', '--json'])).stdout) as { items: { id: string; kind: string; size_bytes: number; sha256: string; user_id: string }[] }
+    expect(listed.items).toEqual([expect.objectContaining({ id, kind: 'model', size_bytes: data.byteLength, sha256: sha, user_id: admin.userId })])
+    expect((await ok(['artifacts', 'list', '--kind', 'checkpoint', '--pool', 'weights-lab'])).stderr).toBe('no artifacts (svc artifacts upload FILE --pool POOL adds one)\n')
+
+    // Saved whole and checked, by name or id; an existing file is not replaced without --force.
+    expect((await ok(['artifacts', 'download', 'tiny.gguf', '--output', join(dir, 'back.gguf')])).stdout).toBe(`saved tiny.gguf (3.0 MiB, sha256 checked) as ${join(dir, 'back.gguf')}\n`)
+    expect(new Uint8Array(readFileSync(join(dir, 'back.gguf')))).toEqual(data)
+    const again = await svc(['artifacts', 'download', id, '--output', join(dir, 'back.gguf')], { env })
+    expect([again.code, oneClearLine(again.stderr)]).toEqual([1, `svc: ${join(dir, 'back.gguf')} already exists; --force replaces it, --output FILE names another`])
+    expect((await ok(['artifacts', 'download', id, '--output', '-'])).stdout).toBe(new TextDecoder().decode(data))
+
+    // Mistakes: one line each.
+    for (const [args, code, words] of [
+      [['artifacts', 'upload', join(dir, 'missing.bin'), '--pool', 'weights-lab'], 1, `svc: cannot read ${join(dir, 'missing.bin')}: no such file`],
+      [['artifacts', 'upload', dir, '--pool', 'weights-lab'], 1, `svc: ${dir} is not a regular file`],
+      [['artifacts', 'upload', join(dir, 'tiny.gguf'), '--pool', 'weights-lab', '--name', 'a/b'], 2, 'svc: --name: must not hold \'/\' or control characters (got "a/b")'],
+      [['artifacts', 'download', 'no-such-artifact'], 1, 'svc: no artifact "no-such-artifact" that you can see (svc artifacts list shows them)'],
+    ] as const) {
+      const r = await svc([...args], { env })
+      expect([args.join(' '), r.code, r.stderr.split('\n')[0]]).toEqual([args.join(' '), code, words])
+    }
+
+    expect((await ok(['artifacts', 'delete', id])).stdout).toBe(`deleted artifact tiny.gguf (${id})\n`)
+    expect((await ok(['artifacts', 'list', '--pool', 'weights-lab', '--quiet'])).stdout).toBe('')
+  })
 
   test('--help exits 0 and mentions every flag the command takes', async () => {
     await each(COMMANDS, async (c) => {

@@ -24,8 +24,10 @@ export type Expect = 'allowed' | 401 | 403 | 404 | 'refused'
  * 'pool': a resource of the own user's pool (pool, job, fellow, join session, servable, artifact,
  * upload, own API token): a person outside the pool must get 404, a fellow of another pool a refusal. 'refused': a
  * resource an outsider must be refused but may learn exists (an invite: 403 email mismatch or 404).
+ * 'own_node': a resource only the fellow that made it may touch (its upload under way): anyone else
+ * the class lets through, people of the pool and admins included, gets 404.
  */
-export type Scope = 'none' | 'pool' | 'refused'
+export type Scope = 'none' | 'pool' | 'refused' | 'own_node'
 
 const DENIED_CODES = new Set(['unauthorized', 'forbidden', 'session_required', 'csrf_failed'])
 
@@ -64,6 +66,7 @@ export function classExpected(cls: PolicyClass, who: CallerKind): Expect {
 export function expected(cls: PolicyClass, who: CallerKind, scope: Scope = 'none'): Expect {
   const base = classExpected(cls, who)
   if (base !== 'allowed' || scope === 'none') return base
+  if (scope === 'own_node') return who === 'own_node' ? 'allowed' : 404
   if (who === 'other_pool_member' && (cls === 'operator' || cls === 'member' || cls === 'session' || cls === 'page' || cls === 'chat')) return scope === 'pool' ? 404 : 'refused'
   if (who === 'foreign_node' && cls === 'member') return scope === 'pool' ? 404 : 'refused'
   if (who === 'foreign_node' && cls === 'node') return 'refused'
@@ -110,7 +113,7 @@ export interface OwnRefs {
 }
 
 const RANDOM_ID = '01a20184-99e9-7296-9fc7-75b6e5358e98'
-const RANK: Record<Scope, number> = { none: 0, refused: 1, pool: 2 }
+const RANK: Record<Scope, number> = { none: 0, refused: 1, pool: 2, own_node: 3 }
 
 /**
  * Fills a route's path parameters with the own pool's resources where the name says what they are,
@@ -153,7 +156,7 @@ function bindOne(name: string, path: string, refs: OwnRefs): [string | null, Sco
     case 'invite_id':
       return [refs.inviteId, 'refused']
     case 'upload_id':
-      return [refs.uploadId, 'pool']
+      return [refs.uploadId, 'own_node']
     case 'model':
       return [refs.servable, 'pool']
     case 'channel':

@@ -262,10 +262,13 @@ describe('uploads', () => {
     h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.poolId, poolB.id)).run()
   })
 
-  test('uploads take a node token; a checkpoint names its job and stage; the job must be of the fellow\'s own pool', async () => {
+  test('uploads take a credential; a person names the pool, a fellow does not; a checkpoint names its job and stage; the job must be of the own pool', async () => {
     const body = { kind: 'file', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)) }
-    expect((await a.post('/api/v1/artifacts/uploads', body)).status).toBe(403)
-    expect((await h.client().post('/api/v1/artifacts/uploads', body)).status).toBe(401)
+    const unnamed = await a.post('/api/v1/artifacts/uploads', body)
+    expect([unnamed.status, unnamed.body.detail]).toEqual([422, 'body /pool_id: name the pool the artifact is for.'])
+    const named = await fa.c.post('/api/v1/artifacts/uploads', { ...body, pool_id: poolA.id })
+    expect([named.status, named.body.detail]).toEqual([422, "body /pool_id: a fellow's artifacts go to its own pool; send no pool_id."])
+    expect((await h.client().post('/api/v1/artifacts/uploads', { ...body, pool_id: poolA.id })).status).toBe(401)
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, kind: 'checkpoint' })).status).toBe(422)
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, stage: 0 })).status).toBe(422)
     for (const name of ['../x', 'a/b', 'tab\there', 'nul\u0000', '', 'x'.repeat(201)]) expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, name })).status).toBe(422)
@@ -280,6 +283,47 @@ describe('uploads', () => {
     const foreign = await fb.c.post('/api/v1/artifacts/uploads', { ...body, kind: 'checkpoint', job_id: jobA.id, stage: 0 })
     expect(foreign.status).toBe(404)
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, job_id: '01a20184-99e9-7296-9fc7-75b6e5358e98' })).status).toBe(404)
+  })
+
+  test("a pool's people upload a model file for its engines (any member; admins to any pool); outsiders and fellows of other pools learn nothing; the upload is audited", async () => {
+    const data = bytes(70_000, 5)
+    // Carol, a plain member: two parts, resumed after asking where the upload stands.
+    const begun = await c.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'tiny.gguf', size_bytes: data.byteLength, sha256: sha256(data), pool_id: poolA.id })
+    expect([begun.status, begun.body.offset]).toEqual([201, 0])
+    const id = begun.body.upload_id as string
+    expect((await c.call('PUT', `/api/v1/artifacts/uploads/${id}?offset=0`, data.subarray(0, 30_000), octets)).body).toEqual({ upload_id: id, offset: 30_000 })
+    // Only she may read or continue it: not the pool's owner, not an admin, not its fellow.
+    for (const other of [a, sessionClient(h, admin.id), fa.c]) {
+      expect((await other.get(`/api/v1/artifacts/uploads/${id}`)).status).toBe(404)
+      expect((await other.call('PUT', `/api/v1/artifacts/uploads/${id}?offset=30000`, data.subarray(30_000), octets)).status).toBe(404)
+    }
+    expect((await c.get(`/api/v1/artifacts/uploads/${id}`)).body).toEqual({ upload_id: id, offset: 30_000, size_bytes: data.byteLength })
+    const done = await c.call('PUT', `/api/v1/artifacts/uploads/${id}?offset=30000`, data.subarray(30_000), octets)
+    expect(done.status).toBe(201)
+    const artifact = done.body.artifact
+    expect(artifact).toMatchObject({ pool_id: poolA.id, kind: 'model', name: 'tiny.gguf', size_bytes: data.byteLength, sha256: sha256(data), fellow_id: null, user_id: carol.id, job_id: null })
+    // The pool's fellow downloads it (what an engine's model_artifact does); the other pool's cannot.
+    const got = await fa.c.get(`/api/v1/artifacts/${artifact.id}/content`)
+    expect([got.status, sha256(got.body)]).toEqual([200, sha256(data)])
+    expect((await fb.c.get(`/api/v1/artifacts/${artifact.id}`)).status).toBe(404)
+    const audited = h.ctx.db.select().from(auditLog).where(eq(auditLog.targetId, artifact.id)).all()
+    expect(audited.map((x) => [x.kind, x.actorUserId])).toEqual([['artifact.upload', carol.id]])
+    // Bob is no member of Alice's pool: 404, as if it did not exist; an admin may add to any pool.
+    const outsider = await b.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)), pool_id: poolA.id })
+    expect([outsider.status, outsider.body.detail]).toEqual([404, 'Pool not found'])
+    expect((await b.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)), pool_id: '01a20184-99e9-7296-9fc7-75b6e5358e98' })).status).toBe(404)
+    const byAdmin = await sessionClient(h, admin.id).post('/api/v1/artifacts/uploads', { kind: 'file', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)), pool_id: poolB.id })
+    expect(byAdmin.status).toBe(201)
+    // A person's upload counts against the pool's quota like a fellow's.
+    const answers: [number, string | undefined][] = []
+    for (let i = 0; i < QUOTA / MAX + 1; i++) {
+      const big = await c.post('/api/v1/artifacts/uploads', { kind: 'model', name: `big-${i}`, size_bytes: MAX, sha256: sha256(bytes(1)), pool_id: poolA.id })
+      answers.push([big.status, big.body.code])
+    }
+    expect(answers.at(-1)).toEqual([409, 'artifact_quota_exceeded'])
+    h.ctx.db.delete(artifacts).where(eq(artifacts.id, artifact.id)).run()
+    h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.userId, carol.id)).run()
+    h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.id, byAdmin.body.upload_id)).run()
   })
 
   test("another fellow can neither see, continue nor complete a fellow's upload; a JSON body is 415 for the owner only", async () => {

@@ -1,0 +1,168 @@
+// `svc artifacts ...` over /api/v1/artifacts: the files a pool keeps (checkpoints its fellows wrote,
+// model files people put there for its engines). Uploads resume where the leader stands after a
+// broken connection; downloads are checked against the artifact's SHA-256 before they get their name.
+import { closeSync, existsSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
+import { basename } from 'node:path'
+import type { Static } from '@sinclair/typebox'
+import * as A from '../../artifacts/model'
+import type { Pool } from '../../pools/model'
+import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, isUuid, type Client } from '../client'
+import { ago, modeOf, note, printDone, printList } from '../output'
+import { CliError, UsageError } from '../usage'
+import type { Invocation } from '../spec'
+import { resolveJob, resolvePool } from './refs'
+
+type Artifact = A.Artifact
+
+/** Attempts at one upload's bytes before giving up (each resumes where the leader stands). */
+const ATTEMPTS = 5
+
+export const size = (n: number): string => {
+  if (n < 1024) return `${n} B`
+  const units = ['KiB', 'MiB', 'GiB', 'TiB']
+  let v = n / 1024
+  let i = 0
+  while (v >= 1024 && i < units.length - 1) (v /= 1024), i++
+  return `${v < 10 ? v.toFixed(1) : v.toFixed(0)} ${units[i]}`
+}
+
+async function resolveArtifact(c: Client, ref: string): Promise<Artifact> {
+  if (isUuid(ref)) return c.get<Artifact>(`/api/v1/artifacts/${ref.toLowerCase()}`)
+  const { items } = await c.get<{ items: Artifact[] }>('/api/v1/artifacts')
+  const named = items.filter((a) => a.name === ref)
+  if (named.length === 1) return named[0]!
+  if (named.length === 0) throw new CliError(`no artifact "${ref}" that you can see (svc artifacts list shows them)`)
+  throw new CliError(`"${ref}" names ${named.length} artifacts (${named.slice(0, 5).map((a) => a.id).join(', ')}): give the id`)
+}
+
+export async function list({ flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const query = {
+    pool_id: flags.pool === undefined ? undefined : (await resolvePool(c, flags.pool as string)).id,
+    job_id: flags.job === undefined ? undefined : (await resolveJob(c, flags.job as string)).id,
+    kind: flags.kind as A.ArtifactKind | undefined,
+  }
+  const res = await c.get<{ items: Artifact[] }>('/api/v1/artifacts', query)
+  printList(
+    modeOf(flags),
+    res,
+    res.items,
+    [
+      { head: 'ID', get: (a) => a.id },
+      { head: 'KIND', get: (a) => a.kind },
+      { head: 'NAME', get: (a) => a.name },
+      { head: 'SIZE', get: (a) => size(a.size_bytes) },
+      { head: 'JOB', get: (a) => (a.job_id === null ? null : a.stage === null ? a.job_id : `${a.job_id} stage ${a.stage}${a.step === null ? '' : ` step ${a.step}`}`) },
+      { head: 'CREATED', get: (a) => ago(a.created_at) },
+    ],
+    (a) => a.id,
+    'no artifacts (svc artifacts upload FILE --pool POOL adds one)',
+  )
+  return 0
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const h = new Bun.CryptoHasher('sha256')
+  for await (const chunk of Bun.file(path).stream()) h.update(chunk)
+  return h.digest('hex')
+}
+
+/** A file's size, or a plain refusal when it is not a readable regular file. */
+function fileSize(path: string): number {
+  let st
+  try {
+    st = statSync(path)
+  } catch (e) {
+    throw new CliError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`)
+  }
+  if (!st.isFile()) throw new CliError(`${path} is not a regular file`)
+  try {
+    closeSync(openSync(path, 'r'))
+  } catch (e) {
+    throw new CliError(`cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+  }
+  return st.size
+}
+
+/** The caller's one pool, when --pool is left out; a usage error when there are none or several. */
+async function onlyPool(c: Client, usage: string): Promise<Pool> {
+  const { items } = await c.get<{ items: Pool[] }>('/api/v1/pools', { mine: 'true' })
+  if (items.length === 1) return items[0]!
+  throw new UsageError(items.length === 0 ? 'you are in no pool: --pool POOL names one (svc pools list)' : `you are in ${items.length} pools (${items.slice(0, 5).map((p) => p.slug).join(', ')}${items.length > 5 ? ', ...' : ''}): --pool POOL names one`, usage)
+}
+
+export async function upload({ args, flags, usage }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const path = args.FILE!
+  const pool = flags.pool !== undefined ? await resolvePool(c, flags.pool as string) : await onlyPool(c, usage)
+  const bytes = fileSize(path)
+  const body = { kind: (flags.kind as A.ArtifactKind | undefined) ?? 'model', name: (flags.name as string | undefined) ?? basename(path), size_bytes: bytes, sha256: await sha256Of(path), pool_id: pool.id }
+  checkInput(A.UploadBody, body, usage, { name: '--name', kind: '--kind', size_bytes: 'FILE' })
+  const begun = await c.call<Static<typeof A.UploadState>>('POST', '/api/v1/artifacts/uploads', { body })
+  let offset = begun.offset
+  let artifact: Artifact | null = null
+  for (let attempt = 1; artifact === null; attempt++) {
+    try {
+      const res = await c.fetch('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}`, { query: { offset }, raw: Bun.file(path).slice(offset), timeoutMs: null })
+      const answer = (await res.json()) as { artifact?: Artifact; offset?: number }
+      if (res.status === 201 && answer.artifact) artifact = answer.artifact
+      else offset = answer.offset ?? offset
+    } catch (e) {
+      // A broken connection, a restarted leader, a store that did not answer, another writer:
+      // ask where the upload stands and send the rest. A wrong hash or a full quota ends it.
+      const resumable = e instanceof LeaderUnreachable || (e instanceof LeaderRefused && (e.code === 'conflict' || e.code === 'service_unavailable' || e.code === 'insufficient_storage'))
+      if (!resumable || attempt >= ATTEMPTS) throw e
+      await Bun.sleep(500 * attempt)
+      offset = (await c.get<Static<typeof A.UploadState>>(`/api/v1/artifacts/uploads/${begun.upload_id}`)).offset
+      note(`the upload broke off (${(e as Error).message}); resuming at byte ${offset} of ${bytes}`)
+    }
+  }
+  printDone(modeOf(flags), artifact, artifact.id, `uploaded ${artifact.name} (${size(artifact.size_bytes)}, sha256 ${artifact.sha256}) to pool ${pool.slug}: artifact ${artifact.id}`)
+  if (modeOf(flags) === 'table' && artifact.kind === 'model') note(`an engine of the pool's fellows takes it with model_artifact = "${artifact.id}" (docs/operations.md)`)
+  return 0
+}
+
+export async function download({ args, flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const a = await resolveArtifact(c, args.ARTIFACT!)
+  const target = (flags.output as string | undefined) ?? a.name
+  const toStdout = target === '-'
+  if (!toStdout && existsSync(target) && !flags.force) throw new CliError(`${target} already exists; --force replaces it, --output FILE names another`)
+  const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, headers: { accept: 'application/octet-stream' } })
+  if (!res.body) throw new CliError(`the leader sent no bytes for artifact ${a.id}`)
+  // Into FILE.part first: FILE appears only whole and checked; standard output gets the bytes as
+  // they come, and a mismatch is said (and the exit status 1) at the end.
+  const part = `${target}.part`
+  const fd = toStdout ? 1 : openSync(part, 'w', 0o600)
+  const h = new Bun.CryptoHasher('sha256')
+  let got = 0
+  try {
+    for await (const chunk of res.body) {
+      h.update(chunk)
+      for (let at = 0; at < chunk.byteLength; ) at += writeSync(fd, chunk, at)
+      got += chunk.byteLength
+    }
+  } catch (e) {
+    if (!toStdout) rmSync(part, { force: true })
+    throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${(e as Error).message}`)
+  } finally {
+    if (!toStdout) closeSync(fd)
+  }
+  const digest = h.digest('hex')
+  if (digest !== a.sha256 || got !== a.size_bytes) {
+    if (!toStdout) rmSync(part, { force: true })
+    throw new CliError(`the bytes of ${a.name} received (${got}) hash to ${digest}, not its ${a.sha256}: nothing kept`)
+  }
+  if (toStdout) return 0
+  renameSync(part, target)
+  printDone(modeOf(flags), a, a.id, `saved ${a.name} (${size(a.size_bytes)}, sha256 checked) as ${target}`)
+  return 0
+}
+
+export async function remove({ args, flags }: Invocation): Promise<number> {
+  const c = clientFor(flags)
+  const a = await resolveArtifact(c, args.ARTIFACT!)
+  await c.call<null>('DELETE', `/api/v1/artifacts/${a.id}`)
+  printDone(modeOf(flags), { deleted: true, id: a.id }, a.id, `deleted artifact ${a.name} (${a.id})`)
+  return 0
+}
