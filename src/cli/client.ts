@@ -87,7 +87,7 @@ const sameUrl = (a: string, b: string) => a.replace(/\/+$/, '').toLowerCase() ==
 export interface CallOptions {
   body?: unknown
   /** Bytes sent as application/octet-stream instead of a JSON body (an artifact upload). */
-  raw?: Blob
+  raw?: Blob | ReadableStream<Uint8Array>
   /** How long the whole exchange may take (default 30 s); null: no limit (a large transfer). */
   timeoutMs?: number | null
   query?: Record<string, string | number | boolean | undefined>

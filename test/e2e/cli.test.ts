@@ -323,7 +323,21 @@ describe('every command', () => {
       expect([args.join(' '), r.code, r.stderr.split('\n')[0]]).toEqual([args.join(' '), code, words])
     }
 
+    // On a terminal (a pty from util-linux's script), a progress line for each phase, then cleared.
+    if (Bun.which('script') !== null) {
+      const term = Bun.spawn(['script', '-qefc', '"$SVC" artifacts upload "$F" --pool weights-lab --name on-a-terminal.gguf && "$SVC" artifacts download on-a-terminal.gguf --output "$F.back"', '/dev/null'], {
+        env: { PATH: process.env.PATH ?? '', HOME: home, SVC_CLI_CONFIG: join(home, 'config.toml'), ...env, SVC: SVC_BIN, F: join(dir, 'tiny.gguf'), TERM: 'dumb' },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      const [shown, code] = await Promise.all([new Response(term.stdout).text(), term.exited])
+      expect(code).toBe(0)
+      for (const phase of ['hashing tiny.gguf', 'uploading on-a-terminal.gguf', 'downloading on-a-terminal.gguf']) expect(shown).toContain(`\r\x1b[2K${phase} 100 % (3.0 MiB of 3.0 MiB)\r\x1b[2K`)
+      expect(new Uint8Array(readFileSync(join(dir, 'tiny.gguf.back')))).toEqual(data)
+    } else console.warn('no util-linux script here: the progress lines on a terminal are not checked')
+
     expect((await ok(['artifacts', 'delete', id])).stdout).toBe(`deleted artifact tiny.gguf (${id})\n`)
+    await ok(['artifacts', 'delete', 'on-a-terminal.gguf'])
     expect((await ok(['artifacts', 'list', '--pool', 'weights-lab', '--quiet'])).stdout).toBe('')
   })
 

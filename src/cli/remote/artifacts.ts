@@ -61,10 +61,51 @@ export async function list({ flags }: Invocation): Promise<number> {
   return 0
 }
 
-async function sha256Of(path: string): Promise<string> {
+/**
+ * A progress line on standard error while a terminal shows it (`uploading tiny.gguf 45 % (1.8 GiB
+ * of 4.0 GiB)`), redrawn at most ten times a second and cleared at the end; nothing otherwise.
+ */
+function progress(label: string, total: number): { at(done: number): void; end(): void } {
+  if (process.stderr.isTTY !== true) return { at() {}, end() {} }
+  let shown = 0
+  return {
+    at(done) {
+      const now = Date.now()
+      if (now - shown < 100 && done < total) return
+      shown = now
+      const pct = total === 0 ? 100 : Math.floor((done / total) * 100)
+      process.stderr.write(`\r\x1b[2K${label} ${pct} % (${size(done)} of ${size(total)})`)
+    },
+    end: () => void process.stderr.write('\r\x1b[2K'),
+  }
+}
+
+async function sha256Of(path: string, bytes: number): Promise<string> {
   const h = new Bun.CryptoHasher('sha256')
-  for await (const chunk of Bun.file(path).stream()) h.update(chunk)
+  const p = progress(`hashing ${basename(path)}`, bytes)
+  let done = 0
+  for await (const chunk of Bun.file(path).stream()) {
+    h.update(chunk)
+    p.at((done += chunk.byteLength))
+  }
+  p.end()
   return h.digest('hex')
+}
+
+/** The file's bytes from `from` on, counted into the progress line as they are sent. */
+function sending(path: string, from: number, p: { at(done: number): void }): ReadableStream<Uint8Array> {
+  let sent = from
+  return Bun.file(path)
+    .slice(from)
+    .stream()
+    .pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, out) {
+          p.at((sent += chunk.byteLength))
+          out.enqueue(chunk)
+        },
+      }),
+    )
 }
 
 /** A file's size, or a plain refusal when it is not a readable regular file. */
@@ -96,14 +137,15 @@ export async function upload({ args, flags, usage }: Invocation): Promise<number
   const path = args.FILE!
   const pool = flags.pool !== undefined ? await resolvePool(c, flags.pool as string) : await onlyPool(c, usage)
   const bytes = fileSize(path)
-  const body = { kind: (flags.kind as A.ArtifactKind | undefined) ?? 'model', name: (flags.name as string | undefined) ?? basename(path), size_bytes: bytes, sha256: await sha256Of(path), pool_id: pool.id }
+  const body = { kind: (flags.kind as A.ArtifactKind | undefined) ?? 'model', name: (flags.name as string | undefined) ?? basename(path), size_bytes: bytes, sha256: await sha256Of(path, bytes), pool_id: pool.id }
   checkInput(A.UploadBody, body, usage, { name: '--name', kind: '--kind', size_bytes: 'FILE' })
   const begun = await c.call<Static<typeof A.UploadState>>('POST', '/api/v1/artifacts/uploads', { body })
   let offset = begun.offset
   let artifact: Artifact | null = null
+  const p = progress(`uploading ${body.name}`, bytes)
   for (let attempt = 1; artifact === null; attempt++) {
     try {
-      const res = await c.fetch('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}`, { query: { offset }, raw: Bun.file(path).slice(offset), timeoutMs: null })
+      const res = await c.fetch('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}`, { query: { offset }, raw: sending(path, offset, p), timeoutMs: null })
       const answer = (await res.json()) as { artifact?: Artifact; offset?: number }
       if (res.status === 201 && answer.artifact) artifact = answer.artifact
       else offset = answer.offset ?? offset
@@ -111,12 +153,14 @@ export async function upload({ args, flags, usage }: Invocation): Promise<number
       // A broken connection, a restarted leader, a store that did not answer, another writer:
       // ask where the upload stands and send the rest. A wrong hash or a full quota ends it.
       const resumable = e instanceof LeaderUnreachable || (e instanceof LeaderRefused && (e.code === 'conflict' || e.code === 'service_unavailable' || e.code === 'insufficient_storage'))
+      p.end()
       if (!resumable || attempt >= ATTEMPTS) throw e
       await Bun.sleep(500 * attempt)
       offset = (await c.get<Static<typeof A.UploadState>>(`/api/v1/artifacts/uploads/${begun.upload_id}`)).offset
       note(`the upload broke off (${(e as Error).message}); resuming at byte ${offset} of ${bytes}`)
     }
   }
+  p.end()
   printDone(modeOf(flags), artifact, artifact.id, `uploaded ${artifact.name} (${size(artifact.size_bytes)}, sha256 ${artifact.sha256}) to pool ${pool.slug}: artifact ${artifact.id}`)
   if (modeOf(flags) === 'table' && artifact.kind === 'model') note(`an engine of the pool's fellows takes it with model_artifact = "${artifact.id}" (docs/operations.md)`)
   return 0
@@ -135,19 +179,22 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   const part = `${target}.part`
   const fd = toStdout ? 1 : openSync(part, 'w', 0o600)
   const h = new Bun.CryptoHasher('sha256')
+  const p = progress(`downloading ${a.name}`, a.size_bytes)
   let got = 0
   try {
     for await (const chunk of res.body) {
       h.update(chunk)
       for (let at = 0; at < chunk.byteLength; ) at += writeSync(fd, chunk, at)
-      got += chunk.byteLength
+      p.at((got += chunk.byteLength))
     }
   } catch (e) {
+    p.end()
     if (!toStdout) rmSync(part, { force: true })
     throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${(e as Error).message}`)
   } finally {
     if (!toStdout) closeSync(fd)
   }
+  p.end()
   const digest = h.digest('hex')
   if (digest !== a.sha256 || got !== a.size_bytes) {
     if (!toStdout) rmSync(part, { force: true })
