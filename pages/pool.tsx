@@ -1,4 +1,4 @@
-// /pools/{id}: live nodes, the pool's join command, jobs, models, members; owner edit and delete.
+// /pools/{id}: live nodes, the pool's join command, jobs, models, files, members; owner edit and delete.
 import { escapeHtml } from '@kitajs/html'
 import { Layout, Notice, Table, type PageCtx } from './layout'
 import type { Lang } from './i18n'
@@ -59,6 +59,10 @@ const TEXT = {
     submitButton: 'Submit job',
     jobCols: ['Name', 'Status', 'Stages', 'Step', 'Loss', 'Updated'],
     models: 'Models',
+    files: 'Files',
+    filesIntro: 'Checkpoints this pool\'s jobs wrote and model files for its machines\' engines (an engine takes one with model_artifact = "<id>"). Upload a file from your computer with the command line:',
+    filesCaption: 'Files kept for this pool, newest first',
+    fileCols: ['Name', 'Kind', 'Size', 'Job', 'Id', 'Added', 'Actions'],
     members: 'Members',
     membersCaption: 'Members of this pool',
     memberCols: ['Name', 'Email', 'Role', 'Joined', 'Actions'],
@@ -122,6 +126,10 @@ const TEXT = {
     submitButton: 'Auftrag starten',
     jobCols: ['Name', 'Status', 'Stufen', 'Schritt', 'Loss', 'Aktualisiert'],
     models: 'Modelle',
+    files: 'Dateien',
+    filesIntro: 'Checkpoints der Aufträge dieses Pools und Modelldateien für die Engines seiner Maschinen (eine Engine nimmt eine mit model_artifact = "<id>"). Eine Datei von Ihrem Rechner laden Sie mit der Kommandozeile hoch:',
+    filesCaption: 'Dateien dieses Pools, neueste zuerst',
+    fileCols: ['Name', 'Art', 'Größe', 'Auftrag', 'Id', 'Hinzugefügt', 'Aktionen'],
     members: 'Mitglieder',
     membersCaption: 'Mitglieder dieses Pools',
     memberCols: ['Name', 'E-Mail', 'Rolle', 'Beigetreten', 'Aktionen'],
@@ -338,6 +346,16 @@ export function PoolPage(props: PoolPageProps) {
             <div id="models">
               <p class="empty" safe>{t.loading}</p>
             </div>
+          </section>
+          <section class="card" aria-labelledby="files-title">
+            <h2 id="files-title" safe>{t.files}</h2>
+            <p class="muted" safe>{t.filesIntro}</p>
+            <div class="cmd">
+              <pre id="files-upload-cmd" safe>{`svc artifacts upload FILE --pool ${p.slug}`}</pre>
+              <button type="button" id="copy-files-upload" data-copy="files-upload-cmd" data-copy-status="files-msg" safe>{t.copy}</button>
+            </div>
+            <Table id="files-body" caption={t.filesCaption} cols={t.fileCols} lang={lang} />
+            <Notice id="files-msg" />
           </section>
           <section class="card" aria-labelledby="members-title">
             <h2 id="members-title" safe>{t.members}</h2>

@@ -151,6 +151,17 @@ export function commonClient(): void {
   const fmtNum = (n: number | null | undefined, digits = 0): string =>
     typeof n === 'number' && isFinite(n) ? n.toLocaleString(lang, { maximumFractionDigits: digits }) : '—'
 
+  /** A size for people: 13 B, 2.9 MiB, 4.1 GiB (binary units, as the CLI prints them). */
+  const fmtBytes = (n: number | null | undefined): string => {
+    if (typeof n !== 'number' || !isFinite(n)) return '—'
+    if (n < 1024) return `${fmtNum(n)} B`
+    const units = ['KiB', 'MiB', 'GiB', 'TiB']
+    let v = n / 1024
+    let i = 0
+    while (v >= 1024 && i < units.length - 1) (v /= 1024), i++
+    return `${fmtNum(v, v < 10 ? 1 : 0)} ${units[i]}`
+  }
+
   async function copy(text: string, status: string | Element | null): Promise<void> {
     try {
       await navigator.clipboard.writeText(text)
@@ -173,7 +184,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, copy, badge, data, t, lang }
+  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, copy, badge, data, t, lang }
   window.svc = svc
 
   // Times the server wrote (UTC) are shown like every other time on the page.

@@ -155,7 +155,7 @@ export function jobClient(): void {
               el('td', { text: t('artifact.' + x.kind) }),
               el('td', { text: x.stage === null ? '—' : String(x.stage) }),
               el('td', { text: svc.fmtNum(x.step) }),
-              el('td', { text: svc.fmtNum(x.size_bytes / 1048576, 1) + ' MiB' }),
+              el('td', { text: svc.fmtBytes(x.size_bytes) }),
               el('td', { text: svc.fmtTime(x.created_at) }),
             ),
           )

@@ -1,4 +1,4 @@
-// pool.js: the live parts of a pool page (machines, jobs, models) and the join command.
+// pool.js: the live parts of a pool page (machines, jobs, models, files) and the join command.
 // Routes that are not there yet (or refuse) show "No data yet." instead of breaking the page.
 import type {} from './types'
 
@@ -94,6 +94,46 @@ export function poolClient(): void {
     )
   }
 
+  // The pool's files: a download link each; its owner (or an admin) may delete one.
+  const canManage = svc.data('can-manage') === '1'
+  async function loadFiles() {
+    const r = await svc.api('GET', `/api/v1/artifacts?pool_id=${q}`)
+    if (!r.ok) return svc.render($('files-body'), { s: r.status }, () => [emptyRow(noData(r), 7)])
+    const items = (r.data?.items ?? []) as any[]
+    svc.render($('files-body'), items, () =>
+      items.length
+        ? items.map((x) =>
+            el(
+              'tr',
+              { 'data-artifact': x.id },
+              el('td', {}, el('a', { href: '/api/v1/artifacts/' + encodeURIComponent(x.id) + '/content', text: x.name, download: '' })),
+              el('td', { text: t('artifact.' + x.kind) }),
+              el('td', { text: svc.fmtBytes(x.size_bytes) }),
+              el('td', {}, x.job_id ? el('a', { href: '/jobs/' + encodeURIComponent(x.job_id), text: x.stage === null ? t('files.job') : t('files.jobStage', { stage: x.stage }) }) : '—'),
+              el('td', { class: 'mono', text: x.id }),
+              el('td', { text: svc.fmtTime(x.created_at) }),
+              el('td', {}, canManage ? el('button', { type: 'button', class: 'secondary', 'data-delete-artifact': x.id, 'data-name': x.name, text: t('files.delete') }) : ''),
+            ),
+          )
+        : [emptyRow(t('pool.noFiles'), 7)],
+    )
+  }
+  $('files-body')?.addEventListener('click', (ev) => {
+    const b = (ev.target as HTMLElement).closest('button[data-delete-artifact]') as HTMLButtonElement | null
+    if (!b) return
+    const name = b.dataset.name ?? ''
+    if (!confirm(t('files.confirmDelete', { name }))) return
+    b.disabled = true
+    void svc.api('DELETE', '/api/v1/artifacts/' + encodeURIComponent(b.dataset.deleteArtifact ?? '')).then((r) => {
+      if (!r.ok) {
+        b.disabled = false
+        return svc.say('files-msg', r.error ?? '', 'error')
+      }
+      svc.say('files-msg', t('files.deleted', { name }), 'ok')
+      files?.now()
+    })
+  })
+
   const copyBtn = $('copy-join') as HTMLButtonElement | null
   if (copyBtn) copyBtn.disabled = true
   $('mint-join')?.addEventListener('click', () => {
@@ -113,4 +153,5 @@ export function poolClient(): void {
   const nodes = svc.poll(loadNodes, 3000)
   if ($('jobs-body')) svc.poll(loadJobs, 3000)
   if ($('models')) svc.poll(loadModels, 15000)
+  const files = $('files-body') ? svc.poll(loadFiles, 15000) : null
 }

@@ -35,6 +35,7 @@ export interface Svc {
    */
   t(key: string, vars?: Record<string, string | number>): string
   fmtNum(n: number | null | undefined, digits?: number): string
+  fmtBytes(n: number | null | undefined): string
   copy(text: string, status: string | Element | null): Promise<void>
   badge(state: string): HTMLElement
   data(name: string): string

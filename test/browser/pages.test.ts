@@ -188,6 +188,31 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     }
   }, T)
 
+  test("the pool's files: the upload command for this pool, a download link, and the owner deletes one after a confirmation", async () => {
+    expect(gpuNodeToken).not.toBe('')
+    // gpu-box-1 stores a file for its pool, as an engine's model file or a checkpoint would be.
+    const bytes = new TextEncoder().encode('tiny weights\n')
+    const sha256 = new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+    const node = { authorization: `Bearer ${gpuNodeToken}` }
+    const begun = (await (await fetch(leader.url + '/api/v1/artifacts/uploads', { method: 'POST', headers: { ...node, 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'model', name: 'tiny <b>weights & co.gguf', size_bytes: bytes.length, sha256 }) })).json()) as { upload_id: string }
+    const put = await fetch(`${leader.url}/api/v1/artifacts/uploads/${begun.upload_id}?offset=0`, { method: 'PUT', headers: { ...node, 'content-type': 'application/octet-stream' }, body: bytes })
+    expect(put.status).toBe(201)
+    const artifact = ((await put.json()) as { artifact: { id: string } }).artifact
+
+    await page.goto(poolUrl)
+    expect(await page.locator('#files-upload-cmd').innerText()).toMatch(/^svc artifacts upload FILE --pool render-farm/)
+    const row = page.locator(`#files-body tr[data-artifact="${artifact.id}"]`)
+    await row.waitFor({ timeout: 10_000 })
+    expect((await row.innerText()).replace(/\s+/g, ' ')).toContain(`tiny <b>weights & co.gguf model 13 B — ${artifact.id}`)
+    expect(await row.locator('a').getAttribute('href')).toBe(`/api/v1/artifacts/${artifact.id}/content`)
+    await expectAccessible(page, 'pool with a file')
+    page.once('dialog', (d) => void d.accept())
+    await row.locator('button:has-text("Delete")').click()
+    await page.waitForSelector('#files-msg:has-text("tiny <b>weights & co.gguf deleted.")')
+    await page.waitForSelector('#files-body td.empty')
+    expect((await fetch(`${leader.url}/api/v1/artifacts/${artifact.id}`, { headers: node })).status).toBe(404)
+  }, T)
+
   // Without SMTP nobody's address is verified: an invite is taken through its link, which the
   // inviter passes on. It used to be listed to (and accepted by) whoever registered the address
   // first (issue 26, item 9).
