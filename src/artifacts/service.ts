@@ -1,7 +1,8 @@
 // The artifact store: fellows upload checkpoints and model files, and people model files for
-// their pools' engines (resumable, checked against the SHA-256 they declared), operators of the pool and its fellows read them, and a loop drops idle
-// uploads and blobs no artifact names. Rows live in the state database; bytes in the blob store
-// (store.ts) and, while an upload is under way, in its temp file (upload-files.ts).
+// their pools' engines (resumable, checked against the SHA-256 they declared); operators of the
+// pool and its fellows read them, and a loop drops idle uploads and blobs no artifact names. Rows
+// live in the state database; bytes in the blob store (store.ts) and, while an upload is under
+// way, in its temp file (upload-files.ts).
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { join } from 'node:path'
 import { artifacts, artifactUploads, jobs, poolNodes } from '../db/schema'
@@ -137,10 +138,13 @@ export class ArtifactService {
     })
   }
 
-  /** An upload the caller began; any other (someone else's, finished, dropped) is "not found". */
+  /**
+   * An upload the caller began; any other (someone else's, finished, dropped) is "not found", as
+   * is a person's upload to a pool they have left since.
+   */
   private ownUpload(by: Uploader, id: string): UploadRow {
     const row = this.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.id, id)).get()
-    if (!row || (by.kind === 'node' ? row.fellowId !== by.fellowId : row.userId !== by.userId)) throw notFound('Upload')
+    if (!row || (by.kind === 'node' ? row.fellowId !== by.fellowId : row.userId !== by.userId || !inScope(scopeOf(this.ctx.db, by), row.poolId))) throw notFound('Upload')
     return row
   }
 

@@ -315,6 +315,17 @@ describe('uploads', () => {
     const byAdmin = await sessionClient(h, admin.id).post('/api/v1/artifacts/uploads', { kind: 'file', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)), pool_id: poolB.id })
     expect(byAdmin.status).toBe(201)
     // A person's upload counts against the pool's quota like a fellow's.
+    // Someone who leaves the pool cannot finish an upload to it.
+    const dave = await seedUser(h, 'dave.leaves@example.com')
+    h.ctx.db.insert(poolMembers).values({ poolId: poolA.id, userId: dave.id, role: 'member', createdAt: h.clock.now() }).run()
+    const d = sessionClient(h, dave.id)
+    const left = await d.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)), pool_id: poolA.id })
+    expect(left.status).toBe(201)
+    h.ctx.db.delete(poolMembers).where(eq(poolMembers.userId, dave.id)).run()
+    expect((await d.get(`/api/v1/artifacts/uploads/${left.body.upload_id}`)).status).toBe(404)
+    expect((await d.call('PUT', `/api/v1/artifacts/uploads/${left.body.upload_id}?offset=0`, bytes(1), octets)).status).toBe(404)
+    h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.userId, dave.id)).run()
+
     const answers: [number, string | undefined][] = []
     for (let i = 0; i < QUOTA / MAX + 1; i++) {
       const big = await c.post('/api/v1/artifacts/uploads', { kind: 'model', name: `big-${i}`, size_bytes: MAX, sha256: sha256(bytes(1)), pool_id: poolA.id })
