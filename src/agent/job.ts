@@ -2,6 +2,7 @@
 // arrival: a bad payload must fail the job with a reason at START, not as NaN losses later.
 import { decodeP2PKey } from './p2p-auth'
 import type { Peer, TransportMode } from './transport'
+export { parseTrainConfig, type TrainConfig } from '../wire/mlp-config'
 
 export interface StageAssignment {
   stage: number
@@ -14,17 +15,6 @@ export interface StageAssignment {
   resume: boolean
   /** The job's p2p key; null from a leader that sends none (then no p2p: auto uses the relay). */
   p2pKey?: Buffer | null
-}
-
-export interface TrainConfig {
-  steps: number
-  reportEvery: number
-  seed: number
-  hidden?: number
-  lr?: number
-  batch?: number
-  /** Stage 0 re-sends a step whose gradient has not come back after this long. */
-  resendMs: number
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -56,27 +46,5 @@ export function parseAssignment(payload: unknown): StageAssignment {
     config: isObj(payload.config) ? payload.config : {},
     resume: payload.resume === true,
     p2pKey,
-  }
-}
-
-function int(c: Record<string, unknown>, key: string, dflt: number, min: number, max: number): number {
-  const v = c[key]
-  if (v === undefined || v === null) return dflt
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new Error(`config.${key} must be an integer from ${min} to ${max}`)
-  return v
-}
-
-export function parseTrainConfig(c: Record<string, unknown>): TrainConfig {
-  const lr = c.lr
-  if (lr !== undefined && (typeof lr !== 'number' || !(lr > 0) || !Number.isFinite(lr))) throw new Error('config.lr must be a positive number')
-  const opt = (key: string, max: number) => (c[key] === undefined ? undefined : int(c, key, 0, 1, max))
-  return {
-    steps: int(c, 'steps', 200, 1, 100_000_000),
-    reportEvery: int(c, 'report_every', 10, 1, 1_000_000),
-    seed: int(c, 'seed', 1, 0, 2 ** 32 - 1),
-    hidden: opt('hidden', 4096),
-    batch: opt('batch', 65_536),
-    lr: lr as number | undefined,
-    resendMs: int(c, 'resend_ms', 5000, 100, 600_000),
   }
 }

@@ -2,13 +2,14 @@
 // fellow goes offline, and the status reports fellows post.
 import { and, asc, count, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { jobs, pools } from '../db/schema'
-import { AppError, notFound } from '../errors'
+import { AppError, invalid, notFound } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import { ensureDefaultPool, memberRole } from '../pools/service'
 import { scopeOf, inScope } from '../pools/scope'
-import { candidateOf, pendingReason, place, type Candidate } from './placement'
+import { BUILTIN_RUNNER, candidateOf, pendingReason, place, type Candidate } from './placement'
+import { parseTrainConfig } from '../wire/mlp-config'
 import { jobP2PKey } from './p2p-key'
 import { ACTIVE, TERMINAL, type Assignment, type Job, type JobStatus, type StatusReport, type SubmitInput } from './model'
 import type { Statement } from 'bun:sqlite'
@@ -66,6 +67,22 @@ function stageIn<J extends { poolId: string; status: JobStatus; assignments: Ass
   return { job, stage: mine.stage }
 }
 
+/**
+ * The built-in runner's settings are known here: a value it would refuse at START (`"steps":
+ * "abc"`) is a 422 at submit instead of a job that fails once placed. Other keys are handed to the
+ * fellows as they are (CONTRACT: the config is the submitter's object), as is any runner's config.
+ */
+function checkBuiltinConfig(config: Record<string, unknown>): void {
+  try {
+    parseTrainConfig(config)
+  } catch (e) {
+    const message = (e as Error).message
+    const key = /^config\.(\w+)/.exec(message)?.[1]
+    const path = key ? `/config/${key}` : '/config'
+    throw invalid(`body ${path}: ${message.replace(/^config\.\w+ /, '')} (a setting of the built-in runner mlp).`, { errors: [{ path, message }] })
+  }
+}
+
 export class JobService {
   /** Pools the last scheduler pass looked into (null before the first pass); see schedulePass. */
   private visited: Set<string> | null = null
@@ -110,6 +127,7 @@ export class JobService {
 
   submit(caller: Caller, input: SubmitInput, clientIp: string): Job {
     const { ctx } = this
+    if ((input.runner ?? BUILTIN_RUNNER) === BUILTIN_RUNNER) checkBuiltinConfig(input.config ?? {})
     const job = ctx.db.transaction((tx) => {
       const poolNamed = input.pool_id !== undefined
       const poolId = input.pool_id ?? ensureDefaultPool(tx, ctx.clock).id
@@ -135,7 +153,7 @@ export class JobService {
         assignments: [],
         step: 0,
         loss: null,
-        runner: input.runner ?? 'mlp',
+        runner: input.runner ?? BUILTIN_RUNNER,
         resumedFromStep: null,
         createdAt: now,
         updatedAt: now,

@@ -97,6 +97,23 @@ describe('job lifecycle', () => {
     expect(failed.body).toMatchObject({ status: 'failed', reason: 'CUDA out of memory' })
   })
 
+  test("the built-in runner's settings are checked at submit (422 naming the setting); other keys and other runners' configs pass as they are", async () => {
+    const { A, pool } = await cluster(0)
+    for (const [config, path, words] of [
+      [{ steps: 'abc' }, '/config/steps', 'must be an integer from 1 to 100000000'],
+      [{ steps: 0 }, '/config/steps', 'must be an integer from 1 to 100000000'],
+      [{ lr: -1 }, '/config/lr', 'must be a positive number'],
+      [{ report_every: 1.5 }, '/config/report_every', 'must be an integer from 1 to 1000000'],
+      [{ resend_ms: 5 }, '/config/resend_ms', 'must be an integer from 100 to 600000'],
+    ] as const) {
+      const r = await A.post('/api/v1/jobs', { name: 'typo', pool_id: pool.id, config })
+      expect([JSON.stringify(config), r.status, r.body.code, r.body.detail, r.body.errors?.[0]?.path]).toEqual([JSON.stringify(config), 422, 'validation_failed', `body ${path}: ${words} (a setting of the built-in runner mlp).`, path])
+    }
+    expect((await A.post('/api/v1/jobs', { name: 'zero-lr', pool_id: pool.id, runner: 'mlp', config: { lr: 0 } })).status).toBe(422)
+    expect((await A.post('/api/v1/jobs', { name: 'extra', pool_id: pool.id, config: { steps: 50, note: 'kept', epochs: 3 } })).status).toBe(201)
+    expect((await A.post('/api/v1/jobs', { name: 'torch', pool_id: pool.id, runner: 'torch', config: { steps: 'abc', lr: -1 } })).status).toBe(201)
+  })
+
   test('a job that cannot be placed stays queued with a readable reason, and is placed once fellows appear', async () => {
     const { h, A, pool, fellows } = await cluster(2, { freeMb: [30_000, 10_000] })
     const r = await A.post('/api/v1/jobs', { name: 'big', pool_id: pool.id, stages: 3, min_free_vram_mb: 20_480 })
