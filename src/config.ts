@@ -199,6 +199,13 @@ function url(env: Env, name: string, dflt: string): string {
   return v.replace(/\/+$/, '')
 }
 
+/**
+ * A leader's base URL as clients append `/api/v1/...` to it: no trailing slash, and without
+ * `/api/v1` when one was pasted (the chat clients' base URL ends there). A path before it stays
+ * (a leader behind a path prefix).
+ */
+export const leaderBase = (url: string): string => url.replace(/\/+$/, '').replace(/\/api\/v1$/i, '')
+
 /** A DNS host name: dot-separated labels of letters, digits and inner hyphens, 63 characters at most. */
 const HOST_NAME = /^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\.?$/i
 
@@ -494,7 +501,7 @@ export function loadFellowConfig(env: Env = process.env, flags: FellowFlags = {}
   }
   const advertiseHost = hostOrAddress(flags.advertiseHost, '--advertise-host')
   return {
-    leaderUrl: url(leaderEnv, leaderName, ''),
+    leaderUrl: leaderBase(url(leaderEnv, leaderName, '')),
     joinToken,
     stateDir: resolve(flags.stateDir?.trim() || 'fellow-state'),
     // base+1 carries gradients, so the base stops one short of the last port.

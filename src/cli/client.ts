@@ -4,7 +4,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { FormatRegistry } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { loadClientEnv } from '../config'
+import { leaderBase, loadClientEnv } from '../config'
 import { isEmailAddress } from '../accounts/email'
 import { enumIssueText, numericIssueText, patternIssueText } from '../wire/issue-text'
 import { readConfigFile } from './config-file'
@@ -79,10 +79,10 @@ export function resolveTarget(flags: Values): Target {
     throw new UsageError(`not a leader URL: ${JSON.stringify(url)} (want http://HOST:PORT or https://HOST)`)
   }
   const token = (flags.token as string | undefined) ?? env.token ?? fileToken
-  return { url: url.replace(/\/+$/, ''), token, source }
+  return { url: leaderBase(url), token, source }
 }
 
-const sameUrl = (a: string, b: string) => a.replace(/\/+$/, '').toLowerCase() === b.replace(/\/+$/, '').toLowerCase()
+const sameUrl = (a: string, b: string) => leaderBase(a).toLowerCase() === leaderBase(b).toLowerCase()
 
 export interface CallOptions {
   body?: unknown

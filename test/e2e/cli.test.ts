@@ -202,6 +202,10 @@ describe('the other commands against a running leader', () => {
       return r.stdout
     }
     expect(await ok(['whoami'])).toStartWith(`admin@example.com (admin, active) at ${leader.url}`)
+    // The chat clients' base URL (…/api/v1) pasted as the leader's: taken as the leader's base.
+    expect(await ok(['whoami', '--leader', `${leader.url}/api/v1/`])).toStartWith(`admin@example.com (admin, active) at ${leader.url},`)
+    const pasted = await svc(['login', `${leader.url}/api/v1`, '--token-stdin'], { stdin: `${env.SVC_TOKEN}\n`, env: { SVC_CLI_CONFIG: join(home, 'pasted.toml') } })
+    expect([pasted.code, pasted.stderr, pasted.stdout]).toEqual([0, '', expect.stringMatching(new RegExp(`^logged in to ${leader.url} as admin@example.com`))])
 
     // A token minted with the password (a token cannot mint tokens), listed, by name.
     // The token alone on stdout (for `T=$(svc tokens create ...)`), what it is on stderr.

@@ -25,6 +25,12 @@ describe('fellow configuration', () => {
     expect(loadFellowConfig({ SVC_LEADER_URL: 'http://env:1' }).p2pPortBase).toBe(5557)
   })
 
+  test("the chat clients' base URL (…/api/v1) given as the leader's is taken as its base; a path prefix before it stays", () => {
+    expect(loadFellowConfig({ SVC_LEADER_URL: 'http://env:1/api/v1/' }).leaderUrl).toBe('http://env:1')
+    expect(loadFellowConfig({}, { leader: 'https://example.org/leader/api/v1' }).leaderUrl).toBe('https://example.org/leader')
+    expect(loadFellowConfig({}, { leader: 'https://example.org/leader/' }).leaderUrl).toBe('https://example.org/leader')
+  })
+
   test('the p2p listeners bind the advertised address only, unless --p2p-listen-host names another', () => {
     expect(listenHostFor('10.0.0.5')).toBe('10.0.0.5')
     expect(listenHostFor('fd00::5')).toBe('fd00::5')

@@ -2,7 +2,7 @@
 import os from 'node:os'
 import type { Static } from '@sinclair/typebox'
 import * as A from '../../accounts/model'
-import { loadClientEnv } from '../../config'
+import { leaderBase, loadClientEnv } from '../../config'
 import { Client, checkInput, clientFor, resolveTarget } from '../client'
 import { defaultLeaderName, readConfigFile, writeConfigFile } from '../config-file'
 import { ago, modeOf, note, out, printDone, printJson, printList } from '../output'
@@ -46,7 +46,7 @@ export async function login({ args, flags, usage }: Invocation): Promise<number>
   const given = args.URL ?? (flags.leader as string | undefined) ?? env.leader
   if (!given) throw new UsageError('missing URL (the leader\'s base URL, e.g. https://leader.example.org)', usage)
   const named = file.leaders[given]
-  const url = (named ? named.url : given).replace(/\/+$/, '')
+  const url = leaderBase(named ? named.url : given)
   if (!/^https?:\/\/[^/\s]+/i.test(url)) throw new UsageError(`not a leader URL: ${JSON.stringify(given)} (want http://HOST:PORT or https://HOST)`, usage)
   const name = (flags.name as string | undefined) ?? (named ? given : defaultLeaderName(url))
   let token: string
@@ -76,7 +76,7 @@ export async function logout({ flags }: Invocation): Promise<number> {
   const env = loadClientEnv()
   const file = readConfigFile(env.configFile)
   const wanted = (flags.leader as string | undefined) ?? file.default
-  const names = flags.all ? Object.keys(file.leaders) : Object.keys(file.leaders).filter((n) => n === wanted || file.leaders[n]!.url === wanted?.replace(/\/+$/, ''))
+  const names = flags.all ? Object.keys(file.leaders) : Object.keys(file.leaders).filter((n) => n === wanted || file.leaders[n]!.url === (wanted ? leaderBase(wanted) : undefined))
   if (names.length === 0) {
     note(`svc: not logged in${wanted ? ` to ${wanted}` : ''} (nothing in ${env.configFile})`)
     return 1
