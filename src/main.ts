@@ -14,12 +14,14 @@ async function serve(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`serve takes no arguments (configure it with SVC_* variables), got: ${args.join(' ')}`)
   // Listening for SIGTERM/SIGINT before the server starts: one that arrives while it starts (or
   // just after it said it listens) stops it once it is up, instead of killing it half-started.
-  // A second signal ends the process at once (the handlers are gone by then).
+  // SIGHUP (the terminal it ran in closed) stops it the same way; its default would kill it
+  // outright. A second signal ends the process at once (the handlers are gone by then).
   let stopAsked!: () => void
   const asked = new Promise<void>((resolve) => (stopAsked = resolve))
   const unlisten = () => {
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)
+    process.off('SIGHUP', onSignal)
   }
   const onSignal = () => {
     unlisten()
@@ -27,6 +29,7 @@ async function serve(args: string[]): Promise<number> {
   }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  process.on('SIGHUP', onSignal)
   try {
     const { startServer } = await import('./server')
     const server = await startServer(loadConfig())

@@ -1,4 +1,4 @@
-// `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT stop it cleanly.
+// `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT/SIGHUP stop it cleanly.
 import { securityWarnings, type Config } from './config'
 import { createLogger, stdoutIsTerminal, type Logger } from './log'
 import { systemClock } from './time'

@@ -178,13 +178,16 @@ export function commonClient(): void {
     say(status, t('common.copied'), 'ok')
   }
 
+  /** An artifact's download link: its name, saved (never opened) from the content route. */
+  const artifactLink = (x: { id: string; name: string }) => el('a', { href: '/api/v1/artifacts/' + encodeURIComponent(x.id) + '/content', text: x.name, download: '' })
+
   const badge = (state: string) => {
     const key = 'state.' + state
     return el('span', { class: 'state state-' + state.replace(/[^a-z_]/g, ''), 'data-state-name': state, text: key in strings ? t(key) : state.replace(/_/g, ' ') })
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, copy, badge, data, t, lang }
+  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, copy, badge, data, t, lang }
   window.svc = svc
 
   // Times the server wrote (UTC) are shown like every other time on the page.

@@ -151,7 +151,7 @@ export function jobClient(): void {
             el(
               'tr',
               { 'data-artifact': x.id },
-              el('td', {}, el('a', { href: '/api/v1/artifacts/' + encodeURIComponent(x.id) + '/content', text: x.name, download: '' })),
+              el('td', {}, svc.artifactLink(x)),
               el('td', { text: t('artifact.' + x.kind) }),
               el('td', { text: x.stage === null ? '—' : String(x.stage) }),
               el('td', { text: svc.fmtNum(x.step) }),

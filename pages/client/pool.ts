@@ -106,7 +106,7 @@ export function poolClient(): void {
             el(
               'tr',
               { 'data-artifact': x.id },
-              el('td', {}, el('a', { href: '/api/v1/artifacts/' + encodeURIComponent(x.id) + '/content', text: x.name, download: '' })),
+              el('td', {}, svc.artifactLink(x)),
               el('td', { text: t('artifact.' + x.kind) }),
               el('td', { text: svc.fmtBytes(x.size_bytes) }),
               el('td', {}, x.job_id ? el('a', { href: '/jobs/' + encodeURIComponent(x.job_id), text: x.stage === null ? t('files.job') : t('files.jobStage', { stage: x.stage }) }) : '—'),

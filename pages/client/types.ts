@@ -37,6 +37,7 @@ export interface Svc {
   fmtNum(n: number | null | undefined, digits?: number): string
   fmtBytes(n: number | null | undefined): string
   copy(text: string, status: string | Element | null): Promise<void>
+  artifactLink(x: { id: string; name: string }): HTMLElement
   badge(state: string): HTMLElement
   data(name: string): string
 }

@@ -48,7 +48,7 @@ export const COMMANDS: Command[] = [
   { path: ['health'], summary: 'Exit 0 when the local leader answers /api/v1/health (the container\'s HEALTHCHECK).', args: [], flags: [], shared: [], examples: ['svc health || echo down'], external: true },
   {
     path: ['fellow'],
-    summary: 'Run the fellow agent on this machine until SIGTERM/SIGINT. Flags win over SVC_LEADER_URL and SVC_JOIN_TOKEN.',
+    summary: 'Run the fellow agent on this machine until SIGTERM, SIGINT or SIGHUP. Flags win over SVC_LEADER_URL and SVC_JOIN_TOKEN.',
     args: [],
     flags: [
       { name: 'leader', type: 'string', value: 'URL', help: 'the leader\'s base URL (SVC_LEADER_URL)' },

@@ -84,13 +84,14 @@ export async function runFellow(argv: string[]): Promise<number> {
     runners: workloads.runners,
   })
   const onSignal = (sig: string) => agent.shutdown(sig)
-  process.on('SIGTERM', onSignal)
-  process.on('SIGINT', onSignal)
+  // SIGHUP (the terminal it ran in closed) too: a goodbye to the leader and engines stopped within
+  // their grace, as on SIGTERM, instead of dying on the spot.
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
+  for (const s of signals) process.on(s, onSignal)
   dropStartupCode()
   try {
     return await agent.run()
   } finally {
-    process.off('SIGTERM', onSignal)
-    process.off('SIGINT', onSignal)
+    for (const s of signals) process.off(s, onSignal)
   }
 }

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { startLeader, runSvc } from '../helpers/leader'
 
 describe('the built dist/svc', () => {
-  test('serves health from another directory on a new state file, migrates once, and stops cleanly on SIGTERM', async () => {
+  test('serves health from another directory on a new state file, migrates once, and stops cleanly on SIGTERM, SIGINT and SIGHUP', async () => {
     const leader = await startLeader()
     const res = await fetch(`${leader.url}/api/v1/health`)
     expect(res.status).toBe(200)
@@ -18,6 +18,10 @@ describe('the built dist/svc', () => {
     const again = await startLeader({}, leader.dir)
     expect((await fetch(`${again.url}/api/v1/ready`)).status).toBe(200)
     expect(await again.stop('SIGINT')).toBe(0)
+    // A closed terminal (SIGHUP) stops it as cleanly: the default action would kill it outright.
+    const hung = await startLeader({}, leader.dir)
+    expect(await hung.stop('SIGHUP')).toBe(0)
+    expect(hung.logs.some((l) => l.includes('"leader stopped"'))).toBe(true)
     const check = new Database(db, { readonly: true })
     const tags = check.query('SELECT tag FROM __migrations').all() as { tag: string }[]
     expect(new Set(tags.map((t) => t.tag)).size).toBe(tags.length)

@@ -171,7 +171,9 @@ describe('svc against a running leader', () => {
     expect(logout.code).toBe(0)
     const none = await svc(['pools', 'list'])
     expect([none.code, oneClearLine(none.stderr)]).toEqual([1, 'svc: no leader: run `svc login URL`, or pass --leader URL (or set SVC_LEADER_URL)'])
-    fellow.kill('SIGTERM')
+    // SIGHUP, as when the terminal the agent ran in closes, stops it cleanly like SIGTERM does
+    // (test/e2e/fellow-sh.test.ts): exit 0, after saying goodbye.
+    fellow.kill('SIGHUP')
     expect(await fellow.exited).toBe(0)
   }, 60_000)
 
