@@ -223,8 +223,10 @@ describe('the other commands against a running leader', () => {
     const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { bearer: joinToken, body: { hostname: 'rest-box' } })
     const node = reg.body.node_token as string
     expect((await call(leader.url, 'POST', '/api/v1/workers/heartbeat', { bearer: node, body: { status: 'idle' } })).status).toBe(200)
-    expect(await ok(['fellows', 'show', 'rest-box'])).toMatch(/rest-box/)
+    expect(await ok(['fellows', 'show', 'rest-box'])).toMatch(new RegExp(`^hostname:\\s+rest-box\n(.*\n)*pool:\\s+rest-lab \\(${poolId}\\)$`, 'm'))
     const jobId = (await ok(['jobs', 'submit', 'rest-job', '--pool', 'rest-lab', '--quiet'])).trim()
+    expect(await ok(['jobs', 'show', jobId])).toMatch(new RegExp(`^pool:\\s+rest-lab \\(${poolId}\\)$`, 'm'))
+    expect(JSON.parse(await ok(['jobs', 'show', jobId, '--json'])).pool_id).toBe(poolId)
     const status = async () => (JSON.parse(await ok(['jobs', 'show', jobId, '--json'])) as { status: string }).status
     await until(async () => ((await status()) === 'scheduled' ? true : null), 'the job placed on rest-box', { timeoutMs: 10_000, everyMs: 200 })
     await ok(['jobs', 'pause', jobId])

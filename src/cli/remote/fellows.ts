@@ -4,7 +4,7 @@ import * as F from '../../fellows/model'
 import { checkInput, clientFor } from '../client'
 import { ago, mib, modeOf, printDone, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
-import { resolveFellow, resolvePool } from './refs'
+import { poolLabel, resolveFellow, resolvePool } from './refs'
 
 type Node = Static<typeof F.NodeView>
 
@@ -39,11 +39,12 @@ export async function list({ flags }: Invocation): Promise<number> {
 }
 
 export async function show({ args, flags }: Invocation): Promise<number> {
-  const n = await resolveFellow(clientFor(flags), args.FELLOW!)
+  const c = clientFor(flags)
+  const n = await resolveFellow(c, args.FELLOW!)
   printRecord(modeOf(flags), n, n.fellow_id, [
     ['id', n.fellow_id],
     ['hostname', n.hostname],
-    ['pool', n.pool_id],
+    ['pool', modeOf(flags) === 'table' ? await poolLabel(c, n.pool_id) : n.pool_id],
     ['state', liveness(n)],
     ['status', n.status],
     ['job', n.job_id],

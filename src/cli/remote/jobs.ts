@@ -8,7 +8,7 @@ import { LeaderUnreachable, checkInput, clientFor, type Client } from '../client
 import { ago, clean, modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
-import { resolveJob, resolvePool } from './refs'
+import { poolLabel, resolveJob, resolvePool } from './refs'
 
 type Job = J.Job
 
@@ -89,11 +89,12 @@ export async function list({ flags }: Invocation): Promise<number> {
 }
 
 export async function show({ args, flags }: Invocation): Promise<number> {
-  const j = await resolveJob(clientFor(flags), args.JOB!)
+  const c = clientFor(flags)
+  const j = await resolveJob(c, args.JOB!)
   printRecord(modeOf(flags), j, j.id, [
     ['id', j.id],
     ['name', j.name],
-    ['pool', j.pool_id],
+    ['pool', modeOf(flags) === 'table' ? await poolLabel(c, j.pool_id) : j.pool_id],
     ['status', j.status],
     ['reason', j.reason],
     ['runner', j.runner],

@@ -45,3 +45,13 @@ export async function resolveToken(c: Client, ref: string): Promise<ApiTokenReco
   if (isUuid(ref)) return pick('API token', ref, items.filter((t) => t.id === ref.toLowerCase()), (t) => t.id)
   return pick('API token', ref, items.filter((t) => t.name === ref && t.revoked_at === null), (t) => t.id)
 }
+
+/** "gpu-lab (id)" for a record's pool, where people read tables; the id alone if the pool is not to be had. */
+export async function poolLabel(c: Client, id: string | null): Promise<string | null> {
+  if (id === null) return null
+  try {
+    return `${(await c.get<Pool>(`/api/v1/pools/${id}`)).slug} (${id})`
+  } catch {
+    return id
+  }
+}
