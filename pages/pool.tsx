@@ -60,7 +60,16 @@ const TEXT = {
     jobCols: ['Name', 'Status', 'Stages', 'Step', 'Loss', 'Updated'],
     models: 'Models',
     files: 'Files',
-    filesIntro: 'Checkpoints this pool\'s jobs wrote and model files for its machines\' engines (an engine takes one with model_artifact = "<id>"). Upload a file from your computer with the command line:',
+    filesIntro: 'Checkpoints this pool\'s jobs wrote and model files for its machines\' engines (an engine takes one with model_artifact = "<id>").',
+    uploadTitle: 'Upload a file',
+    uploadFile: 'File from this computer',
+    uploadKind: 'Kind',
+    uploadKinds: [['model', 'Model (weights for an engine)'], ['file', 'Other file']],
+    uploadName: 'Name (optional)',
+    uploadNameHint: 'The file\'s own name when left empty.',
+    uploadButton: 'Upload',
+    uploadCancel: 'Cancel upload',
+    uploadCli: 'Or from a machine with the command line (resumes a broken upload, fits large files best):',
     filesCaption: 'Files kept for this pool, newest first',
     fileCols: ['Name', 'Kind', 'Size', 'Job', 'Id', 'Added', 'Actions'],
     members: 'Members',
@@ -127,7 +136,16 @@ const TEXT = {
     jobCols: ['Name', 'Status', 'Stufen', 'Schritt', 'Loss', 'Aktualisiert'],
     models: 'Modelle',
     files: 'Dateien',
-    filesIntro: 'Checkpoints der Aufträge dieses Pools und Modelldateien für die Engines seiner Maschinen (eine Engine nimmt eine mit model_artifact = "<id>"). Eine Datei von Ihrem Rechner laden Sie mit der Kommandozeile hoch:',
+    filesIntro: 'Checkpoints der Aufträge dieses Pools und Modelldateien für die Engines seiner Maschinen (eine Engine nimmt eine mit model_artifact = "<id>").',
+    uploadTitle: 'Datei hochladen',
+    uploadFile: 'Datei von diesem Rechner',
+    uploadKind: 'Art',
+    uploadKinds: [['model', 'Modell (Gewichte für eine Engine)'], ['file', 'Andere Datei']],
+    uploadName: 'Name (optional)',
+    uploadNameHint: 'Leer gelassen: der Name der Datei.',
+    uploadButton: 'Hochladen',
+    uploadCancel: 'Hochladen abbrechen',
+    uploadCli: 'Oder von einer Maschine mit der Kommandozeile (setzt ein abgebrochenes Hochladen fort, am besten für große Dateien):',
     filesCaption: 'Dateien dieses Pools, neueste zuerst',
     fileCols: ['Name', 'Art', 'Größe', 'Auftrag', 'Id', 'Hinzugefügt', 'Aktionen'],
     members: 'Mitglieder',
@@ -238,7 +256,7 @@ export function PoolPage(props: PoolPageProps) {
     <Layout
       ctx={props.ctx}
       title={p.name}
-      script={['pool.js', 'pool-manage.js', 'uplot.js', 'console.js', 'pool-console.js']}
+      script={['pool.js', 'pool-manage.js', 'uplot.js', 'console.js', 'pool-console.js', 'sha256.js', 'pool-upload.js']}
       data={{ 'pool-id': p.id, 'can-manage': props.canManage ? '1' : '0', 'is-member': props.isMember ? '1' : '0', 'user-id': props.ctx.user?.id ?? '' }}
     >
       <p class="muted">
@@ -350,6 +368,31 @@ export function PoolPage(props: PoolPageProps) {
           <section class="card" aria-labelledby="files-title">
             <h2 id="files-title" safe>{t.files}</h2>
             <p class="muted" safe>{t.filesIntro}</p>
+            <form id="upload-form" novalidate aria-labelledby="upload-title">
+              <h3 id="upload-title" safe>{t.uploadTitle}</h3>
+              <label for="upload-file-input" safe>{t.uploadFile}</label>
+              <input id="upload-file-input" name="file" type="file" required aria-describedby="upload-file-input-error" />
+              <p class="field-error" id="upload-file-input-error"></p>
+              <label for="upload-kind-input" safe>{t.uploadKind}</label>
+              <select id="upload-kind-input" name="kind">
+                {t.uploadKinds.map(([v, label]) => (
+                  <option value={v} safe>
+                    {label}
+                  </option>
+                ))}
+              </select>
+              <label for="upload-name-input" safe>{t.uploadName}</label>
+              <input id="upload-name-input" name="name" type="text" maxlength="200" autocomplete="off" aria-describedby="upload-name-input-hint upload-name-input-error" />
+              <p class="hint" id="upload-name-input-hint" safe>{t.uploadNameHint}</p>
+              <p class="field-error" id="upload-name-input-error"></p>
+              <div class="actions">
+                <button type="submit" id="upload-button" safe>{t.uploadButton}</button>
+                <button type="button" id="upload-cancel" class="secondary" hidden safe>{t.uploadCancel}</button>
+              </div>
+              <progress id="upload-progress" max="1" value="0" aria-label={t.uploadTitle} hidden></progress>
+              <Notice id="upload-msg" />
+            </form>
+            <p class="muted" safe>{t.uploadCli}</p>
             <div class="cmd">
               <pre id="files-upload-cmd" safe>{`svc artifacts upload FILE --pool ${p.slug}`}</pre>
               <button type="button" id="copy-files-upload" data-copy="files-upload-cmd" data-copy-status="files-msg" safe>{t.copy}</button>

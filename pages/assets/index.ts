@@ -4,7 +4,7 @@
 import { CSS, ICON_SVG } from './style'
 import { stringsScript } from '../client-strings'
 // A directory import: Bun runs client/index.ts, TypeScript sees client/index.d.ts (client/package.json).
-import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient, jobClient, adminAuditClient, consoleClient, fellowClient, poolConsoleClient } from '../client'
+import { commonClient, authClient, dashboardClient, poolClient, poolManageClient, profileClient, adminUsersClient, adminPoolsClient, joinClient, inferenceClient, jobClient, adminAuditClient, consoleClient, fellowClient, poolConsoleClient, poolUploadClient, sha256Client } from '../client'
 // The charting library, kept as a dependency and served from the binary (no CDN): uPlot's browser
 // build defines the global uPlot; its stylesheet is appended to app.css.
 import UPLOT_JS from 'uplot/dist/uPlot.iife.min.js' with { type: 'text' }
@@ -38,6 +38,8 @@ export const ASSETS: Record<string, Asset> = {
   'console.js': js(consoleClient),
   'fellow.js': js(fellowClient),
   'pool-console.js': js(poolConsoleClient),
+  'pool-upload.js': js(poolUploadClient),
+  'sha256.js': { body: `'use strict';\nwindow.svcSha256 = (${sha256Client.toString()})();\n`, type: 'text/javascript; charset=utf-8' },
 }
 
 /** Changes whenever any asset changes: appended as ?v= so browsers may cache assets for long. */

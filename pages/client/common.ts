@@ -187,7 +187,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, copy, badge, data, t, lang }
+  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Times the server wrote (UTC) are shown like every other time on the page.

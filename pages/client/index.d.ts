@@ -15,3 +15,5 @@ export declare function adminAuditClient(): void
 export declare function consoleClient(): void
 export declare function fellowClient(): void
 export declare function poolConsoleClient(): void
+export declare function poolUploadClient(): void
+export declare function sha256Client(): () => { update(data: Uint8Array): void; hex(): string }

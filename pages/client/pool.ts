@@ -154,4 +154,5 @@ export function poolClient(): void {
   if ($('jobs-body')) svc.poll(loadJobs, 3000)
   if ($('models')) svc.poll(loadModels, 15000)
   const files = $('files-body') ? svc.poll(loadFiles, 15000) : null
+  document.addEventListener('svc:files-changed', () => files?.now())
 }

@@ -38,6 +38,8 @@ export interface Svc {
   fmtBytes(n: number | null | undefined): string
   copy(text: string, status: string | Element | null): Promise<void>
   artifactLink(x: { id: string; name: string }): HTMLElement
+  /** The CSRF cookie's value, for a state change sent without api() (an upload through XHR). */
+  csrf(): string
   badge(state: string): HTMLElement
   data(name: string): string
 }
@@ -70,9 +72,17 @@ export interface SvcConsole {
   logTail(container: HTMLElement, sources: { id: string; name: string }[]): LogTail
 }
 
+/** sha256.js: SHA-256 fed slice by slice (window.svcSha256() makes one). */
+export interface Sha256 {
+  update(data: Uint8Array): void
+  /** The digest as 64 lowercase hex digits; no update() after it. */
+  hex(): string
+}
+
 declare global {
   interface Window {
     svc: Svc
+    svcSha256: () => Sha256
     svcStrings?: Record<string, Message>
     svcConsole: SvcConsole
   }

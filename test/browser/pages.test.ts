@@ -213,6 +213,61 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect((await fetch(`${leader.url}/api/v1/artifacts/${artifact.id}`, { headers: node })).status).toBe(404)
   }, T)
 
+  test('a member uploads a file from the pool page: hashed in the browser, resumed where it stands after the connection broke, listed', async () => {
+    await page.goto(poolUrl)
+    // 9 MiB and a bit: more than one of the slices the page hashes at a time.
+    const bytes = Buffer.alloc(9 * 1024 * 1024 + 5)
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7919) >>> 5
+    const sha256 = new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+
+    // A name that is a path is refused beside the field, and nothing is sent.
+    let opened = 0
+    page.on('request', (r) => void (r.method() === 'POST' && r.url().endsWith('/api/v1/artifacts/uploads') && opened++))
+    await page.click('#upload-button')
+    await page.waitForSelector('#upload-file-input-error:has-text("Choose a file.")')
+    await page.setInputFiles('#upload-file-input', { name: 'weights.bin', mimeType: 'application/octet-stream', buffer: bytes })
+    await page.fill('#upload-name-input', 'models/weights.bin')
+    await page.click('#upload-button')
+    await page.waitForSelector('#upload-name-input-error:has-text("must not hold /")')
+    expect(await page.locator('#upload-name-input').getAttribute('aria-invalid')).toBe('true')
+    expect(opened).toBe(0)
+
+    // The first time the bytes are sent, the first 4 MiB arrive and the connection breaks: the page
+    // asks the leader where the upload stands and sends only the rest.
+    const puts: string[] = []
+    await page.route('**/api/v1/artifacts/uploads/*', async (route) => {
+      const req = route.request()
+      if (req.method() !== 'PUT') return route.continue()
+      puts.push(new URL(req.url()).searchParams.get('offset') ?? '')
+      if (puts.length > 1) return route.continue()
+      const csrf = (await ada.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? ''
+      const part = await page.request.put(req.url(), { headers: { 'content-type': 'application/octet-stream', 'x-csrf-token': csrf }, data: bytes.subarray(0, 4 << 20) })
+      expect(part.status()).toBe(200)
+      await route.abort('connectionreset')
+    })
+    await page.fill('#upload-name-input', 'weights <v2>.bin')
+    await page.selectOption('#upload-kind-input', 'model')
+    await page.click('#upload-button')
+    await page.waitForSelector('#upload-msg:has-text("weights <v2>.bin uploaded (9 MiB).")', { timeout: 15_000 })
+    await page.unroute('**/api/v1/artifacts/uploads/*')
+    expect(puts).toEqual(['0', String(4 << 20)])
+    expect(opened).toBe(1)
+
+    const row = page.locator('#files-body tr', { hasText: 'weights <v2>.bin' })
+    await row.waitFor({ timeout: 10_000 })
+    expect((await row.innerText()).replace(/\s+/g, ' ')).toContain('weights <v2>.bin model 9 MiB')
+    const id = (await row.getAttribute('data-artifact')) ?? ''
+    const meta = await page.request.get(`${leader.url}/api/v1/artifacts/${id}`)
+    expect(((await meta.json()) as { sha256: string }).sha256).toBe(sha256)
+    const content = await page.request.get(`${leader.url}/api/v1/artifacts/${id}/content`)
+    expect(new Bun.CryptoHasher('sha256').update(await content.body()).digest('hex')).toBe(sha256)
+    // The form is ready for the next file.
+    expect(await page.locator('#upload-name-input').inputValue()).toBe('')
+    expect(await page.locator('#upload-progress').isHidden()).toBe(true)
+    await expectAccessible(page, 'pool after an upload')
+    await page.request.delete(`${leader.url}/api/v1/artifacts/${id}`, { headers: { 'x-csrf-token': (await ada.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? '' } })
+  }, 40_000)
+
   // Without SMTP nobody's address is verified: an invite is taken through its link, which the
   // inviter passes on. It used to be listed to (and accepted by) whoever registered the address
   // first (issue 26, item 9).
