@@ -51,6 +51,9 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
     app.listen({
       hostname: cfg.host,
       port: cfg.port,
+      // Bun sets SO_REUSEPORT by default on Linux: a second leader on the same port would start
+      // and take half the connections, with its own state file. A taken port ends the start.
+      reusePort: false,
       // Relay pushes carry up to one frame cap, an artifact upload up to one artifact (streamed to
       // disk, never buffered); every route's body reader enforces its own, smaller, limit.
       maxRequestBodySize: Math.max(cfg.relayMaxFrameBytes + 1024 * 1024, cfg.artifactMaxBytes),

@@ -27,6 +27,18 @@ test('a taken port rejects the start with a ListenError; the state file takes an
   }
 })
 
+test('a second leader on a running leader\'s port is refused (it used to share the port and take half its requests)', async () => {
+  const lines: string[] = []
+  const first = await startServer(loadConfig({ SVC_STATE_DIR: mkdtempSync(join(tmpdir(), 'svc-listen-')), SVC_PORT: '0' }), createLogger('info', (l) => lines.push(l)))
+  try {
+    const second = startServer(loadConfig({ SVC_STATE_DIR: mkdtempSync(join(tmpdir(), 'svc-listen-')), SVC_PORT: String(first.port) }), createLogger('info', (l) => lines.push(l)))
+    await expect(second).rejects.toThrow(`cannot listen on 127.0.0.1:${first.port} (SVC_HOST, SVC_PORT): the port is in use`)
+    expect(lines.filter((l) => l.includes('leader listening'))).toHaveLength(1)
+  } finally {
+    await first.stop()
+  }
+})
+
 test('the reason in words: a host name that does not resolve, an address not on this machine, a privileged port', () => {
   const msg = (host: string, port: number, code: string) => new ListenError(host, port, Object.assign(new Error(`${code}: system words`), { code })).message
   expect(msg('leader.invalid', 8080, 'EINVAL')).toBe('cannot listen on leader.invalid:8080 (SVC_HOST, SVC_PORT): the host name does not resolve to an address')
