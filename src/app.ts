@@ -81,7 +81,7 @@ export function createServices(ctx: Ctx): Services {
   ctx.stopping.addEventListener('abort', () => signals.closeAll(), { once: true })
   const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes, maxTotalBytes: ctx.cfg.relayMaxTotalBytes, maxPoolBytes: ctx.cfg.relayMaxPoolBytes })
   const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics(() => ctx.clock.now()))
-  const fellows = new Fellows(ctx, registry, signals, { onOffline: (id) => jobs.onFellowOffline(id) })
+  const fellows = new Fellows(ctx, registry, signals, { onOffline: (id) => jobs.onFellowOffline(id), onRestarted: (id) => jobs.onFellowRestarted(id) })
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
   const rollup = new ContributionRollup(ctx, meter)
   const servables = new Servables(ctx)
@@ -140,7 +140,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       throw e
     }
   }
-  const onDetached = (ids: string[]) => services.fellows.detach(ids)
+  const onDetached = (ids: string[], reason: string) => services.fellows.detach(ids, reason)
   // The OpenAPI route describes the app it is part of; it reads it once composition is done.
   let composed: AnyElysia | null = null
   const policy = { cfg: ctx.cfg, log: ctx.log, resolve, index }

@@ -7,7 +7,7 @@ import * as M from './model'
 
 export interface AdminRouteDeps {
   /** Told which fellows a user deletion detached (with the user's pools), so it can stop them. */
-  onDetached?: (fellowIds: string[]) => void
+  onDetached?: (fellowIds: string[], reason: string) => void
 }
 
 export function adminRoutes(app: AppBase, admin: Admin, users: AdminUsers, deps: AdminRouteDeps = {}) {
@@ -56,7 +56,7 @@ export function adminRoutes(app: AppBase, admin: Admin, users: AdminUsers, deps:
       '/api/v1/admin/users/:id',
       ({ caller, clientIp, params }) => {
         const { fellowIds, ...result } = users.delete(adminActorOf(caller, clientIp), params.id)
-        if (fellowIds.length > 0) deps.onDetached?.(fellowIds)
+        if (fellowIds.length > 0) deps.onDetached?.(fellowIds, 'pool deleted')
         return result
       },
       { policy: 'admin', params: M.UserParams, response: { 200: M.DeleteResult } },

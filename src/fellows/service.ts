@@ -1,12 +1,12 @@
 // Fellows: join sessions, registration, node credentials, release and removal.
 import { and, count, eq, isNull, sql } from 'drizzle-orm'
-import { fellows, joinSessions, poolNodes, pools } from '../db/schema'
+import { fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { RateLimiter } from '../rate-limit'
 import { HOUR_MS, iso } from '../time'
-import { ensureDefaultPool, requireMember, requireOwner, getVisiblePool } from '../pools/service'
+import { ensureDefaultPool, memberRole, requireMember, requireOwner, getVisiblePool } from '../pools/service'
 import type { Ctx } from '../context'
 import type { Actor, NodeCaller } from '../caller'
 import type { FellowRegistry, LiveFellow } from './live'
@@ -58,14 +58,16 @@ export class Fellows {
 
   /** Told of every fellow the liveness loop finds gone offline (the jobs reschedule its work). */
   private onOffline: (fellowId: string) => void
+  private onRestarted: (fellowId: string) => void
 
   constructor(
     private ctx: Ctx,
     readonly registry: FellowRegistry,
     readonly signals: SignalHub,
-    opts: { onOffline?: (fellowId: string) => void } = {},
+    opts: { onOffline?: (fellowId: string) => void; onRestarted?: (fellowId: string) => void } = {},
   ) {
     this.onOffline = opts.onOffline ?? (() => {})
+    this.onRestarted = opts.onRestarted ?? (() => {})
     this.byTokenHash = tokenLookup(ctx)
     const windowMs = ctx.cfg.tokenlessJoinWindowS * 1000
     this.tokenlessPerIp = new RateLimiter(ctx.clock, ctx.cfg.tokenlessJoinRateMax, windowMs)
@@ -97,11 +99,19 @@ export class Fellows {
     })
   }
 
-  /** A live, unexpired join token, or null. */
+  /**
+   * A live, unexpired join token whose maker may still add machines to its pool (an active member
+   * of it, or an active admin), or null. Leaving the pool revokes a member's tokens; this also
+   * holds for an account disabled, deleted or removed by any other path.
+   */
   resolveJoinToken(token: string): JoinGrant | null {
     if (!token.startsWith(TOKEN_PREFIX.joinToken)) return null
-    const row = this.ctx.db.select().from(joinSessions).where(eq(joinSessions.tokenHash, sha256(token))).get()
-    if (!row || row.revokedAt !== null || row.expiresAt <= this.ctx.clock.now()) return null
+    const { db } = this.ctx
+    const row = db.select().from(joinSessions).where(eq(joinSessions.tokenHash, sha256(token))).get()
+    if (!row || row.revokedAt !== null || row.expiresAt <= this.ctx.clock.now() || row.createdBy === null) return null
+    const maker = db.select({ status: users.status, role: users.role }).from(users).where(eq(users.id, row.createdBy)).get()
+    if (!maker || maker.status !== 'active') return null
+    if (maker.role !== 'admin' && memberRole(db, row.poolId, row.createdBy) === null) return null
     return { sessionId: row.id, poolId: row.poolId, createdBy: row.createdBy }
   }
 
@@ -169,9 +179,13 @@ export class Fellows {
       let ownerUserId: string | null
       let joinSessionId: string | null
       if (self) {
-        poolId = binding?.poolId ?? ensureDefaultPool(tx, ctx.clock).id
-        ownerUserId = binding?.ownerUserId ?? null
-        joinSessionId = binding?.joinSessionId ?? null
+        // Detached (its pool deleted, or the member who added it left): it stays out of every pool
+        // until someone who may add machines gives it a join token (it used to land in the default
+        // pool, where anyone's jobs and chats could reach it).
+        if (!binding) throw new AppError('forbidden', 'This fellow was detached from its pool (the pool was deleted, or the member who added it left); start it with a join token of a pool to join one.')
+        poolId = binding.poolId
+        ownerUserId = binding.ownerUserId
+        joinSessionId = binding.joinSessionId
       } else if (grant && existing) {
         // Issue 26, item 3: any member's join token used to take over a fellow of its pool: the
         // owner's node token was revoked and the fellow (its jobs, chats and credit) became the
@@ -179,7 +193,8 @@ export class Fellows {
         // join token, and it stays the adder's. Refused with 403, not 409: the fellow is no secret
         // to a pool member (404 would hide nothing) and nothing about it would change on a retry;
         // the caller lacks the right, as for release or removal of another member's fellow.
-        if (!binding || binding.poolId !== grant.poolId) {
+        if (!binding) throw new AppError('forbidden', 'This fellow was detached from its pool; it joins this one as a new fellow.')
+        if (binding.poolId !== grant.poolId) {
           throw new AppError('forbidden', 'This fellow belongs to another pool; re-register it with its node token or a join token of its pool.')
         }
         const poolOwner = tx.select({ ownerUserId: pools.ownerUserId }).from(pools).where(eq(pools.id, binding.poolId)).get()?.ownerUserId ?? null
@@ -245,6 +260,9 @@ export class Fellows {
       engines: prev?.engines ?? null,
     }
     this.registry.put(live, prev ? null : 'registered')
+    // Registering again is what an agent does when it starts: whatever stage it ran is gone with
+    // the old process, even when it was back before its heartbeats were missed.
+    if (result.oldHash) this.onRestarted(result.id)
     return {
       fellow_id: result.id,
       node_token: token,
@@ -340,10 +358,17 @@ export class Fellows {
     return f !== undefined && !f.released
   }
 
-  /** Fellows whose pool went away (forced delete, account deletion) are unbound and told to stop. */
-  detach(fellowIds: string[]): void {
+  /**
+   * Fellows unbound from their pool (a forced delete, an account deletion, the member who added them
+   * leaving it) are told to stop. Started again, they are refused until given a join token.
+   */
+  detach(fellowIds: string[], reason: string): void {
     this.registry.detach(fellowIds)
-    for (const id of fellowIds) this.signals.send(id, 'STOP', { payload: { reason: 'pool deleted' } })
+    for (const id of fellowIds) {
+      this.signals.send(id, 'STOP', { payload: { reason } })
+      // Its stages of the pool's running jobs go to other fellows (or the jobs fail) now.
+      this.onOffline(id)
+    }
   }
 
   /** Heartbeats land in memory; the flush writes the due rows in batches (live.ts says when). */

@@ -423,6 +423,24 @@ export class JobService {
     return placed
   }
 
+  /**
+   * A fellow registered again (its agent started anew, often before its heartbeats were missed):
+   * the stages it had are started there again (the runner resumes from the stage's latest
+   * checkpoint), a paused job's stay paused, and the other stages hear its address, which may have
+   * changed. An agent still running the stage takes the START as a resume and keeps going.
+   */
+  onFellowRestarted(fellowId: string): void {
+    const active = this.ctx.db.select().from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()
+    for (const r of active) {
+      const mine = r.assignments.filter((a) => a.fellow_id === fellowId)
+      if (mine.length === 0) continue
+      this.startAll(r, r.assignments, 'START', {}, mine)
+      if (r.status === 'paused') this.signals.send(fellowId, 'PAUSE', { jobId: r.id, payload: {} })
+      this.startAll(r, r.assignments, 'RECONFIGURE', { reconfigured: true }, r.assignments.filter((a) => a.fellow_id !== fellowId))
+      this.ctx.log.info('stage started again on a fellow that registered again', { job_id: r.id, fellow_id: fellowId, stages: mine.map((a) => a.stage) })
+    }
+  }
+
   /** A fellow went offline: re-place its stage if another fellow can take it, else fail the job. */
   onFellowOffline(fellowId: string): void {
     const active = this.ctx.db.select().from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()

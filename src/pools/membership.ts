@@ -1,8 +1,8 @@
 // Pool membership: invites by email, join requests, approval, leaving and removal.
 // Service style: the `Memberships` class, built once in app.ts `createServices` and handed to the
 // pool routes; what it shares with `Pools` are the Db-first transaction helpers of ./service.
-import { and, asc, count, eq, gt, min } from 'drizzle-orm'
-import { joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
+import { and, asc, count, eq, gt, inArray, isNull, min } from 'drizzle-orm'
+import { joinRequests, joinSessions, mailOutbox, poolInvites, poolMembers, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -302,10 +302,15 @@ export class Memberships {
       .map(({ m, email, displayName }) => ({ user_id: m.userId, email, display_name: displayName, role: m.role, joined_at: iso(m.createdAt) }))
   }
 
-  /** A member leaves, or the owner/an admin removes someone. The owner cannot be removed (409). */
-  remove(actor: Actor, poolId: string, userId: string): void {
+  /**
+   * A member leaves, or the owner/an admin removes someone. The owner cannot be removed (409). The
+   * machines they added to the pool leave with them (detached; the caller tells them to stop), and
+   * the join commands they made stop working: someone outside the pool must not keep machines in
+   * it, which would go on receiving its jobs, their data and its chats.
+   */
+  remove(actor: Actor, poolId: string, userId: string): { fellowIds: string[] } {
     const ctx = this.ctx
-    ctx.db.transaction((tx) => {
+    return ctx.db.transaction((tx) => {
       const pool = getVisiblePool(tx, actor, poolId)
       const self = userId === actor.userId
       if (!self) requireOwner(tx, actor, pool)
@@ -313,7 +318,27 @@ export class Memberships {
       if (role === null) throw notFound('Member')
       if (role === 'owner') throw new AppError('owner_cannot_leave', 'The pool owner cannot be removed; delete the pool instead.')
       tx.delete(poolMembers).where(and(eq(poolMembers.poolId, poolId), eq(poolMembers.userId, userId))).run()
-      recordAudit(tx, ctx.clock, { kind: self ? 'pool.leave' : 'pool.member_remove', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { user_id: userId } })
+      const fellowIds = tx
+        .select({ id: poolNodes.fellowId })
+        .from(poolNodes)
+        .where(and(eq(poolNodes.poolId, poolId), eq(poolNodes.ownerUserId, userId)))
+        .all()
+        .map((r) => r.id)
+      if (fellowIds.length > 0) tx.delete(poolNodes).where(inArray(poolNodes.fellowId, fellowIds)).run()
+      const revoked = tx
+        .update(joinSessions)
+        .set({ revokedAt: ctx.clock.now() })
+        .where(and(eq(joinSessions.poolId, poolId), eq(joinSessions.createdBy, userId), isNull(joinSessions.revokedAt)))
+        .run().changes as number
+      recordAudit(tx, ctx.clock, {
+        kind: self ? 'pool.leave' : 'pool.member_remove',
+        actorUserId: actor.userId,
+        clientIp: actor.clientIp,
+        targetType: 'pool',
+        targetId: poolId,
+        detail: { user_id: userId, detached_nodes: fellowIds.length, join_sessions_revoked: revoked },
+      })
+      return { fellowIds }
     })
   }
 }

@@ -13,13 +13,13 @@ export interface PoolRouteDeps {
   /** Fills in the per-node telemetry routes (the Fellows feature); empty until fellows exist. */
   telemetry: PoolTelemetry
   /** Told which fellows a forced delete detached, so it can stop them. */
-  onDetached?: (fellowIds: string[]) => void
+  onDetached?: (fellowIds: string[], reason: string) => void
 }
 
 export function poolRoutes(app: AppBase, pools: Pools, memberships: Memberships, deps: PoolRouteDeps) {
   const del = (actor: Actor, id: string, force: boolean) => {
     const r = pools.delete(actor, id, force)
-    if (r.fellowIds.length > 0) deps.onDetached?.(r.fellowIds)
+    if (r.fellowIds.length > 0) deps.onDetached?.(r.fellowIds, 'pool deleted')
     return { deleted: true as const, detached_nodes: r.detached }
   }
   return (
@@ -150,7 +150,8 @@ export function poolRoutes(app: AppBase, pools: Pools, memberships: Memberships,
         response: { 200: M.MemberList },
       })
       .delete('/api/v1/pools/:id/members/:user_id', ({ caller, clientIp, params, set }) => {
-        memberships.remove(actorOf(caller, clientIp), params.id, params.user_id)
+        const { fellowIds } = memberships.remove(actorOf(caller, clientIp), params.id, params.user_id)
+        if (fellowIds.length > 0) deps.onDetached?.(fellowIds, 'the member who added this fellow left the pool')
         set.status = 204
       }, { policy: 'operator', params: M.PoolUserParams })
       // Per-node telemetry: membership required, not just visibility.

@@ -535,6 +535,65 @@ describe('worker management', () => {
   })
 })
 
+describe('a member who leaves the pool', () => {
+  const memberOf = (h: Harness, poolId: string, userId: string) => h.ctx.db.insert(poolMembers).values({ poolId, userId, role: 'member', createdAt: h.clock.now() }).run()
+
+  test('takes their machines along (detached, told to stop) and their join commands stop working; the others stay', async () => {
+    const { h, a, b, bob, pool } = await setup()
+    memberOf(h, pool.id, bob.id)
+    const bobsToken = await joinToken(b, pool.id)
+    const bobs = (await register(h, bobsToken, { hostname: 'bob-box' })).body
+    const alices = (await register(h, await joinToken(a, pool.id), { hostname: 'alice-box' })).body
+    h.services.fellows.signals.takePending(bobs.fellow_id)
+
+    expect((await b.delete(`/api/v1/pools/${pool.id}/members/${bob.id}`)).status).toBe(204)
+    // Bob's token made before he left no longer admits a machine, nor fetches the installer.
+    const again = await register(h, bobsToken, { hostname: 'bob-box-2' })
+    expect([again.status, again.body.detail]).toEqual([401, 'The join or node token is wrong, expired or revoked.'])
+    expect((await h.client().get('/api/v1/bootstrap/fellow.sh', { 'x-bootstrap-token': bobsToken })).status).toBe(h.cfg.bootstrapRequireToken ? 401 : 200)
+    // His machine left with him: out of the pool, told to stop, and refused when it comes back.
+    expect(h.services.fellows.signals.takePending(bobs.fellow_id).map((s) => [s.signal, s.payload])).toEqual([['STOP', { reason: 'the member who added this fellow left the pool' }]])
+    expect((await a.get(`/api/v1/cluster/nodes?pool_id=${pool.id}`)).body.items.map((n: { fellow_id: string }) => n.fellow_id)).toEqual([alices.fellow_id])
+    const back = await register(h, bobs.node_token, { fellow_id: bobs.fellow_id, hostname: 'bob-box' })
+    expect([back.status, back.body.detail]).toEqual([403, 'This fellow was detached from its pool (the pool was deleted, or the member who added it left); start it with a join token of a pool to join one.'])
+    expect(h.ctx.db.select().from(poolNodes).where(eq(poolNodes.fellowId, bobs.fellow_id)).all()).toEqual([])
+    // Alice's machine did not move.
+    expect((await h.client({ bearer: alices.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })).status).toBe(200)
+    const entry = h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, 'pool.leave')).get()!
+    expect(JSON.parse(entry.detail!)).toEqual({ user_id: bob.id, detached_nodes: 1, join_sessions_revoked: 1 })
+  })
+
+  test('removed by the owner: the same; and a join token of someone whose account was disabled admits nothing', async () => {
+    const { h, a, b, A, bob, alice, pool } = await setup()
+    memberOf(h, pool.id, bob.id)
+    const bobsToken = await joinToken(b, pool.id)
+    const bobs = (await register(h, bobsToken)).body
+    expect((await a.delete(`/api/v1/pools/${pool.id}/members/${bob.id}`)).status).toBe(204)
+    expect((await register(h, bobsToken)).status).toBe(401)
+    expect(h.services.fellows.signals.takePending(bobs.fellow_id).map((s) => s.signal)).toEqual(['STOP'])
+    // The maker's account disabled: the token dies with it (and lives again only if re-enabled).
+    const alicesToken = await joinToken(a, pool.id)
+    expect((await A.post(`/api/v1/admin/users/${alice.id}/status`, { status: 'disabled' })).status).toBe(200)
+    expect((await register(h, alicesToken)).status).toBe(401)
+  })
+
+  test('a fellow of a deleted pool, started again, stays out of every pool (it used to land in the default pool)', async () => {
+    const { h, a, A, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    expect((await a.delete(`/api/v1/pools/${pool.id}?force=true`)).status).toBe(200)
+    const back = await register(h, f.node_token, { fellow_id: f.fellow_id })
+    expect(back.status).toBe(403)
+    expect(h.ctx.db.select().from(poolNodes).where(eq(poolNodes.fellowId, f.fellow_id)).all()).toEqual([])
+    // A join token of another pool takes it in, as a new fellow (as the agent's last attempt does).
+    const other = (await A.post('/api/v1/pools', { name: 'Second' })).body
+    const token = await joinToken(A, other.id)
+    const same = await register(h, token, { fellow_id: f.fellow_id })
+    expect([same.status, same.body.detail]).toEqual([403, 'This fellow was detached from its pool; it joins this one as a new fellow.'])
+    const fresh = await register(h, token)
+    expect([fresh.status, fresh.body.pool_id]).toEqual([201, other.id])
+  })
+})
+
 describe('bootstrap downloads', () => {
   test('manifest and fellow.sh are public unless SVC_BOOTSTRAP_REQUIRE_TOKEN=1, then a join token is needed', async () => {
     const open = await setup()

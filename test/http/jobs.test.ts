@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { encodeFrames, decodeFrames } from '../../src/wire/frames'
 import { UNNAMED_POOL_REASON } from '../../src/jobs/service'
+import { poolMembers } from '../../src/db/schema'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -38,7 +39,7 @@ export async function cluster(n: number, opts: { env?: Record<string, string>; f
     fellows.push(f)
   }
   const signalsOf = (f: Fellow) => h.services.fellows.signals.takePending(f.fellow_id)
-  return { h, A, b, pool, fellows, signalsOf }
+  return { h, A, b, bob, pool, fellows, signalsOf }
 }
 
 describe('job lifecycle', () => {
@@ -148,6 +149,46 @@ describe('job lifecycle', () => {
     const failed = (await A.get(`/api/v1/jobs/${job.id}`)).body
     expect(failed.status).toBe('failed')
     expect(failed.reason).toContain('went offline')
+  })
+
+  test('a fellow whose agent restarts before its heartbeats are missed gets its stage again (it used to sit idle while the job hung "running")', async () => {
+    const { h, A, pool, fellows, signalsOf } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    const [s0, s1] = job.assignments.map((a: { fellow_id: string }) => fellows.find((f) => f.fellow_id === a.fellow_id)!)
+    fellows.forEach(signalsOf)
+    // The agent of stage 1 is killed and started again at once: it registers with its node token.
+    const again = await h.client({ bearer: s1.node_token }).post('/api/v1/workers/register', { hostname: 'gpu-x', fellow_id: s1.fellow_id, address: '127.0.0.1:6000' })
+    expect(again.status).toBe(201)
+    expect(signalsOf(s1).map((s) => [s.signal, s.job_id, s.payload?.stage])).toEqual([['START', job.id, 1]])
+    // Its neighbour hears where it listens now.
+    expect(signalsOf(s0).map((s) => [s.signal, (s.payload?.next as { address: string }).address])).toEqual([['RECONFIGURE', '127.0.0.1:6000']])
+    expect((await A.get(`/api/v1/jobs/${job.id}`)).body.assignments).toEqual(job.assignments)
+    // A paused job stays paused on the restarted fellow.
+    expect((await A.post(`/api/v1/jobs/${job.id}/pause`, {})).status).toBe(200)
+    fellows.forEach(signalsOf)
+    const token = again.body.node_token
+    expect((await h.client({ bearer: token }).post('/api/v1/workers/register', { hostname: 'gpu-x', fellow_id: s1.fellow_id })).status).toBe(201)
+    expect(signalsOf(s1).map((s) => s.signal)).toEqual(['START', 'PAUSE'])
+    // A fellow with no stage registering again is told nothing.
+    const idle = await cluster(1)
+    idle.fellows.forEach(idle.signalsOf)
+    expect((await idle.h.client({ bearer: idle.fellows[0]!.node_token }).post('/api/v1/workers/register', { hostname: 'gpu-0', fellow_id: idle.fellows[0]!.fellow_id })).status).toBe(201)
+    expect(idle.signalsOf(idle.fellows[0]!)).toEqual([])
+  })
+
+  test("a member who leaves the pool takes their fellow along: its stage moves to a spare at once", async () => {
+    const { h, A, b, bob, pool, fellows, signalsOf } = await cluster(2, { freeMb: [30_000, 20_000] })
+    h.ctx.db.insert(poolMembers).values({ poolId: pool.id, userId: bob.id, role: 'member', createdAt: h.clock.now() }).run()
+    const token = (await b.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    const bobs = (await h.client({ bearer: token }).post('/api/v1/workers/register', { hostname: 'bob-box' })).body
+    await h.client({ bearer: bobs.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [{ index: 0, name: 'A100', memory_total_mb: 81920, memory_free_mb: 50_000, utilization_pct: 0 }] } })
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    expect(job.assignments.map((a: { fellow_id: string }) => a.fellow_id)).toEqual([bobs.fellow_id, fellows[0]!.fellow_id])
+    fellows.forEach(signalsOf)
+    expect((await b.delete(`/api/v1/pools/${pool.id}/members/${bob.id}`)).status).toBe(204)
+    const moved = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect(moved.assignments.map((a: { fellow_id: string }) => a.fellow_id)).toEqual([fellows[1]!.fellow_id, fellows[0]!.fellow_id])
+    expect(signalsOf(fellows[1]!).map((s) => [s.signal, s.payload?.stage])).toEqual([['START', 0]])
   })
 
   test('purge is admin-only, audited, and sends PURGE to every fellow', async () => {
