@@ -102,8 +102,18 @@ export class ArtifactService {
         if (!inScope(scopeOf(tx, by), poolId) || !poolExists(tx, poolId)) throw notFound('Pool')
       }
       if (input.job_id !== undefined) {
-        const job = tx.select({ poolId: jobs.poolId }).from(jobs).where(eq(jobs.id, input.job_id)).get()
+        const job = tx.select({ poolId: jobs.poolId, createdBy: jobs.createdBy, assignments: jobs.assignments }).from(jobs).where(eq(jobs.id, input.job_id)).get()
         if (!job || job.poolId !== poolId) throw notFound('Job')
+        // A job's files decide what its stages resume from (a checkpoint is unpacked and handed to
+        // the runner of whichever fellow takes the stage over): only its own fellows, for the stage
+        // they hold, and the people who may steer the job store them. Any member used to.
+        if (by.kind === 'node') {
+          if (!job.assignments.some((a) => a.fellow_id === by.fellowId && (input.stage === undefined || a.stage === input.stage))) {
+            throw new AppError('forbidden', input.stage === undefined ? 'This fellow has no stage of that job.' : `This fellow does not hold stage ${input.stage} of that job; only the fellow running a stage stores its checkpoints.`)
+          }
+        } else if (by.role !== 'admin' && job.createdBy !== by.userId && memberRole(tx, poolId, by.userId) !== 'owner') {
+          throw new AppError('forbidden', "Only the job's creator, the pool owner or an admin can store files for a job.")
+        }
       }
       const stored = tx.select({ n: sql<number>`coalesce(sum(${artifacts.sizeBytes}), 0)` }).from(artifacts).where(eq(artifacts.poolId, poolId)).get()?.n ?? 0
       const pending = tx.select({ n: sql<number>`coalesce(sum(${artifactUploads.sizeBytes}), 0)` }).from(artifactUploads).where(eq(artifactUploads.poolId, poolId)).get()?.n ?? 0

@@ -9,7 +9,7 @@ import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { listen } from '../helpers/listen'
 import { until } from '../helpers/until'
-import { artifacts, artifactUploads, auditLog, poolMembers } from '../../src/db/schema'
+import { artifacts, artifactUploads, auditLog, jobs, poolMembers, pools } from '../../src/db/schema'
 import { BLOB_GRACE_MS, UPLOAD_IDLE_MS } from '../../src/artifacts/collector'
 import { ArtifactService } from '../../src/artifacts/service'
 import type { BlobStore } from '../../src/artifacts/store'
@@ -51,7 +51,11 @@ async function fellow(owner: Client, poolId: string) {
 }
 const fa = await fellow(a, poolA.id)
 const fb = await fellow(b, poolB.id)
+const fa2 = await fellow(a, poolA.id)
 const jobA = (await a.post('/api/v1/jobs', { name: 'train', pool_id: poolA.id, stages: 2 })).body
+// jobA runs on Alice's two fellows (placed by hand: they send no heartbeats here): fa holds stage
+// 0, fa2 stage 1. Only they store its checkpoints, each for its own stage.
+h.ctx.db.update(jobs).set({ status: 'running', assignments: [{ stage: 0, fellow_id: fa.id }, { stage: 1, fellow_id: fa2.id }] }).where(eq(jobs.id, jobA.id)).run()
 const jobB = (await b.post('/api/v1/jobs', { name: 'train', pool_id: poolB.id })).body
 
 /** Declares and sends an artifact in one PUT; answers the PUT. */
@@ -285,6 +289,31 @@ describe('uploads', () => {
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, job_id: '01a20184-99e9-7296-9fc7-75b6e5358e98' })).status).toBe(404)
   })
 
+  test("a job's checkpoints come only from the fellow holding the stage, its creator, the pool owner or an admin (any member could plant the checkpoint a stage resumes from)", async () => {
+    const data = bytes(16, 9)
+    const body = { kind: 'checkpoint', name: 'stage-0-step-999999.tar', size_bytes: data.byteLength, sha256: sha256(data), job_id: jobA.id, stage: 0, step: 999_999 }
+    const refused = [
+      [c, "Only the job's creator, the pool owner or an admin can store files for a job."],
+      [fa2.c, 'This fellow does not hold stage 0 of that job; only the fellow running a stage stores its checkpoints.'],
+    ] as const
+    for (const [who, detail] of refused) {
+      const r = await who.post('/api/v1/artifacts/uploads', who === c ? { ...body, pool_id: poolA.id } : body)
+      expect([r.status, r.body.detail]).toEqual([403, detail])
+    }
+    // Not by naming no stage either: a fellow without a stage of the job stores nothing for it.
+    h.ctx.db.update(pools).set({ nodeLimit: null }).where(eq(pools.id, poolA.id)).run() // past Alice's plan's 2
+    const spare = await fellow(a, poolA.id)
+    const noStage = await spare.c.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'x', size_bytes: 1, sha256: sha256(bytes(1)), job_id: jobA.id })
+    expect([noStage.status, noStage.body.detail]).toEqual([403, 'This fellow has no stage of that job.'])
+    expect(h.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.jobId, jobA.id)).all()).toEqual([])
+    // The job's creator (and an admin) may seed a stage's resume point.
+    for (const who of [a, sessionClient(h, admin.id)]) {
+      const begun = await who.post('/api/v1/artifacts/uploads', { ...body, pool_id: poolA.id })
+      expect(begun.status).toBe(201)
+      h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.id, begun.body.upload_id)).run()
+    }
+  })
+
   test("a pool's people upload a model file for its engines (any member; admins to any pool); outsiders and fellows of other pools learn nothing; the upload is audited", async () => {
     const data = bytes(70_000, 5)
     // Carol, a plain member: two parts, resumed after asking where the upload stands.
@@ -413,7 +442,7 @@ describe('reading artifacts', () => {
   })
 
   test("the latest checkpoint of a job's stage is its highest step, then the newest; for the job's pool only", async () => {
-    const ck = (step: number, stage: number, seed: number) => upload(fa, bytes(32, seed), { kind: 'checkpoint', name: `s${stage}-${step}`, job_id: jobA.id, stage, step })
+    const ck = (step: number, stage: number, seed: number) => upload(stage === 0 ? fa : fa2, bytes(32, seed), { kind: 'checkpoint', name: `s${stage}-${step}`, job_id: jobA.id, stage, step })
     await ck(500, 0, 20)
     const best = (await ck(900, 0, 21)).body.artifact
     await ck(700, 0, 22)
