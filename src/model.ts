@@ -1,6 +1,6 @@
 // Schemas the wire shapes of several features share. Below every feature: it imports none of them.
 // The definitions live in src/wire/schema.ts, which the agent shares without loading elysia.
-export { Label, Timestamp, UnionEnum } from './wire/schema'
+export { Label, NO_CONTROL_PATTERN, Timestamp, UnionEnum } from './wire/schema'
 
 import { t } from 'elysia'
 import { Type, type IntegerOptions } from '@sinclair/typebox'

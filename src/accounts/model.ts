@@ -3,11 +3,11 @@
 import { t, type Static } from 'elysia'
 // Registers the `email` format (SMTPUTF8 local parts, IDN domains) before any schema compiles.
 import './email'
-import { Label, Timestamp } from '../model'
+import { Label, NO_CONTROL_PATTERN, Timestamp } from '../model'
 
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
 export const Password = t.String({ minLength: 1, maxLength: 4096 })
-export const DisplayName = t.String({ minLength: 1, maxLength: 100 })
+export const DisplayName = t.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROL_PATTERN })
 export const Role = t.Union([t.Literal('user'), t.Literal('admin')])
 export const UserStatus = t.Union([
   t.Literal('unverified'),

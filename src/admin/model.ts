@@ -2,7 +2,7 @@
 // src/audit/model.ts).
 import { t, type Static } from 'elysia'
 import { DisplayName, Email, Me, Role, UserStatus } from '../accounts/model'
-import { Page, PageSize, Timestamp, Int } from '../model'
+import { NO_CONTROL_PATTERN, Page, PageSize, Timestamp, Int } from '../model'
 
 export const USER_SORT_KEYS = ['email', 'display_name', 'created_at', 'last_login_at', 'pool_count', 'node_count'] as const
 export type UserSortKey = (typeof USER_SORT_KEYS)[number]
@@ -11,7 +11,7 @@ const Order = t.Union([t.Literal('asc'), t.Literal('desc')])
 
 export const UserListQuery = t.Object(
   {
-    q: t.Optional(t.String({ maxLength: 254 })),
+    q: t.Optional(t.String({ maxLength: 254, pattern: NO_CONTROL_PATTERN })),
     status: t.Optional(UserStatus),
     role: t.Optional(Role),
     sort: t.Optional(t.Union(USER_SORT_KEYS.map((k) => t.Literal(k)))),

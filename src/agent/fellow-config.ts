@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { Value } from '@sinclair/typebox/value'
-import { numericIssueText } from '../wire/issue-text'
+import { issueText as plainIssueText } from '../wire/issue-text'
 
 /** The built-in Markov model, served when no engine is declared (or declared as NAME=builtin). */
 export const BUILTIN_MODEL = 'tiny-llm'
@@ -252,7 +252,7 @@ function issueText(e: ValueError): string {
   if (e.schema === RunnerTable.properties.command || e.schema === EngineTable.properties.command) {
     return 'must be a command line (a string) or its words (a list of strings), not empty'
   }
-  return numericIssueText(e.schema) ?? e.message.toLowerCase()
+  return plainIssueText(e.schema, e.type, e.message)
 }
 
 /** The engines of a config file's text (TOML); `file` names it in errors. */

@@ -6,7 +6,7 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { leaderBase, loadClientEnv } from '../config'
 import { isEmailAddress } from '../accounts/email'
-import { enumIssueText, numericIssueText, patternIssueText } from '../wire/issue-text'
+import { issueText } from '../wire/issue-text'
 import { readConfigFile } from './config-file'
 import type { Values } from './spec'
 import { CliError, UsageError } from './usage'
@@ -26,7 +26,7 @@ export function checkInput(schema: TSchema, value: unknown, usage?: string, name
   const field = first.path.replace(/^\//, '').split('/')[0]!
   const label = names[field] ?? (field ? `--${field.replace(/_/g, '-')}` : 'input')
   // The plain words the leader's 422 would use, else TypeBox's.
-  const words = numericIssueText(first.schema) ?? enumIssueText(first.schema, first.type) ?? patternIssueText(first.schema, first.type) ?? first.message.toLowerCase()
+  const words = issueText(first.schema, first.type, first.message)
   throw new UsageError(`${label}: ${words} (got ${shown(first.value)})`, usage)
 }
 

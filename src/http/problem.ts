@@ -3,7 +3,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { AppError, isStorageFull, storageFull, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
-import { enumIssueText, numericIssueText, patternIssueText, queryParamHolding } from '../wire/issue-text'
+import { issueText, queryParamHolding } from '../wire/issue-text'
 
 const STATUS: Record<ErrorCode, [number, string]> = {
   bad_request: [400, 'Bad Request'],
@@ -80,8 +80,9 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
       const path = 'path' in i && typeof i.path === 'string' ? i.path : ''
       const schema = 'schema' in i ? i.schema : undefined
       const type = 'type' in i ? i.type : undefined
-      const message =
-        numericIssueText(schema) ?? enumIssueText(schema, type) ?? patternIssueText(schema, type) ?? ('summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value')
+      const fallback = 'summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value'
+      const plain = issueText(schema, type, '')
+      const message = plain !== '' ? plain : fallback
       // Summaries echo the refused value ("... but found: <value>"): cap them, so a 1 MiB body is
       // not mirrored twice into the answer.
       return { path: path === '' ? '/' : path.slice(0, 200), message: message.length > 300 ? `${message.slice(0, 300)}...` : message }

@@ -6,7 +6,7 @@
 // Enums: a value UnionEnum refuses read "Expected kind 'UnionEnum'", the name of a type.
 // Names: a blank one read "Expected string to match '^[ \u00a0...'", the rule as a regex.
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import { FILE_NAME_PATTERN, LABEL_PATTERN } from './schema'
+import { FILE_NAME_PATTERN, LABEL_PATTERN, NO_CONTROL_PATTERN } from './schema'
 
 type Loose = { [key: string]: unknown }
 const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
@@ -38,7 +38,47 @@ export function patternIssueText(schema: unknown, type: unknown): string | null 
   if (!isRecord(schema) || type !== ValueErrorType.StringPattern) return null
   if (schema.pattern === LABEL_PATTERN) return 'must not be blank or hold control characters'
   if (schema.pattern === FILE_NAME_PATTERN) return "must not hold '/' or control characters"
+  if (schema.pattern === NO_CONTROL_PATTERN) return 'must not hold control characters'
   return null
+}
+
+/** "must be one of: \"asc\", \"desc\"" for a union of literals (Elysia said "should be one of: 'string', 'string'"). */
+export function literalUnionIssueText(schema: unknown): string | null {
+  if (!isRecord(schema) || !Array.isArray(schema.anyOf)) return null
+  const members = schema.anyOf.filter(isRecord)
+  if (members.length === 0 || members.length !== schema.anyOf.length || !members.every((m) => 'const' in m)) return null
+  return `must be one of: ${members.map((m) => JSON.stringify(m.const)).join(', ')}`
+}
+
+/** "must be null or ..." for a nullable string or number (Elysia: "should be one of: 'string', 'null'"; TypeBox: "Expected union value"). */
+export function nullableIssueText(schema: unknown): string | null {
+  if (!isRecord(schema) || !Array.isArray(schema.anyOf) || schema.anyOf.length !== 2) return null
+  const [inner, nul] = schema.anyOf as unknown[]
+  if (!isRecord(inner) || !isRecord(nul) || nul.type !== 'null') return null
+  const numeric = numericIssueText(inner)
+  if (numeric) return `must be null or ${numeric.replace(/^must be /, '')}`
+  if (inner.type !== 'string') return null
+  const lo = typeof inner.minLength === 'number' ? inner.minLength : 0
+  const hi = typeof inner.maxLength === 'number' ? inner.maxLength : null
+  const size = hi !== null ? ` of ${lo} to ${hi} characters` : lo > 0 ? ` of at least ${lo} characters` : ''
+  const rule = patternIssueText(inner, ValueErrorType.StringPattern)
+  return `must be null or a string${size}${rule ? `; it ${rule}` : ''}`
+}
+
+/**
+ * The plain words for any refused value: the rules above, else the validator's own message with
+ * its first letter lowered for the middle of a sentence (all of it lowered turned a pattern such as
+ * ^[A-Za-z0-9] into ^[a-za-z0-9], which it is not).
+ */
+export function issueText(schema: unknown, type: unknown, fallback: string): string {
+  return (
+    numericIssueText(schema) ??
+    enumIssueText(schema, type) ??
+    literalUnionIssueText(schema) ??
+    nullableIssueText(schema) ??
+    patternIssueText(schema, type) ??
+    fallback.charAt(0).toLowerCase() + fallback.slice(1)
+  )
 }
 
 /** The query parameter that carried `value`, when exactly one did (the field of a range error). */

@@ -23,6 +23,8 @@ const CONTROL = '\\u0000-\\u001f\\u007f-\\u009f'
 const SPACE = ' \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff'
 export const LABEL_PATTERN = `^[${SPACE}]*[^\\s${CONTROL}][^${CONTROL}]*$`
 export const Label = (maxLength: number, options: StringOptions = {}) => Type.String({ ...options, minLength: 1, maxLength, pattern: LABEL_PATTERN })
+/** Free text that is never blank-checked but must print safely: no control characters (a display name, a search). */
+export const NO_CONTROL_PATTERN = `^[^${CONTROL}]*$`
 /** A file's name that is never a path: no '/' and no control characters (an artifact's name). */
 export const FILE_NAME_PATTERN = `^[^/${CONTROL}]+$`
 

@@ -50,3 +50,44 @@ describe('names', () => {
     expect(res.body.errors.map((e: { message: string }) => e.message)).toContain('must not be blank or hold control characters')
   })
 })
+
+describe('display names and the admin search', () => {
+  test('a display name holding a control character is a 422 in plain words on register and on an admin edit; nothing is stored', async () => {
+    const admin = sessionClient(h, (await seedUser(h, 'root@example.com', { role: 'admin' })).id)
+    const bob = await seedUser(h, 'bob@example.com', { displayName: 'Bob' })
+    for (const bad of ['a\u0007b', 'x\u001b[31mred', '<b>Bold</b>\r\nBcc: evil@example.net', 'nul\u0000byte']) {
+      const reg = await h.client().post('/api/v1/auth/register', { email: 'new@example.com', password: 'a long password', display_name: bad })
+      expect([JSON.stringify(bad), reg.status, reg.body.detail]).toEqual([JSON.stringify(bad), 422, 'body /display_name: must not hold control characters'])
+      const edit = await admin.patch(`/api/v1/admin/users/${bob.id}`, { display_name: bad })
+      expect([edit.status, edit.body.detail]).toEqual([422, 'body /display_name: must be null or a string of 1 to 100 characters; it must not hold control characters'])
+    }
+    expect((h.ctx.sqlite.query('SELECT display_name FROM users WHERE id = ?').get(bob.id) as { display_name: string }).display_name).toBe('Bob')
+    expect((h.ctx.sqlite.query("SELECT count(*) AS n FROM users WHERE email = 'new@example.com'").get() as { n: number }).n).toBe(0)
+    // Emoji, accents and other scripts stay welcome.
+    expect((await admin.patch(`/api/v1/admin/users/${bob.id}`, { display_name: 'Bob 🚀 Müller 研究' })).body.display_name).toBe('Bob 🚀 Müller 研究')
+  })
+
+  test('a search holding a control character is a 422 (a NUL byte reached the full-text index: 500; alone it matched everyone)', async () => {
+    const admin = sessionClient(h, (await seedUser(h, 'root2@example.com', { role: 'admin' })).id)
+    for (const q of ['ab%00', '%00abc', 'abc%00', '%00', '%0A', 'a%1Fb']) {
+      const r = await admin.get(`/api/v1/admin/users?q=${q}`)
+      expect([q, r.status, r.body.detail]).toEqual([q, 422, 'query /q: must not hold control characters'])
+    }
+    expect((await admin.get('/api/v1/admin/users?q=%C3%BCller')).status).toBe(200)
+  })
+
+  test('a value outside a fixed set names the set (it read "should be one of: \'string\', \'string\'")', async () => {
+    const admin = sessionClient(h, (await seedUser(h, 'root3@example.com', { role: 'admin' })).id)
+    const cases: [string, string][] = [
+      ['status=bogus', 'query /status: must be one of: "unverified", "pending_approval", "active", "disabled"'],
+      ['order=up', 'query /order: must be one of: "asc", "desc"'],
+      ['role=root', 'query /role: must be one of: "user", "admin"'],
+    ]
+    for (const [q, detail] of cases) {
+      const r = await admin.get(`/api/v1/admin/users?${q}`)
+      expect([r.status, r.body.detail]).toEqual([422, detail])
+    }
+    const patch = await admin.patch(`/api/v1/admin/users/${(await seedUser(h, 'carl@example.com')).id}`, { role: 'superuser' })
+    expect([patch.status, patch.body.detail]).toEqual([422, 'body /role: must be one of: "user", "admin"'])
+  })
+})

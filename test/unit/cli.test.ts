@@ -6,6 +6,9 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from '
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { COMMANDS, helpFor } from '../../src/cli/commands'
+import { checkInput } from '../../src/cli/client'
+import { SubmitBody } from '../../src/jobs/model'
+import { ChatCompletionBody } from '../../src/inference/model'
 import { allFlags, commandHelp, parseInvocation } from '../../src/cli/spec'
 import { renderCommandReference, withReference } from '../../src/cli/docs'
 import { bashScript } from '../../src/cli/completion'
@@ -224,5 +227,23 @@ describe('svc admin restore', () => {
     expect(read(r.path)).toBe('from the backup')
     expect(read(r.previous!)).toBe('before')
     expect(existsSync(join(dir, `.state.sqlite3.restore-${process.pid}`))).toBe(false)
+  })
+})
+
+describe('checkInput: a refused value in plain words before anything is sent', () => {
+  const refusal = (fn: () => void) => {
+    try {
+      fn()
+    } catch (e) {
+      return (e as Error).message
+    }
+    return null
+  }
+  test("a pattern keeps its letters' case (it read '^[a-za-z0-9]...', a different rule)", () => {
+    expect(refusal(() => checkInput(SubmitBody, { name: 'x', runner: 'bad runner' }))).toBe(`--runner: expected string to match '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' (got "bad runner")`)
+  })
+  test('a nullable number names its range (it read "expected union value")', () => {
+    const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], temperature: 5 }
+    expect(refusal(() => checkInput(ChatCompletionBody, body))).toBe('--temperature: must be null or a number from 0 to 2 (got 5)')
   })
 })
