@@ -242,8 +242,17 @@ export class Accounts {
     const { ctx } = this
     const u = getUser(ctx.db, userId)
     if (!u) throw new AppError('unauthorized', 'Log in first.')
+    // Guessing the current password here counts as failed logins do (the same counters, limits
+    // and lockout): a stolen session must not be a way to try passwords without end.
+    this.limit(req.clientIp)
+    const wait = lockedForSeconds(ctx, u.email, req.clientIp)
+    if (wait > 0) throw new AppError('locked_out', 'Too many wrong passwords; try again later.', { retryAfterS: wait })
     if (!(await verifyPassword(current, u.passwordHash, this.hashes))) {
+      const outcome = recordLoginFailure(ctx, u.email, req.clientIp)
       recordAudit(ctx.db, ctx.clock, { kind: 'auth.password_change_failed', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
+      if (outcome.pairLocked || outcome.accountLocked) {
+        recordAudit(ctx.db, ctx.clock, { kind: 'auth.lockout', actorUserId: userId, clientIp: req.clientIp, targetType: 'email', targetId: u.email, detail: { scope: outcome.accountLocked ? 'account' : 'pair' } })
+      }
       throw new AppError('wrong_password', 'The current password is wrong.')
     }
     const problem = passwordProblem(next, u.email)
@@ -251,6 +260,7 @@ export class Accounts {
     const hash = await hashPassword(next, this.hashes)
     ctx.db.transaction((tx) => {
       const now = ctx.clock.now()
+      clearLoginFailures(tx, u.email, req.clientIp)
       tx.update(users).set({ passwordHash: hash, updatedAt: now }).where(eq(users.id, userId)).run()
       // A new password ends every other way in: other sessions and all API tokens (a token
       // minted by whoever knew the old password must not outlive it).

@@ -384,6 +384,20 @@ describe('password change and reset', () => {
     expect(audits(h, 'auth.password_change')).toHaveLength(1)
   })
 
+  test('guessing the current password counts as failed logins: locked after N, 429 even with the right one, then it works (it had no limit)', async () => {
+    const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '3', SVC_LOGIN_LOCKOUT_SECONDS: '300' })
+    const u = await seedUser(h, 'guess@example.com')
+    const here = sessionClient(h, u.id, { ip: freshIp() })
+    const guess = (current: string) => here.post('/api/v1/auth/password', { current_password: current, new_password: 'a brand new password' })
+    for (let i = 0; i < 3; i++) expect((await guess(`guess number ${i}`)).body.code).toBe('wrong_password')
+    const locked = await guess(PASSWORD)
+    expect([locked.status, locked.body.code]).toEqual([429, 'locked_out'])
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(audits(h, 'auth.lockout')).toHaveLength(1)
+    h.clock.advance(300_000)
+    expect((await guess(PASSWORD)).status).toBe(204)
+  })
+
   test('an API token cannot change the password (session-only action)', async () => {
     const h = harness()
     const u = await seedUser(h, 'tok@example.com')
