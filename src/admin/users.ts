@@ -163,8 +163,10 @@ export class AdminUsers {
       if (!approvable.includes(u.status)) {
         throw new AppError('conflict', `The account is ${u.status}; only pending or unverified accounts can be approved.`, { account_status: u.status })
       }
+      // A verification link sent before stays good: it no longer moves the status, but it still
+      // proves the address, which invites by email need (it used to die here, and nothing could
+      // send another).
       tx.update(users).set({ status: 'active', updatedAt: now }).where(eq(users.id, id)).run()
-      retireActionTokens(tx, now, id, 'verify')
       ctx.mail.enqueue(tx, 'account-approved', u.email, { name: nameOf(u) })
       audit(ctx, tx, actor, 'admin.user.approve', id, { from: u.status })
       return userView(tx, id)
@@ -191,9 +193,9 @@ export class AdminUsers {
     return adminTx(ctx, actor, (tx, now) => {
       const u = loadTarget(tx, id)
       if (!ctx.mail.enabled) throw new AppError('mail_disabled', 'Mail is not configured; approve the account instead.')
-      if (u.status !== 'unverified') {
-        throw new AppError('conflict', `The account is ${u.status}; only unverified accounts get a verification mail.`, { account_status: u.status })
-      }
+      // An account approved before its owner used the link still has an unproven address.
+      if (u.emailVerifiedAt !== null) throw new AppError('conflict', 'The address is already verified.', { account_status: u.status })
+      if (u.status === 'disabled') throw new AppError('conflict', 'The account is disabled; reactivate it first.', { account_status: u.status })
       const token = issueActionToken(tx, now, id, 'verify')
       ctx.mail.enqueue(tx, 'verify-email', u.email, { name: nameOf(u), link: `${ctx.cfg.baseUrl}/verify-email?token=${token}` })
       audit(ctx, tx, actor, 'admin.user.resend_verification', id)

@@ -179,8 +179,27 @@ describe('approve and resend-verification', () => {
     expect(mails(h)).toEqual([{ template: 'verify-email', to: 'unverified@example.com' }])
     expect((await h.client().post('/api/v1/auth/verify-email', { token: old })).body.code).toBe('invalid_token')
     expect(audits(h, 'admin.user.resend_verification')).toHaveLength(1)
-    const active = await A.post(`/api/v1/admin/users/${(await seedUser(h, 'on@example.com')).id}/resend-verification`)
-    expect([active.status, active.body.code]).toEqual([409, 'conflict'])
+    const verified = await A.post(`/api/v1/admin/users/${(await seedUser(h, 'on@example.com', { emailVerified: true })).id}/resend-verification`)
+    expect([verified.status, verified.body.detail]).toEqual([409, 'The address is already verified.'])
+  })
+
+  test('approved before the link was used: the link still proves the address, and a new one can be sent (the account could never verify)', async () => {
+    const { h, A } = await setup({ mailEnabled: true })
+    const u = await seedUser(h, 'early@example.com', { status: 'unverified' })
+    const link = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'verify')
+    expect((await A.post(`/api/v1/admin/users/${u.id}/approve`)).body.status).toBe('active')
+    const used = await h.client().post('/api/v1/auth/verify-email', { token: link })
+    expect([used.status, used.body]).toEqual([200, { status: 'active' }])
+    expect((h.ctx.sqlite.query('SELECT email_verified_at FROM users WHERE id = ?').get(u.id) as { email_verified_at: number | null }).email_verified_at).not.toBeNull()
+    const again = await A.post(`/api/v1/admin/users/${u.id}/resend-verification`)
+    expect([again.status, again.body.detail]).toEqual([409, 'The address is already verified.'])
+    // Approved, link lost: another one can be sent (it was refused for an active account).
+    const lost = await seedUser(h, 'lost@example.com', { status: 'unverified' })
+    expect((await A.post(`/api/v1/admin/users/${lost.id}/approve`)).status).toBe(200)
+    expect((await A.post(`/api/v1/admin/users/${lost.id}/resend-verification`)).status).toBe(200)
+    const off = await seedUser(h, 'off@example.com', { status: 'disabled' })
+    const disabled = await A.post(`/api/v1/admin/users/${off.id}/resend-verification`)
+    expect([disabled.status, disabled.body.detail]).toEqual([409, 'The account is disabled; reactivate it first.'])
   })
 
   test('without mail, resend-verification answers 409 mail_disabled', async () => {
