@@ -11,7 +11,8 @@ export function parseRange(header: string | null, size: number): { start: number
   if (m[1] === '') {
     // bytes=-N: the last N bytes.
     const n = Number(m[2])
-    if (n === 0) throw unsatisfiable(size)
+    // Nothing to take the last bytes of: an empty body satisfies no suffix (it was 206 "0--1/0").
+    if (n === 0 || size === 0) throw unsatisfiable(size)
     return { start: Math.max(0, size - n), end: size }
   }
   const start = Number(m[1])
