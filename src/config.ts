@@ -218,7 +218,8 @@ function listenHost(env: Env): string {
   const v = str(env, 'SVC_HOST') ?? '127.0.0.1'
   const bare = /^\[(.*)\]$/.exec(v)?.[1]
   if (bare !== undefined && ipVersion(bare) === 6) return bare
-  if (bare === undefined && (ipVersion(v) !== 0 || (v.length <= 253 && HOST_NAME.test(v)))) return v
+  // A name ending in a number is read as an IPv4 address in a URL: 999.1.1.1 is no host name.
+  if (bare === undefined && (ipVersion(v) !== 0 || (v.length <= 253 && HOST_NAME.test(v) && URL.canParse(`http://${v}/`)))) return v
   throw new ConfigError('SVC_HOST', `expected an IP address or a host name, got ${JSON.stringify(v)}`)
 }
 

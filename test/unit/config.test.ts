@@ -54,7 +54,7 @@ describe('config', () => {
     for (const v of ['0.0.0.0', '127.0.0.1', '::', '::1', 'localhost', 'leader-1.example.org', 'LEADER']) expect(hostOf(v).host).toBe(v)
     const bracketed = hostOf('[::1]')
     expect([bracketed.host, bracketed.baseUrl]).toEqual(['::1', 'http://[::1]:8080'])
-    for (const v of ['a b', '::::', '[::1', 'host:8080', 'http://leader', '-leader', 'leader..example', 'le_ader', `${'a'.repeat(64)}.example`, '1.2.3.4/8']) {
+    for (const v of ['a b', '::::', '[::1', 'host:8080', 'http://leader', '-leader', 'leader..example', 'le_ader', `${'a'.repeat(64)}.example`, '1.2.3.4/8', '999.1.1.1', '1.2.3.256']) {
       expect(() => hostOf(v)).toThrow(new ConfigError('SVC_HOST', `expected an IP address or a host name, got ${JSON.stringify(v)}`))
     }
   })
