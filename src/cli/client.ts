@@ -119,6 +119,8 @@ async function failure(res: Response, method: string, path: string): Promise<Cli
     detail = text.slice(0, 200)
   }
   detail = detail.replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
+  // A wrong password (svc login, a password asked for again) is no token's fault.
+  if (res.status === 401 && code === 'invalid_credentials') return new LeaderRefused(detail, code, members)
   if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)
   if (res.status === 404 && detail === 'no detail') return new CliError(`${method} ${path}: not found`)
   return new LeaderRefused(detail, code, members)

@@ -247,3 +247,26 @@ describe('checkInput: a refused value in plain words before anything is sent', (
     expect(refusal(() => checkInput(ChatCompletionBody, body))).toBe('--temperature: must be null or a number from 0 to 2 (got 5)')
   })
 })
+
+describe('the client names what the leader refused', () => {
+  test('a wrong password is said as such, not blamed on the token; a refused token still gets its hint', async () => {
+    const { Client } = await import('../../src/cli/client')
+    const server = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: (req) => {
+        const login = new URL(req.url).pathname === '/api/v1/auth/login'
+        const body = login ? { detail: 'Wrong email or password.', code: 'invalid_credentials' } : { detail: 'The credential is wrong, expired or revoked.', code: 'unauthorized' }
+        return Response.json({ type: 'about:blank', status: 401, ...body }, { status: 401, headers: { 'content-type': 'application/problem+json' } })
+      },
+    })
+    try {
+      const c = new Client({ url: `http://127.0.0.1:${server.port}`, token: 'svc_pat_x', source: 'test' })
+      const message = async (path: string) => c.call('POST', path, { body: {} }).then(() => '', (e: Error) => e.message)
+      expect(await message('/api/v1/auth/login')).toBe('Wrong email or password.')
+      expect(await message('/api/v1/pools')).toBe('The credential is wrong, expired or revoked (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)')
+    } finally {
+      server.stop(true)
+    }
+  })
+})
