@@ -45,11 +45,17 @@ function email(v: string, usage: string): string {
 
 export async function createUser({ args, flags, usage }: Invocation): Promise<number> {
   const addr = email(args.EMAIL!, usage)
+  // A fresh install may be seeded before the leader first starts, but not a state file in a
+  // directory that is not there: that is a mistyped --db (it used to be created, path and all).
+  const path = dbPathOf(flags.db)
+  const fresh = !existsSync(path)
+  if (fresh && !existsSync(dirname(path))) throw new CliError(`no directory ${dirname(path)} for the state database (--db PATH names another, or create it first)`)
   const password = await readPassword(flags['password-stdin'] === true, true)
   const ctx = adminContext(flags.db as string | undefined, false)
   try {
     const user = await new Accounts(ctx).createAdminUser(addr, password, flags['display-name'] as string | undefined)
     process.stdout.write(`created admin ${user.email} (${user.id})\n`)
+    if (fresh) process.stderr.write(`svc: note: ${path} did not exist; it is a new, empty state database (the leader uses it when started with the same SVC_STATE_DIR / SVC_JOIN_STATE_DB)\n`)
   } finally {
     ctx.sqlite.close()
   }
@@ -58,6 +64,8 @@ export async function createUser({ args, flags, usage }: Invocation): Promise<nu
 
 export async function setPassword({ args, flags, usage }: Invocation): Promise<number> {
   const addr = email(args.EMAIL!, usage)
+  const path = dbPathOf(flags.db)
+  if (!existsSync(path)) throw new CliError(`no state database at ${path} (--db PATH names another)`)
   const password = await readPassword(flags['password-stdin'] === true, true)
   const ctx = adminContext(flags.db as string | undefined, false)
   try {

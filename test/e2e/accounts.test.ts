@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import { startLeader, runSvc } from '../helpers/leader'
 
 function cookieHeader(res: Response, jar: Map<string, string>): void {
@@ -70,6 +71,18 @@ describe('accounts through the built binary', () => {
     expect(noTty.stderr).toContain('--password-stdin')
     const badEmail = await runSvc(['admin', 'set-password', 'not-an-email', '--db', db, '--password-stdin'], { stdin: 'whatever password\n' })
     expect(badEmail.code).toBe(2)
+    // A mistyped --db: set-password creates nothing and says so; create-user will not make up a
+    // directory, and says when it seeded a new file (a fresh install may be seeded before a start).
+    const typo = join(leader.dir, 'typo', 'x.sqlite3')
+    const lost = await runSvc(['admin', 'set-password', 'root@example.com', '--db', typo, '--password-stdin'], { stdin: 'whatever password\n' })
+    expect([lost.code, lost.stderr]).toEqual([1, `svc: no state database at ${typo} (--db PATH names another)\n`])
+    const made = await runSvc(['admin', 'create-user', 'z@example.com', '--db', typo, '--password-stdin'], { stdin: 'root password here\n' })
+    expect([made.code, made.stderr]).toEqual([1, `svc: no directory ${join(leader.dir, 'typo')} for the state database (--db PATH names another, or create it first)\n`])
+    expect(existsSync(join(leader.dir, 'typo'))).toBe(false)
+    const seeded = join(leader.dir, 'state', 'seed.sqlite3')
+    const seed = await runSvc(['admin', 'create-user', 'z@example.com', '--db', seeded, '--password-stdin'], { stdin: 'root password here\n' })
+    expect(seed.code).toBe(0)
+    expect(seed.stderr).toContain(`svc: note: ${seeded} did not exist; it is a new, empty state database`)
     expect(await leader.stop()).toBe(0)
   })
 })
