@@ -69,17 +69,17 @@ export function LoginPage(props: { ctx: PageCtx; next: string }) {
           <a href="/forgot-password" safe>{t.forgot}</a>
         </p>
         <p class="muted">
-          <span safe>{t.noAccount}</span> <a href="/register" safe>{t.register}</a>.
+          <span safe>{t.noAccount}</span> <a href={props.next === '/dashboard' ? '/register' : `/register?next=${encodeURIComponent(props.next)}`} safe>{t.register}</a>.
         </p>
       </div>
     </Layout>
   )
 }
 
-export function RegisterPage(props: { ctx: PageCtx }) {
+export function RegisterPage(props: { ctx: PageCtx; next: string }) {
   const t = AUTH[props.ctx.lang]
   return (
-    <Layout ctx={props.ctx} title={t.registerTab} script="auth.js">
+    <Layout ctx={props.ctx} title={t.registerTab} script="auth.js" data={{ next: props.next }}>
       <div class="card legal">
         <h1 safe>{t.registerTitle}</h1>
         <p class="muted" safe>{t.firstAdmin}</p>

@@ -34,7 +34,7 @@ export function authClient(): void {
     const r = await svc.api('POST', '/api/v1/auth/register', body)
     if (!r.ok) return svc.say('register-msg', r.error ?? '', 'error')
     if (r.data.logged_in) {
-      location.href = '/dashboard'
+      location.href = safeNext(svc.data('next') || '/dashboard')
       return
     }
     const status = r.data.user?.status

@@ -8,6 +8,7 @@ import { RateLimiter } from '../rate-limit'
 import { HOUR_MS, iso } from '../time'
 import { ensureDefaultPool, memberRole, requireMember, requireOwner, getVisiblePool } from '../pools/service'
 import type { Ctx } from '../context'
+import type { Db } from '../db/client'
 import type { Actor, NodeCaller } from '../caller'
 import type { FellowRegistry, LiveFellow } from './live'
 import type { SignalHub } from './signals'
@@ -17,6 +18,12 @@ import { shQuote } from './bootstrap'
 
 const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
 const TOKEN_CACHE_MAX = 200_000
+
+/** A fellow's pool (null: detached, in none), or undefined when there is no such fellow (its page's visibility check). */
+export function fellowPoolOf(db: Db, id: string): string | null | undefined {
+  if (db.select({ id: fellows.id }).from(fellows).where(eq(fellows.id, id)).get() === undefined) return undefined
+  return db.select({ poolId: poolNodes.poolId }).from(poolNodes).where(eq(poolNodes.fellowId, id)).get()?.poolId ?? null
+}
 
 export function signalsUrl(baseUrl: string, fellowId: string): string {
   return `${baseUrl.replace(/^http/, 'ws')}/ws/signals/${fellowId}`

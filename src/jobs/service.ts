@@ -25,6 +25,11 @@ import type { LoopSpec } from '../loops'
 type JobRow = typeof jobs.$inferSelect
 
 /** Why a job that named no pool waits: the default pool's fellows are anyone's machines. */
+/** A job's pool, or undefined when there is no such job (the job page's visibility check). */
+export function jobPoolOf(db: Db, id: string): string | undefined {
+  return db.select({ poolId: jobs.poolId }).from(jobs).where(eq(jobs.id, id)).get()?.poolId
+}
+
 export const UNNAMED_POOL_REASON =
   'not placed: no pool_id was given, and the default pool (fellows that joined without a join token) only takes jobs that name it; resubmit with a pool_id'
 

@@ -4,7 +4,9 @@
 import { readFileSync } from 'node:fs'
 import { AppError } from '../errors'
 import { toMe } from '../accounts/service'
-import { getVisiblePool, planFor } from '../pools/service'
+import { getVisiblePool, memberRole, planFor } from '../pools/service'
+import { jobPoolOf } from '../jobs/service'
+import { fellowPoolOf } from '../fellows/service'
 import { view, securityHeaders, securityHeadersOf, pageContext, sameOriginPath, originsOf, takeNext, type PageRequest } from './view'
 import { isLang, LANG_COOKIE, type Lang } from '../../pages/i18n'
 import { ASSETS, ASSET_VERSION } from '../../pages/assets'
@@ -87,6 +89,9 @@ export function pageHandlers(ctx: Ctx) {
   }
   const admin = (r: PageRequest, render: (v: ReturnType<typeof view>) => string | Promise<string>) =>
     session(r, (v) => (v.user!.role === 'admin' ? render(v) : v.redirect('/dashboard')))
+  /** What lives in a pool is shown to the pool's members, and to admins (also when it has no pool). */
+  const visibleHere = (u: { id: string; role: string }, poolId: string | null | undefined) =>
+    poolId !== undefined && (u.role === 'admin' || (poolId !== null && memberRole(ctx.db, poolId, u.id) !== null))
 
   return {
     // Landing and language.
@@ -149,9 +154,12 @@ export function pageHandlers(ctx: Ctx) {
       if (v.user) return v.redirect('/dashboard')
       return v.html(<LoginPage ctx={v.page} next={takeNext(r)} />)
     },
+    // From the login page, `?next=` carries where the login was to go (an invite link): a new
+    // account registered and logged in goes there, as a login would.
     '/register': (r) => {
       const v = view(ctx, r)
-      return v.user ? v.redirect('/dashboard') : v.html(<RegisterPage ctx={v.page} />)
+      const next = sameOriginPath(new URL(r.request.url).searchParams.get('next'), [new URL(r.request.url).origin]) ?? '/dashboard'
+      return v.user ? v.redirect('/dashboard') : v.html(<RegisterPage ctx={v.page} next={next} />)
     },
     '/verify-email': (r) => {
       const v = view(ctx, r)
@@ -193,10 +201,10 @@ export function pageHandlers(ctx: Ctx) {
     '/admin/users': (r) => admin(r, (v) => v.html(<AdminUsersPage ctx={v.page} />)),
     '/admin/pools': (r) => admin(r, (v) => v.html(<AdminPoolsPage ctx={v.page} />)),
     '/admin/audit': (r) => admin(r, (v) => v.html(<AdminAuditPage ctx={v.page} />)),
-    // The job's facts come from /api/v1/jobs/{id} in the page script, which says when it is not visible.
-    '/jobs/:id': (r) => session(r, (v) => (UUID.test(r.params.id) ? v.html(<JobPage ctx={v.page} jobId={r.params.id} />) : notFound(r, 'job'))),
-    // A machine's facts come from /api/v1/workers/{id} in the page script, which says when it is not visible.
-    '/fellows/:id': (r) => session(r, (v) => (UUID.test(r.params.id) ? v.html(<FellowPage ctx={v.page} fellowId={r.params.id} />) : notFound(r, 'fellow'))),
+    // The facts come from /api/v1/jobs/{id} and /api/v1/workers/{id} in the page scripts; a job or
+    // machine the user may not see is the HTML 404, as a pool is (the page drew its empty panels).
+    '/jobs/:id': (r) => session(r, (v) => (UUID.test(r.params.id) && visibleHere(v.user!, jobPoolOf(ctx.db, r.params.id)) ? v.html(<JobPage ctx={v.page} jobId={r.params.id} />) : notFound(r, 'job'))),
+    '/fellows/:id': (r) => session(r, (v) => (UUID.test(r.params.id) && visibleHere(v.user!, fellowPoolOf(ctx.db, r.params.id)) ? v.html(<FellowPage ctx={v.page} fellowId={r.params.id} />) : notFound(r, 'fellow'))),
     '/ops/join-v2': (r) => session(r, (v) => v.html(<JoinPage ctx={v.page} />)),
     '/ops/inference': (r) => session(r, (v) => v.html(<InferencePage ctx={v.page} />)),
     // Legal and accessibility.

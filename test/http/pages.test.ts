@@ -104,6 +104,36 @@ describe('access rules and redirects', () => {
     }
   })
 
+  test("a job's or a machine's page is 404 unless its pool is the user's (or an admin looks); it used to draw empty panels that said 'Loading…'", async () => {
+    const u = sessionClient(h, user.id)
+    const job = (await u.post('/api/v1/jobs', { name: 'train', pool_id: userPool.id })).body
+    const join = (await u.post('/api/v1/bootstrap/join-sessions', { pool_id: userPool.id })).body.join_token
+    const fellow = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'gpu-1' })).body
+    for (const path of [`/jobs/${job.id}`, `/fellows/${fellow.fellow_id}`]) {
+      expect([path, (await u.get(path)).status]).toEqual([path, 200])
+      expect([path, (await sessionClient(h, admin.id).get(path)).status]).toEqual([path, 200])
+      const res = await sessionClient(h, other.id).get(path)
+      expect([path, res.status, res.headers.get('content-type')]).toEqual([path, 404, 'text/html; charset=utf-8'])
+    }
+    for (const path of ['/jobs/01a20184-99e9-7296-9fc7-75b6e5358e98', '/fellows/01a20184-99e9-7296-9fc7-75b6e5358e98', '/jobs/nope']) {
+      expect([path, (await sessionClient(h, admin.id).get(path)).status]).toEqual([path, 404])
+    }
+  })
+
+  test('the login page hands the wanted page to its Register link, and the register page keeps it (an invite link survived only a login)', async () => {
+    const c = h.client()
+    const wanted = '/dashboard?invite=01a20184-99e9-7296-9fc7-75b6e5358e98&token=abc'
+    await c.get(wanted)
+    const login = await c.get('/login')
+    expect(login.body).toContain(`href="/register?next=${encodeURIComponent(wanted).replace(/&/g, '&amp;')}"`)
+    const reg = await c.get(`/register?next=${encodeURIComponent(wanted)}`)
+    expect(reg.body).toContain(`data-next="${wanted.replace(/&/g, '&amp;')}"`)
+    // Only a path of this leader is kept.
+    for (const bad of ['https://evil.example/x', '//evil.example/x', '/\\evil.example']) {
+      expect((await h.client().get(`/register?next=${encodeURIComponent(bad)}`)).body).toContain('data-next="/dashboard"')
+    }
+  })
+
   test('after the login redirect, the login page carries the page the visitor wanted', async () => {
     const c = h.client()
     await c.get(`/pools/${userPool.id}?tab=x`)
