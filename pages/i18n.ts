@@ -59,7 +59,7 @@ const en = {
     'We want everyone to be able to use this service. The pages are built to be usable with a keyboard alone and with screen readers, with visible focus, labelled form fields, text alternatives and sufficient contrast.',
   a11yStatus: 'Known limitations',
   a11yLimits:
-    'Live tables refresh every few seconds; screen readers announce changes politely. Charts are not used; every value is shown as text. If something does not work for you, please tell us.',
+    'Live tables refresh every few seconds; screen readers announce changes politely. The charts (training loss and throughput, machines over time, GPU temperature and memory) are pictures for sighted readers that screen readers skip: each has a summary beside it and a "Show the data as a table" button that lists every value as text. If something does not work for you, please tell us.',
   a11yContactTitle: 'Report a barrier',
   a11yContactLead: 'You can report barriers to:',
   a11yNoContact: 'This deployment has not configured a contact for reporting barriers.',
@@ -100,7 +100,7 @@ const de: Strings = {
     'Alle Menschen sollen diesen Dienst nutzen können. Die Seiten sind mit der Tastatur allein und mit Screenreadern bedienbar, mit sichtbarem Fokus, beschrifteten Formularfeldern, Textalternativen und ausreichendem Kontrast.',
   a11yStatus: 'Bekannte Einschränkungen',
   a11yLimits:
-    'Live-Tabellen aktualisieren sich alle paar Sekunden; Screenreader kündigen Änderungen zurückhaltend an. Es gibt keine Diagramme; alle Werte stehen als Text da. Wenn etwas für Sie nicht funktioniert, sagen Sie es uns bitte.',
+    'Live-Tabellen aktualisieren sich alle paar Sekunden; Screenreader kündigen Änderungen zurückhaltend an. Die Diagramme (Loss und Durchsatz des Trainings, Maschinen im Verlauf, GPU-Temperatur und -Speicher) sind Bilder für Sehende, die Screenreader überspringen: Zu jedem gibt es eine Zusammenfassung und die Schaltfläche „Daten als Tabelle zeigen“, die jeden Wert als Text auflistet. Wenn etwas für Sie nicht funktioniert, sagen Sie es uns bitte.',
   a11yContactTitle: 'Barriere melden',
   a11yContactLead: 'Barrieren können Sie hier melden:',
   a11yNoContact: 'Für diese Installation ist kein Kontakt zum Melden von Barrieren eingerichtet.',

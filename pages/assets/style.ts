@@ -21,6 +21,8 @@ a:hover { color: var(--accent-dark); }
 h1 { font-size: 1.75rem; margin: 0 0 .5rem; line-height: 1.25; }
 h2 { font-size: 1.2rem; margin: 0 0 .75rem; }
 h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
+/* Names people choose can be one long word: they wrap rather than push the page sideways. */
+h1, h2, h3, dd, .lead { overflow-wrap: anywhere; }
 p { margin: 0 0 .75rem; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9rem; }
 .sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }

@@ -183,7 +183,7 @@ export class Agent {
       } catch (e) {
         if (!isRetryable(e) || this.o.once) {
           const full = e instanceof LeaderError && e.code === 'pool_node_limit'
-          const hint = full ? 'the pool is full: ask its owner to raise the node limit' : isRetryable(e) ? 'the leader did not answer' : 'check the join token (it may be expired or revoked)'
+          const hint = full ? 'the pool is full: an admin can raise its node limit, or its owner can remove a fellow' : isRetryable(e) ? 'the leader did not answer' : 'check the join token (it may be expired or revoked)'
           this.o.log.error('registration refused', { error: (e as Error).message, hint })
           this.stop('registration refused', 1)
           return false
