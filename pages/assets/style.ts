@@ -22,7 +22,7 @@ h1 { font-size: 1.75rem; margin: 0 0 .5rem; line-height: 1.25; }
 h2 { font-size: 1.2rem; margin: 0 0 .75rem; }
 h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
 /* Names people choose can be one long word: they wrap rather than push the page sideways. */
-h1, h2, h3, dd, .lead { overflow-wrap: anywhere; }
+h1, h2, h3, dd, figcaption, .lead { overflow-wrap: anywhere; }
 p { margin: 0 0 .75rem; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9rem; }
 .sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
@@ -112,7 +112,8 @@ td.detail { font-size: .875rem; word-break: break-word; }
   .chip-name { max-width: 9rem; }
   .table-wrap { overflow-x: visible; }
   .table-wrap table, .table-wrap tbody, .table-wrap tr, .table-wrap td { display: block; width: 100%; }
-  .table-wrap thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+  /* Block, so the 1 px box clips its cells: as a table header group it let them widen the page. */
+  .table-wrap thead { display: block; position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
   .table-wrap tr { border-bottom: 2px solid var(--line); padding: .4rem 0; }
   .table-wrap td { border: none; padding: .2rem .25rem; overflow-wrap: anywhere; }
   .table-wrap td[data-label]::before { content: attr(data-label); display: block; font-size: .75rem; font-weight: 600; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }

@@ -400,6 +400,26 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await expectAccessible(page, 'inference with a fellow')
   }, 45_000) // a fellow agent starts, joins and serves within it
 
+  test('a name that is one long word wraps at 375 px: no page scrolls sideways (a pool name in a heading and a chart caption did)', async () => {
+    const narrow = await browser.newContext({ viewport: { width: 375, height: 800 }, storageState: await ada.storageState() })
+    const p = await narrow.newPage()
+    watchErrors(p, errors)
+    try {
+      const csrf = (await narrow.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? ''
+      const made = await p.request.post(leader.url + '/api/v1/pools', { headers: { 'x-csrf-token': csrf }, data: { name: 'ComputationalLinguisticsResearchGroupCluster'.repeat(2) } })
+      expect(made.status()).toBe(201)
+      const id = ((await made.json()) as { id: string }).id
+      for (const path of ['/dashboard', `/pools/${id}`, '/admin/pools']) {
+        await p.goto(leader.url + path)
+        await p.waitForLoadState('networkidle')
+        expect([path, await p.evaluate('document.documentElement.scrollWidth')]).toEqual([path, 375])
+      }
+      await p.request.delete(`${leader.url}/api/v1/pools/${id}`, { headers: { 'x-csrf-token': csrf } })
+    } finally {
+      await narrow.close()
+    }
+  }, T)
+
   test('every other page renders without script errors, passes axe and is photographed', async () => {
     const pool = new URL(poolUrl).pathname
     const pages: [string, string][] = [
