@@ -79,6 +79,22 @@ export function poolConsoleClient(): void {
     return body
   }
 
+  // What the leader refused, beside the field it concerns (a setting of the config: beside the
+  // config, naming the setting), as the form's own checks do.
+  const FIELD_OF: Record<string, string> = { name: 'job-name-input', runner: 'job-runner-input', stages: 'job-stages-input', min_free_vram_mb: 'job-vram-input', config: 'job-config-input' }
+  function placeErrors(errors: unknown): boolean {
+    if (!Array.isArray(errors)) return false
+    let placed = false
+    for (const e of errors as { path?: unknown; message?: unknown }[]) {
+      const path = typeof e.path === 'string' ? e.path.split('/').filter(Boolean) : []
+      const id = FIELD_OF[path[0] ?? '']
+      if (!id || typeof e.message !== 'string') continue
+      fieldError(id, path.length > 1 ? `${path.slice(1).join('.')}: ${e.message}` : e.message)
+      placed = true
+    }
+    return placed
+  }
+
   let submitted: string | null = null
   form?.addEventListener('submit', (e) => {
     e.preventDefault()
@@ -90,6 +106,11 @@ export function poolConsoleClient(): void {
     }
     svc.say('submit-msg', t('submit.sending'))
     void svc.api('POST', '/api/v1/jobs', body).then((r) => {
+      if (!r.ok && placeErrors(r.data?.errors)) {
+        svc.say('submit-msg', t('submit.fix'), 'error')
+        ;(form.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus()
+        return
+      }
       if (!r.ok) return svc.say('submit-msg', r.error ?? '', 'error')
       submitted = r.data.id
       form.reset()

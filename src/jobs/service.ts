@@ -84,7 +84,8 @@ function checkBuiltinConfig(config: Record<string, unknown>): void {
     const message = (e as Error).message
     const key = /^config\.(\w+)/.exec(message)?.[1]
     const path = key ? `/config/${key}` : '/config'
-    throw invalid(`body ${path}: ${message.replace(/^config\.\w+ /, '')} (a setting of the built-in runner mlp).`, { errors: [{ path, message }] })
+    const words = `${message.replace(/^config\.\w+ /, '')} (a setting of the built-in runner mlp)`
+    throw invalid(`body ${path}: ${words}.`, { errors: [{ path, message: words }] })
   }
 }
 

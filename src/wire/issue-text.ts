@@ -65,6 +65,16 @@ export function nullableIssueText(schema: unknown): string | null {
   return `must be null or a string${size}${rule ? `; it ${rule}` : ''}`
 }
 
+/** Lengths and the email format in words (Elysia: "Expected string length greater or equal to 1", "Property 'email' should be email"). */
+export function stringIssueText(schema: unknown, type: unknown): string | null {
+  if (!isRecord(schema) || schema.type !== 'string') return null
+  if (type === ValueErrorType.StringMinLength && typeof schema.minLength === 'number') return schema.minLength === 1 ? 'must not be empty' : `must be at least ${schema.minLength} characters`
+  if (type === ValueErrorType.StringMaxLength && typeof schema.maxLength === 'number') return `must be at most ${schema.maxLength} characters`
+  if (type === ValueErrorType.StringFormat && schema.format === 'email') return 'must be an email address (name@example.org)'
+  if (type === ValueErrorType.StringFormat && schema.format === 'uuid') return 'must be an id (a UUID)'
+  return null
+}
+
 /**
  * The plain words for any refused value: the rules above, else the validator's own message with
  * its first letter lowered for the middle of a sentence (all of it lowered turned a pattern such as
@@ -77,6 +87,7 @@ export function issueText(schema: unknown, type: unknown, fallback: string): str
     literalUnionIssueText(schema) ??
     nullableIssueText(schema) ??
     patternIssueText(schema, type) ??
+    stringIssueText(schema, type) ??
     fallback.charAt(0).toLowerCase() + fallback.slice(1)
   )
 }

@@ -75,6 +75,17 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
       await page.click('#submit-job-button')
       await page.waitForSelector('#job-config-input-error:has-text("must be a JSON object")')
       expect(posted).toEqual([])
+      // What only the leader checks (the built-in runner's settings) lands beside its field too,
+      // naming the setting (it was a line of API text under the button).
+      await page.fill('#job-runner-input', 'mlp')
+      await page.fill('#job-stages-input', '2')
+      await page.fill('#job-config-input', '{"steps": -3}')
+      await page.click('#submit-job-button')
+      await page.waitForSelector('#job-config-input-error:has-text("steps: must be an integer from 1 to 100000000 (a setting of the built-in runner mlp)")')
+      expect(await text(page, '#submit-msg')).toContain('Nothing was submitted')
+      expect(await page.evaluate('document.activeElement && document.activeElement.id')).toBe('job-config-input')
+      expect(posted).toHaveLength(1)
+      posted.splice(0)
       await shot(page, 'console-submit-errors-en-1280')
       await expectAccessible(page, 'pool submit errors en 1280')
 

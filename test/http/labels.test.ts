@@ -91,3 +91,16 @@ describe('display names and the admin search', () => {
     expect([patch.status, patch.body.detail]).toEqual([422, 'body /role: must be one of: "user", "admin"'])
   })
 })
+
+describe('lengths and formats in words', () => {
+  test('an empty name, a too long one, a malformed email and id read plainly (they read "Expected string length greater or equal to 1", "should be email")', async () => {
+    const empty = await alice.post('/api/v1/pools', { name: '' })
+    expect([empty.status, empty.body.errors.map((e: { message: string }) => e.message)]).toEqual([422, expect.arrayContaining(['must not be empty'])])
+    const long = await alice.post('/api/v1/api-tokens', { name: 'x'.repeat(101) })
+    expect(long.body.errors.map((e: { message: string }) => e.message)).toContain('must be at most 100 characters')
+    const invite = await alice.post(`/api/v1/pools/${pool.id}/invites`, { email: 'a@b' })
+    expect([invite.status, invite.body.detail]).toEqual([422, 'body /email: must be an email address (name@example.org)'])
+    const job = await alice.post('/api/v1/jobs', { name: 'x', pool_id: 'not-an-id' })
+    expect([job.status, job.body.detail]).toEqual([422, 'body /pool_id: must be an id (a UUID)'])
+  })
+})
