@@ -88,6 +88,12 @@ export function adminUsersClient(): void {
     const items = (r.data.items ?? []) as any[]
     const size = Number(r.data.page_size) || 25
     pages = Math.max(1, Math.ceil((Number(r.data.total) || 0) / size))
+    // A page past the end (an old link, users deleted meanwhile): the last page instead of
+    // "No users match" under "Page 5 of 1".
+    if (items.length === 0 && page > pages) {
+      page = pages
+      return load()
+    }
     ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
     ;($('page-next') as HTMLButtonElement).disabled = page >= pages
     svc.render($('page-info'), [page, pages, r.data.total], () => [t('users.page', { page, pages, n: Number(r.data.total) || 0 })])

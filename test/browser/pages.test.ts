@@ -400,6 +400,13 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await expectAccessible(page, 'inference with a fellow')
   }, 45_000) // a fellow agent starts, joins and serves within it
 
+  test('the admin user list opened past its last page shows the last page (it said "No users match" under "Page 5 of 1")', async () => {
+    await page.goto(leader.url + '/admin/users?page=5')
+    await page.waitForSelector('#page-info:has-text("Page 1 of 1")')
+    expect(await page.locator('#users-body tr[data-user]').count()).toBeGreaterThan(0)
+    expect(new URL(page.url()).searchParams.get('page')).toBe('1')
+  }, T)
+
   test('a name that is one long word wraps at 375 px: no page scrolls sideways (a pool name in a heading and a chart caption did)', async () => {
     const narrow = await browser.newContext({ viewport: { width: 375, height: 800 }, storageState: await ada.storageState() })
     const p = await narrow.newPage()

@@ -263,6 +263,9 @@ describe('the other commands against a running leader', () => {
     await ok(['users', 'delete', 'carol@example.org', '--yes'])
     const gone = await svc(['users', 'list', '--search', 'carol'], { env })
     expect([gone.code, gone.stdout, gone.stderr]).toEqual([0, '', 'no users match\n'])
+    const past = await svc(['users', 'list', '--page', '99'], { env })
+    expect([past.code, past.stdout]).toEqual([0, ''])
+    expect(past.stderr).toMatch(/^page 99 is past the last one \(1; \d+ users\)\n$/)
 
     // All of it is in the audit log.
     const audit = await ok(['audit', 'list', '--page-size', '200'])

@@ -35,9 +35,9 @@ export async function usersList({ flags, usage }: Invocation): Promise<number> {
       { head: 'LAST LOGIN', get: (u) => ago(u.last_login_at) },
     ],
     (u) => u.id,
-    'no users match',
+    res.total > 0 && res.items.length === 0 ? `page ${res.page} is past the last one (${Math.ceil(res.total / res.page_size)}; ${res.total} users)` : 'no users match',
   )
-  if (modeOf(flags) === 'table' && res.total > res.items.length) process.stderr.write(`page ${res.page} of ${Math.ceil(res.total / res.page_size)} (${res.total} users); --page N for more\n`)
+  if (modeOf(flags) === 'table' && res.total > res.items.length && res.items.length > 0) process.stderr.write(`page ${res.page} of ${Math.ceil(res.total / res.page_size)} (${res.total} users); --page N for more\n`)
   return 0
 }
 
