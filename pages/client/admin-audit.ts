@@ -25,7 +25,7 @@ export function adminAuditClient(): void {
       el('td', { class: 'mono', text: e.kind }),
       el('td', { text: e.actor_email ?? (e.actor_user_id ? String(e.actor_user_id).slice(0, 13) : '—') }),
       el('td', { class: 'mono', text: e.client_ip ?? '—' }),
-      el('td', {}, e.target_type === 'pool' && e.target_id ? el('a', { href: '/pools/' + encodeURIComponent(e.target_id), text: t('audit.pool') }) : e.target_type ? `${e.target_type} ${String(e.target_id ?? '').slice(0, 13)}` : '—'),
+      el('td', {}, e.target_type === 'pool' && e.target_id ? el('a', { href: '/pools/' + encodeURIComponent(e.target_id), text: `${t('audit.pool')} ${String(e.target_id).slice(0, 13)}` }) : e.target_type ? `${e.target_type} ${String(e.target_id ?? '').slice(0, 13)}` : '—'),
       el('td', { class: 'detail', text: detailText(e.detail) }),
     )
 

@@ -238,6 +238,10 @@ describe.skipIf(!hasChromium)('newcomer flows in Chromium (issue 29)', () => {
           await a.waitForURL('**/admin/audit**')
           await a.locator('#audit-body tr[data-kind="pool.join_reject"]').first().waitFor()
           expect(await a.locator('#audit-body tr[data-kind="pool.join_reject"]').first().innerText()).toContain('ada@example.com')
+          // A pool target names which pool (every one read just "pool").
+          const target = a.locator('#audit-body tr[data-kind="pool.join_reject"] a[href^="/pools/"]').first()
+          const href = (await target.getAttribute('href')) ?? ''
+          expect((await target.innerText()).trim()).toMatch(new RegExp(`^(pool|Pool) ${href.slice('/pools/'.length, '/pools/'.length + 13)}$`))
           expect(await a.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
           await shot(a, `newcomer-audit-${tag}`)
           await expectAccessible(a, `audit ${tag}`)
