@@ -25,7 +25,7 @@ export function profileClient(): void {
       {},
       el('td', { text: tok.name }),
       el('td', { class: 'mono', text: tok.prefix }),
-      admin ? el('td', { class: 'mono', text: String(tok.user_id).slice(0, 13) }) : null,
+      admin ? el('td', { text: String(tok.user_email) }) : null,
       el('td', { text: svc.fmtTime(tok.created_at) }),
       el('td', { text: svc.fmtTime(tok.last_used_at) }),
       el('td', { text: tok.expires_at ? svc.fmtTime(tok.expires_at) : t('common.never') }),

@@ -11,12 +11,13 @@ import type { ApiTokenRecord } from './model'
 
 type Row = typeof apiTokens.$inferSelect
 
-function toRecord(r: Row): ApiTokenRecord {
+function toRecord(r: Row, email: string): ApiTokenRecord {
   return {
     id: r.id,
     name: r.name,
     prefix: r.prefix,
     user_id: r.userId,
+    user_email: email,
     created_at: iso(r.createdAt),
     last_used_at: isoOrNull(r.lastUsedAt),
     expires_at: isoOrNull(r.expiresAt),
@@ -39,13 +40,15 @@ export function mintApiToken(ctx: Ctx, userId: string, name: string, expiresInDa
     revokedAt: null,
   }
   ctx.db.insert(apiTokens).values(row).run()
-  return { ...toRecord(row), token }
+  return { ...toRecord(row, emailOf(ctx.db, userId)), token }
 }
 
+const emailOf = (db: Db, userId: string) => db.select({ email: users.email }).from(users).where(eq(users.id, userId)).get()?.email ?? ''
+
 export function listApiTokens(ctx: Ctx, caller: UserCaller): ApiTokenRecord[] {
-  const q = ctx.db.select().from(apiTokens)
+  const q = ctx.db.select({ t: apiTokens, email: users.email }).from(apiTokens).innerJoin(users, eq(users.id, apiTokens.userId))
   const rows = caller.role === 'admin' ? q.orderBy(desc(apiTokens.createdAt)).all() : q.where(eq(apiTokens.userId, caller.userId)).orderBy(desc(apiTokens.createdAt)).all()
-  return rows.map(toRecord)
+  return rows.map((r) => toRecord(r.t, r.email))
 }
 
 /** Revokes a token the caller may see; anyone else's token is "not found", not "forbidden". */
@@ -56,7 +59,7 @@ export function revokeApiToken(ctx: Ctx, caller: UserCaller, id: string): ApiTok
     row.revokedAt = ctx.clock.now()
     ctx.db.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)).run()
   }
-  return toRecord(row)
+  return toRecord(row, emailOf(ctx.db, row.userId))
 }
 
 export function revokeUserApiTokens(db: Db, now: number, userId: string): number {

@@ -52,6 +52,8 @@ export const ApiTokenRecord = t.Object({
   name: t.String(),
   prefix: t.String(),
   user_id: t.String(),
+  /** Whose token it is (an admin's list holds everyone's). */
+  user_email: t.String(),
   created_at: Timestamp,
   last_used_at: t.Nullable(Timestamp),
   expires_at: t.Nullable(Timestamp),

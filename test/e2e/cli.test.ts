@@ -215,6 +215,16 @@ describe('the other commands against a running leader', () => {
     expect([minted.code, minted.stdout]).toEqual([0, expect.stringMatching(/^svc_pat_\S+\n$/)])
     expect(minted.stderr).toStartWith('token "nightly"')
     expect(await ok(['tokens', 'list'])).toMatch(/nightly/)
+    // Someone else's token of the same name: the admin's list says whose each is, and the name
+    // means the admin's own (another's goes by its id).
+    const dora = await registerUser(leader.url, 'dora@example.org', 'dora has a long password')
+    const doraToken = await dora.call('POST', '/api/v1/api-tokens', { name: 'dora-only' })
+    expect(doraToken.status).toBe(201)
+    const doraId = doraToken.body.id as string
+    expect(await ok(['tokens', 'list'])).toMatch(/dora-only\s+dora@example\.org/)
+    const others = await svc(['tokens', 'revoke', 'dora-only'], { env })
+    expect([others.code, others.stderr]).toEqual([1, `svc: the API token "dora-only" is dora@example.org's, not yours: give its id to revoke it (${doraId})\n`])
+    await ok(['tokens', 'revoke', doraId])
 
     // A pool: an invite (no mail server: the link is printed), a fellow that joins it, a job on it.
     const poolId = (await ok(['pools', 'create', 'Rest lab', '--quiet'])).trim()

@@ -492,7 +492,10 @@ describe('API tokens', () => {
     expect((await tb.get('/api/v1/auth/me')).status).toBe(200)
     const adminList = await sessionClient(h, admin.id).get('/api/v1/api-tokens')
     expect(adminList.body.items).toHaveLength(2)
-    expect((await sessionClient(h, admin.id).delete(`/api/v1/api-tokens/${tb.tokenId}`)).status).toBe(200)
+    // Whose each token is, by address (an admin's list showed a user id prefix).
+    expect(adminList.body.items.map((t: { user_email: string }) => t.user_email).sort()).toEqual(['alice@example.com', 'bob@example.com'])
+    const revoked = await sessionClient(h, admin.id).delete(`/api/v1/api-tokens/${tb.tokenId}`)
+    expect([revoked.status, revoked.body.user_email]).toEqual([200, 'bob@example.com'])
     expect((await tb.get('/api/v1/auth/me')).status).toBe(401)
   })
 

@@ -100,6 +100,8 @@ export async function whoami({ flags }: Invocation): Promise<number> {
 export async function tokensList({ flags }: Invocation): Promise<number> {
   const res = await clientFor(flags).get<{ items: TokenRecord[] }>('/api/v1/api-tokens')
   const rows = flags.all ? res.items : res.items.filter((t) => t.revoked_at === null && (t.expires_at === null || Date.parse(t.expires_at) > Date.now()))
+  // An admin's list holds everyone's tokens: whose each is, when they are not all one person's.
+  const several = new Set(res.items.map((t) => t.user_id)).size > 1
   printList(
     modeOf(flags),
     res,
@@ -107,6 +109,7 @@ export async function tokensList({ flags }: Invocation): Promise<number> {
     [
       { head: 'ID', get: (t) => t.id },
       { head: 'NAME', get: (t) => t.name },
+      ...(several ? [{ head: 'USER', get: (t: TokenRecord) => t.user_email }] : []),
       { head: 'PREFIX', get: (t) => `${t.prefix}…` },
       { head: 'CREATED', get: (t) => ago(t.created_at) },
       { head: 'LAST USED', get: (t) => ago(t.last_used_at) },

@@ -43,7 +43,15 @@ export async function resolveUserId(c: Client, ref: string): Promise<string> {
 export async function resolveToken(c: Client, ref: string): Promise<ApiTokenRecord> {
   const { items } = await c.get<{ items: ApiTokenRecord[] }>('/api/v1/api-tokens')
   if (isUuid(ref)) return pick('API token', ref, items.filter((t) => t.id === ref.toLowerCase()), (t) => t.id)
-  return pick('API token', ref, items.filter((t) => t.name === ref && t.revoked_at === null), (t) => t.id)
+  const named = items.filter((t) => t.name === ref && t.revoked_at === null)
+  // An admin sees everyone's tokens: a name means one of their own; someone else's goes by its id.
+  const me = named.length > 0 ? (await c.get<{ id: string }>('/api/v1/auth/me')).id : null
+  const own = named.filter((t) => t.user_id === me)
+  if (own.length === 0 && named.length > 0) {
+    const t = named[0]!
+    throw new CliError(`the API token "${ref}" is ${named.length === 1 ? `${t.user_email}'s` : `held by ${named.length} other users`}, not yours: give its id to revoke it (${named.slice(0, 5).map((x) => x.id).join(', ')})`)
+  }
+  return pick('API token', ref, own, (t) => t.id)
 }
 
 /** "gpu-lab (id)" for a record's pool, where people read tables; the id alone if the pool is not to be had. */
