@@ -38,7 +38,7 @@ export function adminPoolsClient(): void {
     if (!confirm(t('pools.confirmDelete', { name: p.name }))) return
     let r = await svc.api('DELETE', '/api/v1/admin/pools/' + encodeURIComponent(p.id))
     if (!r.ok && r.data?.code === 'pool_has_nodes') {
-      if (!confirm(t('pool.confirmDetach', { error: r.error ?? '' }))) return
+      if (!confirm(t('pool.confirmDetach', { n: Number(r.data.node_count) || 0 }))) return
       r = await svc.api('DELETE', '/api/v1/admin/pools/' + encodeURIComponent(p.id) + '?force=true')
     }
     svc.say('pools-msg', r.ok ? t('pools.deleted', { name: p.name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')

@@ -32,6 +32,11 @@ export function dashboardClient(): void {
     svc.render(select, vis, () =>
       vis.map((v) => el('option', { value: v, selected: v === chosen, text: svc.t(v === 'public' ? 'dash.optionPublic' : 'dash.optionPrivate') })),
     )
+    // The hint speaks of public pools only to someone whose plan allows one.
+    const hint = $('visibility-hint')
+    if (hint) hint.hidden = !vis.includes('public')
+    if (vis.includes('public')) select.setAttribute('aria-describedby', 'visibility-hint')
+    else select.removeAttribute('aria-describedby')
     const full = l.max_pools !== null && l.pools_owned >= l.max_pools
     const submit = $('create-pool-submit') as HTMLButtonElement
     submit.disabled = full
@@ -176,7 +181,7 @@ export function dashboardClient(): void {
                 el(
                   'li',
                   { class: 'actions' },
-                  el('span', {}, svc.t('invites.to'), ' ', el('strong', { text: i.pool_name }), ' ', svc.t('invites.expires', { time: svc.fmtTime(i.expires_at) })),
+                  el('span', {}, svc.t('invites.to'), ' ', el('strong', { text: i.pool_name }), ` (${svc.t('invites.expires', { time: svc.fmtTime(i.expires_at) })})`),
                   el('button', { type: 'button', class: 'small', 'aria-label': svc.t('invites.acceptLabel', { pool: i.pool_name }), onclick: () => void accept(i.id) }, svc.t('invites.accept')),
                 ),
               ),

@@ -153,7 +153,7 @@ export function poolManageClient(): void {
     void (async () => {
       let r = await svc.api('DELETE', base)
       if (!r.ok && r.data?.code === 'pool_has_nodes') {
-        if (!confirm(t('pool.confirmDetach', { error: r.error ?? '' }))) return svc.say('delete-msg', t('pool.notDeleted'))
+        if (!confirm(t('pool.confirmDetach', { n: Number(r.data.node_count) || 0 }))) return svc.say('delete-msg', t('pool.notDeleted'))
         r = await svc.api('DELETE', base + '?force=true')
       }
       if (!r.ok) return svc.say('delete-msg', r.error ?? '', 'error')

@@ -266,7 +266,7 @@ export class Pools {
 export function deletePoolRow(tx: Db, clock: Clock, id: string, force: boolean, actor: Actor | null): { detached: number; fellowIds: string[] } {
   const attached = tx.select({ fellowId: poolNodes.fellowId }).from(poolNodes).where(eq(poolNodes.poolId, id)).all()
   if (attached.length > 0 && !force) {
-    throw new AppError('pool_has_nodes', `The pool has ${countOf(attached.length, 'node', 'nodes')} attached; detach them or delete with force=true.`, { node_count: attached.length })
+    throw new AppError('pool_has_nodes', `The pool has ${countOf(attached.length, 'node', 'nodes')} attached; detach ${attached.length === 1 ? 'it' : 'them'} or delete with force=true.`, { node_count: attached.length })
   }
   tx.delete(poolNodes).where(eq(poolNodes.poolId, id)).run()
   tx.delete(pools).where(eq(pools.id, id)).run()

@@ -279,6 +279,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.waitForSelector('#invite-link-box:not([hidden])')
     const link = await page.locator('#invite-link').inputValue()
     expect(link).toStartWith(leader.url + '/dashboard?invite=')
+    // Listed as pending, with its expiry in plain words (it read "bob@example.com · (expires ...)").
+    expect(await page.locator('#pool-invites li[data-invite="bob@example.com"] span').innerText()).toMatch(/^bob@example\.com · expires \d{4}-\d\d-\d\d \d\d:\d\d$/)
 
     // Bob has no account yet: the link sends him to log in, he registers from there instead and
     // lands on the invitation (registering used to forget it and end on a bare dashboard).
@@ -301,6 +303,9 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await p.waitForSelector('#invite-msg:has-text("You joined")')
     await p.waitForSelector(`#pools-body a:has-text("${POOL}")`)
     expect(new URL(p.url()).search).toBe('')
+    // A plain user's plan allows private pools only: no hint about public ones.
+    expect(await p.locator('#pool-visibility option').allInnerTexts()).toEqual(['Private: members only'])
+    expect([await p.locator('#visibility-hint').isHidden(), await p.locator('#pool-visibility').getAttribute('aria-describedby')]).toEqual([true, null])
     await p.close()
   }, T)
 
@@ -405,6 +410,25 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.waitForSelector('#page-info:has-text("Page 1 of 1")')
     expect(await page.locator('#users-body tr[data-user]').count()).toBeGreaterThan(0)
     expect(new URL(page.url()).searchParams.get('page')).toBe('1')
+  }, T)
+
+  test('deleting a pool with a machine attached asks in plain words how many and what happens to them (it quoted the API: "detach them or delete with force=true")', async () => {
+    const csrf = (await ada.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? ''
+    const made = await page.request.post(leader.url + '/api/v1/pools', { headers: { 'x-csrf-token': csrf }, data: { name: 'Short lived' } })
+    const pool = (await made.json()) as { id: string }
+    const join = ((await (await page.request.post(leader.url + '/api/v1/bootstrap/join-sessions', { headers: { 'x-csrf-token': csrf }, data: { pool_id: pool.id } })).json()) as { join_token: string }).join_token
+    expect((await fetch(leader.url + '/api/v1/workers/register', { method: 'POST', headers: { authorization: `Bearer ${join}`, 'content-type': 'application/json' }, body: JSON.stringify({ hostname: 'short-box' }) })).status).toBe(201)
+    await page.goto(leader.url + '/admin/pools')
+    const asked: string[] = []
+    page.on('dialog', (d) => {
+      asked.push(d.message())
+      void d.accept()
+    })
+    await page.getByRole('button', { name: 'Delete Short lived' }).click()
+    await page.waitForSelector('#pools-msg:has-text("Short lived")')
+    page.removeAllListeners('dialog')
+    expect(asked[1]).toBe('1 machine is attached to the pool. Detach it (it is told to stop) and delete the pool anyway?')
+    expect((await page.request.get(`${leader.url}/api/v1/pools/${pool.id}`)).status()).toBe(404)
   }, T)
 
   test('a name that is one long word wraps at 375 px: no page scrolls sideways (a pool name in a heading and a chart caption did)', async () => {
