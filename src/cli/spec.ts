@@ -111,6 +111,26 @@ function parseError(e: unknown, usage: string): never {
   throw new UsageError(msg.split('\n')[0]!, usage)
 }
 
+/**
+ * `--max-tokens -1`: parseArgs takes "-1" for an option and says --max-tokens needs a value. A
+ * negative number after an option that takes a value is that value (joined: `--max-tokens=-1`),
+ * so the option's own check can say what it allows.
+ */
+function negativeValuesJoined(argv: string[], flags: Flag[]): string[] {
+  const valued = new Set(flags.filter((f) => f.type !== 'boolean').map((f) => `--${f.name}`))
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    const next = argv[i + 1]
+    if (a === '--') return [...out, ...argv.slice(i)]
+    if (valued.has(a) && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${a}=${next}`)
+      i++
+    } else out.push(a)
+  }
+  return out
+}
+
 /** Parses argv (after the command's path) against the command; bad input is a UsageError with its usage. */
 export function parseInvocation(cmd: Command, argv: string[]): Invocation {
   const usage = commandHelp(cmd)
@@ -121,7 +141,7 @@ export function parseInvocation(cmd: Command, argv: string[]): Invocation {
   try {
     // node:util is loaded here, when a command line is parsed, not by every `svc serve`.
     const { parseArgs } = require('node:util') as typeof import('node:util')
-    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as typeof parsed
+    parsed = parseArgs({ args: negativeValuesJoined(argv, flags), options, allowPositionals: true, strict: true }) as typeof parsed
   } catch (e) {
     parseError(e, usage)
   }
@@ -139,7 +159,7 @@ export function parseInvocation(cmd: Command, argv: string[]): Invocation {
       if (f.type === 'int') {
         if (!/^-?\d{1,15}$/.test(v.trim())) throw new UsageError(`--${f.name} must be a whole number; got ${JSON.stringify(v)}`, usage)
         const n = Number(v)
-        if ((f.min !== undefined && n < f.min) || (f.max !== undefined && n > f.max)) throw new UsageError(`--${f.name} must be between ${f.min ?? '-∞'} and ${f.max ?? '∞'}; got ${n}`, usage)
+        if ((f.min !== undefined && n < f.min) || (f.max !== undefined && n > f.max)) throw new UsageError(`--${f.name} must be ${f.max === undefined ? `at least ${f.min}` : f.min === undefined ? `at most ${f.max}` : `from ${f.min} to ${f.max}`}; got ${n}`, usage)
         values[f.name] = n
         continue
       }

@@ -100,9 +100,13 @@ describe('the command table', () => {
       [['pools', 'create'], [], 'missing NAME'],
       [['pools', 'show'], ['a', 'b'], 'unexpected argument: b'],
       [['pools', 'create'], ['x', '--node-limit', 'ten'], '--node-limit must be a whole number; got "ten"'],
-      [['pools', 'create'], ['x', '--node-limit', '-1'], 'option --node-limit needs a value'],
+      // A negative number is the option's value, refused by its own rule (it read "needs a value").
+      [['pools', 'create'], ['x', '--node-limit', '-1'], '--node-limit must be at least 0; got -1'],
+      [['chat'], ['m', 'hi', '--max-tokens', '-1'], '--max-tokens must be at least 1; got -1'],
+      [['jobs', 'logs'], ['J', '--stage', '-2'], '--stage must be at least 0; got -2'],
+      [['users', 'list'], ['--page', '2000000000'], '--page must be from 1 to 1000000000; got 2000000000'],
       [['pools', 'create'], ['x', '--visibility', 'secret'], '--visibility must be one of private, public; got "secret"'],
-      [['jobs', 'submit'], ['x', '--stages', '65'], '--stages must be between 1 and 64; got 65'],
+      [['jobs', 'submit'], ['x', '--stages', '65'], '--stages must be from 1 to 64; got 65'],
       [['jobs', 'submit'], ['x', '--pool'], 'option --pool needs a value'],
       [['jobs', 'list'], ['--json=yes'], 'option --json takes no value'],
     ]
