@@ -63,12 +63,20 @@ export function resolveTarget(flags: Values): Target {
       fileToken = Object.values(file.leaders).find((e) => sameUrl(e.url, wanted))?.token ?? null
     } else {
       const names = Object.keys(file.leaders)
-      throw new CliError(`no leader named "${wanted}" in ${env.configFile}${names.length ? ` (known: ${names.join(', ')})` : ''}; give a URL or run svc login`)
+      const from = flags.leader !== undefined ? '--leader' : 'SVC_LEADER_URL'
+      // "ftp://x", "leader.example.org": a URL meant, but not one a leader answers on.
+      const urlish = /^[a-z][a-z0-9+.-]*:\/\//i.test(wanted) || wanted.includes('.') || wanted.includes(':')
+      if (urlish) throw new UsageError(`${from}: not a leader URL: ${JSON.stringify(wanted)} (want http://HOST:PORT or https://HOST, or the name of a leader you logged in to)`)
+      throw new CliError(`no leader named "${wanted}" in ${env.configFile}${names.length ? ` (known: ${names.join(', ')})` : ''} (${from}); give a URL (http://HOST:PORT) or run svc login`)
     }
   } else {
-    const name = file.default ?? (Object.keys(file.leaders).length === 1 ? Object.keys(file.leaders)[0]! : null)
+    const names = Object.keys(file.leaders)
+    if (file.default && !file.leaders[file.default]) {
+      throw new CliError(`the default leader "${file.default}" of ${env.configFile} is not among its leaders${names.length ? ` (${names.join(', ')})` : ''}: svc login URL --name ${file.default}, or pass --leader NAME`)
+    }
+    const name = file.default ?? (names.length === 1 ? names[0]! : null)
     const entry = name === null ? undefined : file.leaders[name]
-    if (!entry) throw new CliError('no leader: run `svc login URL`, or pass --leader URL (or set SVC_LEADER_URL)')
+    if (!entry) throw new CliError(names.length > 1 ? `several leaders in ${env.configFile} (${names.join(', ')}) and none is the default: pass --leader NAME` : 'no leader: run `svc login URL`, or pass --leader URL (or set SVC_LEADER_URL)')
     ;({ url, token: fileToken } = entry)
     source = `leader "${name}"`
   }

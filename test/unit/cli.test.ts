@@ -274,3 +274,45 @@ describe('the client names what the leader refused', () => {
     }
   })
 })
+
+describe('which leader: mistakes in the config file and SVC_LEADER_URL said plainly', () => {
+  const { resolveTarget } = require('../../src/cli/client') as typeof import('../../src/cli/client')
+  const withEnv = (env: Record<string, string | undefined>, fn: () => void) => {
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+    try {
+      fn()
+    } finally {
+      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  }
+  const refusal = (fn: () => unknown) => {
+    try {
+      fn()
+    } catch (e) {
+      return (e as Error).message
+    }
+    return null
+  }
+
+  test('a default that names no leader of the file, several leaders and no default, a URL-ish SVC_LEADER_URL', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'svc-cfg-')), 'config.toml')
+    writeConfigFile(path, { default: 'x', leaders: { y: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a' } } })
+    withEnv({ SVC_CLI_CONFIG: path, SVC_LEADER_URL: undefined, SVC_TOKEN: undefined }, () => {
+      expect(refusal(() => resolveTarget({}))).toBe(`the default leader "x" of ${path} is not among its leaders (y): svc login URL --name x, or pass --leader NAME`)
+    })
+    writeConfigFile(path, { default: null, leaders: { y: { url: 'http://10.0.0.5:8080', token: 'a' }, z: { url: 'http://10.0.0.6:8080', token: 'b' } } })
+    withEnv({ SVC_CLI_CONFIG: path, SVC_LEADER_URL: undefined, SVC_TOKEN: undefined }, () => {
+      expect(refusal(() => resolveTarget({}))).toBe(`several leaders in ${path} (y, z) and none is the default: pass --leader NAME`)
+    })
+    for (const bad of ['notaurl', 'ftp://x', 'leader.example.org:8080']) {
+      withEnv({ SVC_CLI_CONFIG: path, SVC_LEADER_URL: bad, SVC_TOKEN: undefined }, () => {
+        const said = refusal(() => resolveTarget({}))
+        if (bad === 'notaurl') expect(said).toBe(`no leader named "notaurl" in ${path} (known: y, z) (SVC_LEADER_URL); give a URL (http://HOST:PORT) or run svc login`)
+        else expect(said).toBe(`SVC_LEADER_URL: not a leader URL: ${JSON.stringify(bad)} (want http://HOST:PORT or https://HOST, or the name of a leader you logged in to)`)
+      })
+    }
+  })
+})
