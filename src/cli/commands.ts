@@ -131,7 +131,7 @@ export const COMMANDS: Command[] = [
     summary: 'Submit a training job.',
     args: [{ name: 'NAME', help: 'the job\'s name (1 to 100 characters)' }],
     flags: [
-      { name: 'pool', type: 'string', value: 'POOL', help: 'the pool to run in (slug, name or id); without it, the default pool (docs/api.md)' },
+      { name: 'pool', type: 'string', value: 'POOL', help: 'the pool to run in (slug, name or id); may be left out when you are in one pool' },
       { name: 'stages', type: 'int', min: 1, max: 64, help: 'pipeline stages, one fellow each (default 1)' },
       { name: 'min-free-vram-mb', type: 'int', min: 0, help: 'free VRAM each stage\'s fellow needs (default 0)' },
       { name: 'runner', type: 'string', value: 'NAME', help: 'the runner fellows start (default mlp, the built-in one)' },

@@ -234,6 +234,10 @@ describe('the other commands against a running leader', () => {
     const node = reg.body.node_token as string
     expect((await call(leader.url, 'POST', '/api/v1/workers/heartbeat', { bearer: node, body: { status: 'idle' } })).status).toBe(200)
     expect(await ok(['fellows', 'show', 'rest-box'])).toMatch(new RegExp(`^hostname:\\s+rest-box\n(.*\n)*pool:\\s+rest-lab \\(${poolId}\\)$`, 'm'))
+    // Without --pool: the caller's only pool, else a usage error naming them (a plain user's job
+    // went to the default pool: "Pool not found").
+    const bare = await svc(['jobs', 'submit', 'bare-job'], { env })
+    expect([bare.code, bare.stderr.split('\n')[0]]).toEqual([2, expect.stringMatching(/^svc: you are in \d+ pools \(.*rest-lab.*\): --pool POOL names one$/)])
     const jobId = (await ok(['jobs', 'submit', 'rest-job', '--pool', 'rest-lab', '--quiet'])).trim()
     expect(await ok(['jobs', 'show', jobId])).toMatch(new RegExp(`^pool:\\s+rest-lab \\(${poolId}\\)$`, 'm'))
     expect(JSON.parse(await ok(['jobs', 'show', jobId, '--json'])).pool_id).toBe(poolId)
@@ -332,6 +336,8 @@ describe('every command', () => {
     const again = await svc(['artifacts', 'download', id, '--output', join(dir, 'back.gguf')], { env })
     expect([again.code, oneClearLine(again.stderr)]).toEqual([1, `svc: ${join(dir, 'back.gguf')} already exists; --force replaces it, --output FILE names another`])
     expect((await ok(['artifacts', 'download', id, '--output', '-'])).stdout).toBe(new TextDecoder().decode(data))
+    const nowhere = await svc(['artifacts', 'download', id, '--output', join(dir, 'no', 'such', 'x.gguf')], { env })
+    expect([nowhere.code, oneClearLine(nowhere.stderr)]).toEqual([1, `svc: cannot write ${join(dir, 'no', 'such', 'x.gguf')}: no such directory`])
 
     // Mistakes: one line each.
     for (const [args, code, words] of [

@@ -10,7 +10,7 @@ import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, isUuid, type C
 import { ago, modeOf, note, printDone, printList } from '../output'
 import { CliError, UsageError } from '../usage'
 import type { Invocation } from '../spec'
-import { resolveJob, resolvePool } from './refs'
+import { onlyPool, resolveJob, resolvePool } from './refs'
 
 type Artifact = A.Artifact
 
@@ -125,13 +125,6 @@ function fileSize(path: string): number {
   return st.size
 }
 
-/** The caller's one pool, when --pool is left out; a usage error when there are none or several. */
-async function onlyPool(c: Client, usage: string): Promise<Pool> {
-  const { items } = await c.get<{ items: Pool[] }>('/api/v1/pools', { mine: 'true' })
-  if (items.length === 1) return items[0]!
-  throw new UsageError(items.length === 0 ? 'you are in no pool: --pool POOL names one (svc pools list)' : `you are in ${items.length} pools (${items.slice(0, 5).map((p) => p.slug).join(', ')}${items.length > 5 ? ', ...' : ''}): --pool POOL names one`, usage)
-}
-
 export async function upload({ args, flags, usage }: Invocation): Promise<number> {
   const c = clientFor(flags)
   const path = args.FILE!
@@ -177,7 +170,15 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   // Into FILE.part first: FILE appears only whole and checked; standard output gets the bytes as
   // they come, and a mismatch is said (and the exit status 1) at the end.
   const part = `${target}.part`
-  const fd = toStdout ? 1 : openSync(part, 'w', 0o600)
+  let fd = 1
+  if (!toStdout) {
+    try {
+      fd = openSync(part, 'w', 0o600)
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code
+      throw new CliError(`cannot write ${target}: ${code === 'ENOENT' ? 'no such directory' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}`)
+    }
+  }
   const h = new Bun.CryptoHasher('sha256')
   const p = progress(`downloading ${a.name}`, a.size_bytes)
   let got = 0

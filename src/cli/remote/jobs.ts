@@ -8,7 +8,7 @@ import { LeaderUnreachable, checkInput, clientFor, type Client } from '../client
 import { ago, clean, modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
-import { poolLabel, resolveJob, resolvePool } from './refs'
+import { onlyPool, poolLabel, resolveJob, resolvePool } from './refs'
 
 type Job = J.Job
 
@@ -56,7 +56,9 @@ export async function submit({ args, flags, usage }: Invocation): Promise<number
   if (config !== undefined) body.config = config
   checkInput(J.SubmitBody, body, usage, { name: 'NAME' })
   const c = clientFor(flags)
-  if (flags.pool !== undefined) body.pool_id = (await resolvePool(c, flags.pool as string)).id
+  // Without --pool: the one pool the caller is in (a job naming no pool is never placed: the
+  // default pool takes only jobs that name it, and a plain user's job there was 'Pool not found').
+  body.pool_id = (flags.pool !== undefined ? await resolvePool(c, flags.pool as string) : await onlyPool(c, usage)).id
   const job = await c.call<Job>('POST', '/api/v1/jobs', { body })
   printDone(modeOf(flags), job, job.id, `submitted job ${job.name} (${job.id}): ${job.status}${job.reason ? `, ${job.reason}` : ''}\nfollow it with: svc jobs watch ${job.id}`)
   return 0

@@ -7,7 +7,7 @@ import type { Job } from '../../jobs/model'
 import type { UserList, AdminUser } from '../../admin/model'
 import type { ApiTokenRecord } from '../../accounts/model'
 import { isUuid, type Client } from '../client'
-import { CliError } from '../usage'
+import { CliError, UsageError } from '../usage'
 
 function pick<T>(what: string, ref: string, matches: T[], id: (t: T) => string): T {
   if (matches.length === 1) return matches[0]!
@@ -62,4 +62,11 @@ export async function poolLabel(c: Client, id: string | null): Promise<string | 
   } catch {
     return id
   }
+}
+
+/** The caller's one pool, when --pool is left out; a usage error when there are none or several. */
+export async function onlyPool(c: Client, usage: string): Promise<Pool> {
+  const { items } = await c.get<{ items: Pool[] }>('/api/v1/pools', { mine: 'true' })
+  if (items.length === 1) return items[0]!
+  throw new UsageError(items.length === 0 ? 'you are in no pool: --pool POOL names one (svc pools list)' : `you are in ${items.length} pools (${items.slice(0, 5).map((p) => p.slug).join(', ')}${items.length > 5 ? ', ...' : ''}): --pool POOL names one`, usage)
 }
