@@ -28,15 +28,17 @@ export function adminUsersClient(): void {
   async function act(u: any, label: string, method: string, path: string, body?: unknown) {
     const r = await svc.api(method, `/api/v1/admin/users/${encodeURIComponent(u.id)}${path}`, body)
     if (!r.ok) return svc.say('users-msg', `${label} ${u.email}: ${r.error}`, 'error')
+    // A new password does not open an account that is not active: say so beside the link.
+    const inactive = u.status !== 'active' ? ' ' + t('users.resetInactive', { status: t('state.' + u.status) }) : ''
     if (r.data?.delivery === 'link' && r.data.link) {
       const link = String(r.data.link)
       const once = $('reset-once')
       const pre = $('reset-link')
       if (pre) pre.textContent = link.startsWith('/') ? location.origin + link : link
       if (once) once.hidden = false
-      svc.say('users-msg', t('users.resetLink', { email: u.email }), 'ok')
+      svc.say('users-msg', t('users.resetLink', { email: u.email }) + inactive, 'ok')
     } else if (r.data?.delivery === 'mail') {
-      svc.say('users-msg', t('users.resetMailed', { email: u.email }), 'ok')
+      svc.say('users-msg', t('users.resetMailed', { email: u.email }) + inactive, 'ok')
     } else {
       svc.say('users-msg', t('users.done', { action: label, email: u.email }), 'ok')
     }
