@@ -200,11 +200,13 @@ export class Accounts {
     const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash(this.hashes)), this.hashes)
     if (!user || !ok) {
       const outcome = recordLoginFailure(ctx, email, req.clientIp)
-      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_failed', actorUserId: user?.id ?? null, clientIp: req.clientIp, targetType: 'email', targetId: email })
+      // Who tried is not known (anyone may type an address): no actor, the address is the target.
+      // Naming the account's owner as actor put an attacker's guesses under "what this user did".
+      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_failed', actorUserId: null, clientIp: req.clientIp, targetType: 'email', targetId: email })
       if (outcome.pairLocked || outcome.accountLocked) {
         recordAudit(ctx.db, ctx.clock, {
           kind: 'auth.lockout',
-          actorUserId: user?.id ?? null,
+          actorUserId: null,
           clientIp: req.clientIp,
           targetType: 'email',
           targetId: email,

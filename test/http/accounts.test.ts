@@ -151,6 +151,12 @@ describe('login', () => {
     const failures = audits(h, 'auth.login_failed')
     expect(failures).toHaveLength(2)
     expect(failures.every((a) => a.clientIp === ip)).toBe(true)
+    // Nobody is named as having tried: filtering the log by the account's owner as actor must not
+    // list someone else's guesses; the address is the target.
+    expect(failures.map((a) => [a.actorUserId, a.targetType, a.targetId])).toEqual([
+      [null, 'email', 'known@example.com'],
+      [null, 'email', 'nobody@example.com'],
+    ])
   })
 
   test('a disabled account gets 403 with its status', async () => {
