@@ -163,7 +163,7 @@ function bool(env: Env, name: string, dflt: boolean): boolean {
   const l = v.toLowerCase()
   if (TRUE.has(l)) return true
   if (FALSE.has(l)) return false
-  throw new ConfigError(name, `expected 1 or 0 (true/false, on/off), got ${JSON.stringify(v)}`)
+  throw new ConfigError(name, `expected 1 or 0 (true/false, on/off, yes/no), got ${JSON.stringify(v)}`)
 }
 
 function int(env: Env, name: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {

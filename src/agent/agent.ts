@@ -214,7 +214,9 @@ export class Agent {
     for (const a of attempts) {
       try {
         const r = await this.client.register(a.bearer, { ...body, ...(a.fellowId ? { fellow_id: a.fellowId } : {}) })
-        return this.registered(r, a.how, saved?.fellow_id ?? null)
+        // The leader makes a new fellow when the old one is gone (removed): say so, not "same fellow_id".
+        const how = a.fellowId && r.fellow_id !== a.fellowId ? `${a.how.replace(/, same fellow_id$/, '')}, as a new fellow (the leader no longer knew ${a.fellowId})` : a.how
+        return this.registered(r, how, saved?.fellow_id ?? null)
       } catch (e) {
         // 401/403: this credential cannot do it; the next one may. Anything else decides now.
         if (!(e instanceof LeaderError) || (e.status !== 401 && e.status !== 403)) throw e

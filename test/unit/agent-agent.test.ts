@@ -30,6 +30,8 @@ function fakeLeader() {
     sockets: [] as ServerWebSocket<unknown>[],
     logLines: [] as string[],
     goodbyes: [] as (string | null)[],
+    /** Like a leader that removed the fellow: a join token makes a new one, whatever fellow_id. */
+    forgotten: false,
   }
   let minted = 0
   const bearer = (req: Request) => req.headers.get('authorization')?.replace(/^Bearer /, '') ?? null
@@ -47,7 +49,7 @@ function fakeLeader() {
         if (b !== JOIN && (b === null || b !== s.token)) return Response.json({ code: 'unauthorized' }, { status: 401 })
         s.token = `svc_node_${++minted}`
         // A public base URL this machine cannot reach: the agent must use its --leader origin.
-        const id = body.fellow_id ?? FELLOW
+        const id = s.forgotten && b === JOIN ? '01a2b3c4-0000-7000-8000-0000000f0e11' : (body.fellow_id ?? FELLOW)
         return Response.json({ fellow_id: id, node_token: s.token, pool_id: 'p1', heartbeat_interval_s: 1, signals_url: `wss://leader.public.example/ws/signals/${id}` }, { status: 201 })
       }
       if (b !== s.token) return Response.json({ code: 'unauthorized' }, { status: 401 })
@@ -144,6 +146,18 @@ describe('fellow agent against a stand-in leader', () => {
     const n = leader.state.heartbeats.length
     await until(() => leader.state.heartbeats.length > n, 'heartbeats with the new token', time)
     expect(leader.state.heartbeats.at(-1)!.bearer).toBe(leader.state.token)
+  })
+
+  test('removed meanwhile: the join token makes a new fellow, and the log says so (it said "join token, same fellow_id")', async () => {
+    const leader = fakeLeader()
+    const dir = mkdtempSync(join(tmpdir(), 'agent-'))
+    const { time, lines } = startAgent(leader.url, dir)
+    await until(() => leader.state.heartbeats.length >= 1, 'a heartbeat')
+    leader.state.token = 'svc_node_removed'
+    leader.state.forgotten = true
+    await until(() => saved(dir).fellow_id !== FELLOW, 'the new identity saved', time)
+    const registered = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'registered')
+    expect(registered.at(-1)).toMatchObject({ fellow_id: '01a2b3c4-0000-7000-8000-0000000f0e11', how: `join token, as a new fellow (the leader no longer knew ${FELLOW})`, reused_identity: false })
   })
 
   test('a restart re-uses the saved identity: it re-registers with its node token and the same fellow_id', async () => {
