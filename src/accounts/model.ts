@@ -3,7 +3,7 @@
 import { t, type Static } from 'elysia'
 // Registers the `email` format (SMTPUTF8 local parts, IDN domains) before any schema compiles.
 import './email'
-import { Label, NO_CONTROL_PATTERN, Timestamp } from '../model'
+import { Int, Label, NO_CONTROL_PATTERN, Timestamp } from '../model'
 
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
 export const Password = t.String({ minLength: 1, maxLength: 4096 })
@@ -63,7 +63,7 @@ export type ApiTokenRecord = Static<typeof ApiTokenRecord>
 export const MintTokenBody = t.Object(
   {
     name: Label(100),
-    expires_in_days: t.Optional(t.Integer({ minimum: 1, maximum: 3650 })),
+    expires_in_days: t.Optional(Int({ minimum: 1, maximum: 3650 })),
   },
   { additionalProperties: false },
 )

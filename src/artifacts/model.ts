@@ -14,7 +14,7 @@ export const ArtifactKind = UnionEnum(ARTIFACT_KINDS)
  */
 export const ArtifactName = t.String({ minLength: 1, maxLength: 200, pattern: FILE_NAME_PATTERN })
 export const Sha256Hex = t.String({ pattern: '^[0-9a-f]{64}$', minLength: 64, maxLength: 64 })
-const Count = (max = Number.MAX_SAFE_INTEGER) => t.Integer({ minimum: 0, maximum: max })
+const Count = (max = Number.MAX_SAFE_INTEGER) => Int({ minimum: 0, maximum: max })
 
 export const UploadBody = t.Object(
   {

@@ -12,8 +12,8 @@ export const SubmitBody = t.Object(
   {
     name: Label(100),
     pool_id: t.Optional(t.String({ format: 'uuid' })),
-    stages: t.Optional(t.Integer({ minimum: 1, maximum: 64 })),
-    min_free_vram_mb: t.Optional(t.Integer({ minimum: 0, maximum: 10_000_000 })),
+    stages: t.Optional(Int({ minimum: 1, maximum: 64 })),
+    min_free_vram_mb: t.Optional(Int({ minimum: 0, maximum: 10_000_000 })),
     config: t.Optional(t.Record(t.String({ maxLength: 100 }), t.Unknown(), { maxProperties: 200 })),
     /** The runner the fellows start, by the name their operators declared it; default the built-in `mlp`. */
     runner: t.Optional(t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' })),

@@ -9,7 +9,7 @@ export const MemberRole = t.Union([t.Literal('owner'), t.Literal('member')])
 export const Slug = t.String({ pattern: '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$', maxLength: 48 })
 const Name = Label(100)
 const Description = t.String({ maxLength: 2000 })
-const NodeLimit = t.Nullable(t.Integer({ minimum: 0, maximum: 1_000_000 }))
+const NodeLimit = t.Nullable(Int({ minimum: 0, maximum: 1_000_000 }))
 
 export const Pool = t.Object({
   id: t.String(),
@@ -69,8 +69,8 @@ export const Limits = t.Object({
 export const RoleLimitsList = t.Object({ items: t.Array(t.Omit(Limits, ['pools_owned', 'plan'])) })
 export const RoleLimitsPatch = t.Object(
   {
-    max_pools: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
-    max_nodes_per_pool: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
+    max_pools: t.Optional(t.Nullable(Int({ minimum: 0 }))),
+    max_nodes_per_pool: t.Optional(t.Nullable(Int({ minimum: 0 }))),
     allowed_visibilities: t.Optional(t.Array(Visibility, { minItems: 1, uniqueItems: true })),
   },
   { additionalProperties: false, minProperties: 1 },

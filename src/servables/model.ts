@@ -10,7 +10,7 @@ export const ServableBody = t.Object(
     name: ServableName,
     version: t.String({ minLength: 1, maxLength: 100 }),
     format: t.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,31}$', maxLength: 32 }),
-    size_bytes: t.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    size_bytes: Int({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     job_id: t.Optional(t.String({ format: 'uuid' })),
     /** The model file in the artifact store the engine loads: an artifact of the fellow's pool. */
     artifact_id: t.Optional(t.String({ format: 'uuid' })),

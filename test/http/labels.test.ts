@@ -104,3 +104,19 @@ describe('lengths and formats in words', () => {
     expect([job.status, job.body.detail]).toEqual([422, 'body /pool_id: must be an id (a UUID)'])
   })
 })
+
+describe('numbers in a JSON body are JSON numbers', () => {
+  test('a number sent as text is refused, not read ("0x10" became 16 days, "7" a node limit of 7)', async () => {
+    const cases: [string, string, Record<string, unknown>, string][] = [
+      ['POST', '/api/v1/api-tokens', { name: 't', expires_in_days: '0x10' }, 'body /expires_in_days: must be an integer from 1 to 3650'],
+      ['POST', '/api/v1/admin/pools', { name: 'Typed', node_limit: '7' }, 'body /node_limit: must be null or an integer from 0 to 1000000'],
+      ['POST', '/api/v1/jobs', { name: 'x', pool_id: pool.id, stages: '2' }, 'body /stages: must be an integer from 1 to 64'],
+      ['POST', '/api/v1/artifacts/uploads', { kind: 'file', name: 'x', size_bytes: '10', sha256: 'a'.repeat(64), pool_id: pool.id }, 'body /size_bytes: must be an integer from 0 to 9007199254740991'],
+    ]
+    for (const [method, path, body, detail] of cases) {
+      const r = await alice.call(method, path, body)
+      expect([path, r.status, r.body.detail]).toEqual([path, 422, detail])
+    }
+    expect((await alice.post('/api/v1/api-tokens', { name: 't', expires_in_days: 16 })).status).toBe(201)
+  })
+})
