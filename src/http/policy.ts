@@ -29,6 +29,8 @@ export interface RouteMeta {
   stream: boolean
   /** Also open to `Authorization: Bearer <SVC_METRICS_TOKEN>` (declared with detail['x-metrics-token']). */
   metricsToken: boolean
+  /** Declares no body: a JSON body with anything in it is refused, not ignored. */
+  bodyless: boolean
 }
 
 declare module 'elysia' {
@@ -41,13 +43,13 @@ declare module 'elysia' {
   }
 }
 
-const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false }
+const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false, bodyless: false }
 
 /** Route classes by "METHOD path", filled once the app is composed. */
 export class PolicyIndex {
   private byRoute = new Map<string, RouteMeta>()
 
-  load(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[]): void {
+  load(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown>; body?: unknown } }[]): void {
     for (const r of routes) {
       const declared = r.hooks?.detail?.['x-policy']
       const ok = typeof declared === 'string' && (POLICY_CLASSES as readonly string[]).includes(declared)
@@ -57,6 +59,7 @@ export class PolicyIndex {
         binary: r.hooks?.detail?.['x-body'] === 'binary',
         stream: r.hooks?.detail?.['x-body'] === 'binary' && r.hooks?.detail?.['x-body-stream'] === true,
         metricsToken: r.hooks?.detail?.['x-metrics-token'] === true,
+        bodyless: r.hooks?.body === undefined && r.hooks?.detail?.['x-body'] !== 'binary',
       })
     }
   }

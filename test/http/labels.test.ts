@@ -120,3 +120,18 @@ describe('numbers in a JSON body are JSON numbers', () => {
     expect((await alice.post('/api/v1/api-tokens', { name: 't', expires_in_days: 16 })).status).toBe(201)
   })
 })
+
+describe('a request that takes no body', () => {
+  test('refuses one with something in it (it was dropped without a word); none, or {}, is fine', async () => {
+    const root = sessionClient(h, (await seedUser(h, 'root4@example.com', { role: 'admin' })).id)
+    const target = await seedUser(h, 'pending@example.com', { status: 'pending_approval' })
+    const refused = await root.post(`/api/v1/admin/users/${target.id}/approve`, { force: true })
+    expect([refused.status, refused.body.detail]).toEqual([422, 'body: this request takes no body; send none (or {}).'])
+    expect((await root.post('/api/v1/admin/mail/test', { to: 'x@example.org' })).status).toBe(422)
+    expect((await root.post(`/api/v1/admin/users/${target.id}/reset-password`, { deliver: 'link' })).status).toBe(422)
+    expect((await root.post(`/api/v1/admin/users/${target.id}/approve`, [1])).status).toBe(422)
+    expect((h.ctx.sqlite.query('SELECT status FROM users WHERE id = ?').get(target.id) as { status: string }).status).toBe('pending_approval')
+    expect((await root.post(`/api/v1/admin/users/${target.id}/approve`, {})).status).toBe(200)
+    expect((await root.post(`/api/v1/admin/users/${target.id}/reset-password`)).status).toBe(200)
+  })
+})
