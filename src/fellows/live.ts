@@ -18,6 +18,9 @@ import type { Ctx } from '../context'
 import type { EngineState, Hardware, HeartbeatInput, NodeState } from './model'
 import { TelemetryHistory } from './telemetry'
 
+/** What a fellow reports while it has a stage: none of these once the job is over. */
+const BUSY_STATUSES = new Set(['running', 'paused', 'checkpointing'])
+
 export interface LiveFellow {
   id: string
   hostname: string
@@ -324,8 +327,29 @@ export class FellowRegistry {
         this.move(id, f.poolId, null)
         f.poolId = null
         f.ownerUserId = null
+        this.forgetJob(f)
       }
     }
+  }
+
+  /**
+   * A job ended (or its fellows left its pool): its fellows no longer run it, whatever they said
+   * last. An offline fellow sends nothing more, and listed "offline running <a failed job>" for
+   * good; a live one's next heartbeat says what it does.
+   */
+  jobEnded(jobId: string, fellowIds: string[]): void {
+    for (const id of fellowIds) {
+      const f = this.byId.get(id)
+      if (f && f.jobId === jobId) this.forgetJob(f)
+    }
+  }
+
+  private forgetJob(f: LiveFellow): void {
+    if (f.jobId === null && !BUSY_STATUSES.has(f.status ?? '')) return
+    f.jobId = null
+    if (BUSY_STATUSES.has(f.status ?? '')) f.status = 'idle'
+    this.unsaved.add(f.id)
+    this.due.add(f.id)
   }
 
   reload(id: string): void {

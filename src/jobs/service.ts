@@ -224,6 +224,7 @@ export class JobService {
       this.relay.dropJob(`${id}/${stage}`)
     }
     this.metrics.end(id)
+    this.registry.jobEnded(id, assignments.map((a) => a.fellow_id))
   }
 
   private signalAll(r: JobRow, signal: 'STOP' | 'PAUSE' | 'CHECKPOINT', payload: Record<string, unknown> = {}): void {

@@ -98,6 +98,18 @@ describe('job lifecycle', () => {
     expect(failed.body).toMatchObject({ status: 'failed', reason: 'CUDA out of memory' })
   })
 
+  test('a job that ended leaves no fellow listed as running it, an offline one included (it read "offline running <the failed job>")', async () => {
+    const { h, A, pool, fellows } = await cluster(1)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 1 })).body
+    const f = fellows[0]!
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: job.id, step: 3 })
+    const node = async () => (await A.get(`/api/v1/cluster/nodes?pool_id=${pool.id}`)).body.items[0]
+    expect(await node()).toMatchObject({ status: 'running', job_id: job.id })
+    h.clock.advance(61_000) // it goes quiet, then its stage fails
+    await f.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'failed', reason: 'segfault' })
+    expect(await node()).toMatchObject({ state: 'offline', status: 'idle', job_id: null })
+  })
+
   test("the built-in runner's settings are checked at submit (422 naming the setting); other keys and other runners' configs pass as they are", async () => {
     const { A, pool } = await cluster(0)
     for (const [config, path, words] of [
