@@ -331,6 +331,9 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
       if (meta.bodyless && value !== undefined && !(isRecord(value) && Object.keys(value).length === 0)) {
         throw invalid('body: this request takes no body; send none (or {}).', { errors: [{ path: '/', message: 'takes no body' }] })
       }
+      if (meta.objectBody && Array.isArray(value)) {
+        throw invalid('body: must be a JSON object ({...}), not a list.', { errors: [{ path: '/', message: 'must be a JSON object' }] })
+      }
       return value
     }
     // No content type: fine when there is no body at all (a bodiless POST or DELETE).

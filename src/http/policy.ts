@@ -31,6 +31,8 @@ export interface RouteMeta {
   metricsToken: boolean
   /** Declares no body: a JSON body with anything in it is refused, not ignored. */
   bodyless: boolean
+  /** Its body is a JSON object: a list is refused as such (Elysia took it for an object with keys 0, 1, ...). */
+  objectBody: boolean
 }
 
 declare module 'elysia' {
@@ -43,7 +45,7 @@ declare module 'elysia' {
   }
 }
 
-const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false, bodyless: false }
+const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false, bodyless: false, objectBody: false }
 
 /** Route classes by "METHOD path", filled once the app is composed. */
 export class PolicyIndex {
@@ -60,6 +62,7 @@ export class PolicyIndex {
         stream: r.hooks?.detail?.['x-body'] === 'binary' && r.hooks?.detail?.['x-body-stream'] === true,
         metricsToken: r.hooks?.detail?.['x-metrics-token'] === true,
         bodyless: r.hooks?.body === undefined && r.hooks?.detail?.['x-body'] !== 'binary',
+        objectBody: (r.hooks?.body as { type?: unknown } | undefined)?.type === 'object',
       })
     }
   }

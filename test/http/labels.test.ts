@@ -135,3 +135,10 @@ describe('a request that takes no body', () => {
     expect((await root.post(`/api/v1/admin/users/${target.id}/reset-password`)).status).toBe(200)
   })
 })
+
+describe('a body that should be an object', () => {
+  test('a JSON list is refused as such (it read "Property \'0\' should not be provided")', async () => {
+    const r = await alice.call('POST', '/api/v1/pools', [1, 2])
+    expect([r.status, r.body.detail]).toEqual([422, 'body: must be a JSON object ({...}), not a list.'])
+  })
+})
