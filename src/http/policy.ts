@@ -167,6 +167,8 @@ export function authorize(
       }
       return presented.caller
     case 'admin':
+      // The same words as the other routes for a bad token (it read as if none had been sent).
+      if (presented.kind === 'invalid') throw unauthorized('The credential is wrong, expired or revoked.')
       if (presented.kind !== 'valid') throw unauthorized()
       if (presented.caller.kind !== 'user' || presented.caller.role !== 'admin') throw forbidden('Admins only.')
       return presented.caller

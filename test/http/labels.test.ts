@@ -142,3 +142,13 @@ describe('a body that should be an object', () => {
     expect([r.status, r.body.detail]).toEqual([422, 'body: must be a JSON object ({...}), not a list.'])
   })
 })
+
+describe('a refused credential', () => {
+  test('a wrong token reads the same on admin routes as on the others (admin routes said a credential was missing)', async () => {
+    for (const path of ['/api/v1/admin/users', '/api/v1/pools']) {
+      const wrong = await h.client({ bearer: 'svc_pat_not-a-real-token' }).get(path)
+      expect([path, wrong.status, wrong.body.detail]).toEqual([path, 401, 'The credential is wrong, expired or revoked.'])
+    }
+    expect((await h.client().get('/api/v1/admin/users')).body.detail).toBe('A valid credential is required.')
+  })
+})
