@@ -76,6 +76,7 @@ interface ValidationIssue {
 
 function validationIssues(error: ValidationError): ValidationIssue[] {
   try {
+    const seen = new Set<string>()
     return error.all.slice(0, 20).map((i) => {
       const path = 'path' in i && typeof i.path === 'string' ? i.path : ''
       const schema = 'schema' in i ? i.schema : undefined
@@ -86,6 +87,10 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
       // Summaries echo the refused value ("... but found: <value>"): cap them, so a 1 MiB body is
       // not mirrored twice into the answer.
       return { path: path === '' ? '/' : path.slice(0, 200), message: message.length > 300 ? `${message.slice(0, 300)}...` : message }
+    }).filter((x) => {
+      // One rule broken is said once (a missing query number was reported twice).
+      const key = `${x.path}\n${x.message}`
+      return seen.has(key) ? false : (seen.add(key), true)
     })
   } catch {
     return []

@@ -81,6 +81,7 @@ export function stringIssueText(schema: unknown, type: unknown): string | null {
  * ^[A-Za-z0-9] into ^[a-za-z0-9], which it is not).
  */
 export function issueText(schema: unknown, type: unknown, fallback: string): string {
+  if (type === ValueErrorType.ObjectRequiredProperty) return 'is missing'
   return (
     numericIssueText(schema) ??
     enumIssueText(schema, type) ??

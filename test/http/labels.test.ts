@@ -152,3 +152,12 @@ describe('a refused credential', () => {
     expect((await h.client().get('/api/v1/admin/users')).body.detail).toBe('A valid credential is required.')
   })
 })
+
+describe('a missing value', () => {
+  test('is said to be missing, once (a missing ?offset read twice as "must be an integer ...")', async () => {
+    const r = await alice.call('PUT', '/api/v1/artifacts/uploads/01a20184-99e9-7296-9fc7-75b6e5358e98', undefined)
+    expect([r.status, r.body.detail]).toEqual([422, 'query /offset: is missing'])
+    expect(r.body.errors.filter((e: { path: string; message: string }) => e.path === '/offset' && e.message === 'is missing')).toHaveLength(1)
+    expect(new Set(r.body.errors.map((e: { path: string; message: string }) => `${e.path} ${e.message}`)).size).toBe(r.body.errors.length)
+  })
+})
