@@ -45,11 +45,12 @@ function email(v: string, usage: string): string {
 
 export async function createUser({ args, flags, usage }: Invocation): Promise<number> {
   const addr = email(args.EMAIL!, usage)
-  // A fresh install may be seeded before the leader first starts, but not a state file in a
-  // directory that is not there: that is a mistyped --db (it used to be created, path and all).
+  // A fresh install may be seeded before the leader first starts (its state directory is made as
+  // the leader would), but --db naming a directory that is not there is a typo (it used to be
+  // created, path and all).
   const path = dbPathOf(flags.db)
   const fresh = !existsSync(path)
-  if (fresh && !existsSync(dirname(path))) throw new CliError(`no directory ${dirname(path)} for the state database (--db PATH names another, or create it first)`)
+  if (fresh && typeof flags.db === 'string' && !existsSync(dirname(path))) throw new CliError(`no directory ${dirname(path)} for the state database (--db PATH names another, or create it first)`)
   const password = await readPassword(flags['password-stdin'] === true, true)
   const ctx = adminContext(flags.db as string | undefined, false)
   try {

@@ -64,14 +64,14 @@ export class Fellows {
   private tokenlessAll: RateLimiter
 
   /** Told of every fellow the liveness loop finds gone offline (the jobs reschedule its work). */
-  private onOffline: (fellowId: string) => void
+  private onOffline: (fellowId: string, why?: string) => void
   private onRestarted: (fellowId: string) => void
 
   constructor(
     private ctx: Ctx,
     readonly registry: FellowRegistry,
     readonly signals: SignalHub,
-    opts: { onOffline?: (fellowId: string) => void; onRestarted?: (fellowId: string) => void } = {},
+    opts: { onOffline?: (fellowId: string, why?: string) => void; onRestarted?: (fellowId: string) => void } = {},
   ) {
     this.onOffline = opts.onOffline ?? (() => {})
     this.onRestarted = opts.onRestarted ?? (() => {})
@@ -269,7 +269,10 @@ export class Fellows {
     this.registry.put(live, prev ? null : 'registered')
     // Registering again is what an agent does when it starts: whatever stage it ran is gone with
     // the old process, even when it was back before its heartbeats were missed.
-    if (result.oldHash) this.onRestarted(result.id)
+    if (result.oldHash) {
+      this.signals.reset(result.id)
+      this.onRestarted(result.id)
+    }
     return {
       fellow_id: result.id,
       node_token: token,
@@ -374,7 +377,7 @@ export class Fellows {
     for (const id of fellowIds) {
       this.signals.send(id, 'STOP', { payload: { reason } })
       // Its stages of the pool's running jobs go to other fellows (or the jobs fail) now.
-      this.onOffline(id)
+      this.onOffline(id, `left the pool (${reason})`)
     }
   }
 

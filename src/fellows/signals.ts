@@ -17,6 +17,12 @@ export interface SignalHub {
   takePending(fellowId: string): Signal[]
   /** The fellow's credential died (released, removed): close its socket at once, drop its queue. */
   revoke(fellowId: string, reason: string): void
+  /**
+   * The fellow registered again (a new agent, a new token): the socket held for it belonged to the
+   * old one, and may be dead without a close (a machine that rebooted). Closed and forgotten, so
+   * what is sent next waits in the queue for the new connection instead of vanishing into it.
+   */
+  reset(fellowId: string): void
   connected(fellowId: string): boolean
   count(): number
   closeAll(): void
@@ -68,6 +74,13 @@ export class MemorySignalHub implements SignalHub {
     this.pending.delete(fellowId)
     // A socket outliving its credential kept receiving signals for 3 s (release) to 25 s (delete).
     socket?.close(CLOSE_REVOKED, reason)
+  }
+
+  reset(fellowId: string): void {
+    const socket = this.sockets.get(fellowId)
+    this.sockets.delete(fellowId)
+    // An ordinary close: a live agent (re-registered after a refused token) connects again at once.
+    socket?.close(1012, 'the fellow registered again: connect again')
   }
 
   takePending(fellowId: string): Signal[] {

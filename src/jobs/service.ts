@@ -441,7 +441,8 @@ export class JobService {
     for (const r of active) {
       const mine = r.assignments.filter((a) => a.fellow_id === fellowId)
       if (mine.length === 0) continue
-      this.startAll(r, r.assignments, 'START', {}, mine)
+      // resume: the fellow's own checkpoints count too, when the leader's store has none yet.
+      this.startAll(r, r.assignments, 'START', { resume: true }, mine)
       if (r.status === 'paused') this.signals.send(fellowId, 'PAUSE', { jobId: r.id, payload: {} })
       this.startAll(r, r.assignments, 'RECONFIGURE', { reconfigured: true }, r.assignments.filter((a) => a.fellow_id !== fellowId))
       this.ctx.log.info('stage started again on a fellow that registered again', { job_id: r.id, fellow_id: fellowId, stages: mine.map((a) => a.stage) })
@@ -449,7 +450,7 @@ export class JobService {
   }
 
   /** A fellow went offline: re-place its stage if another fellow can take it, else fail the job. */
-  onFellowOffline(fellowId: string): void {
+  onFellowOffline(fellowId: string, why = 'went offline'): void {
     const active = this.ctx.db.select().from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()
     for (const r of active) {
       const assignments = r.assignments
@@ -459,7 +460,7 @@ export class JobService {
       const p = place(this.candidates(r.poolId, busy), 1, r.minFreeVramMb, r.runner)
       if (!p.ok) {
         const offering = r.runner === 'mlp' ? '' : ` offering the runner '${r.runner}'`
-        const reason = `fellow ${fellowId} went offline and no other fellow${offering} with >= ${r.minFreeVramMb} MiB free is online to take stage ${lost.stage}`
+        const reason = `fellow ${fellowId} ${why} and no other fellow${offering} with >= ${r.minFreeVramMb} MiB free is online to take stage ${lost.stage}`
         this.signalAll({ ...r, assignments: assignments.filter((a) => a.fellow_id !== fellowId) }, 'STOP', { reason })
         this.setStatus(r.id, 'failed', { reason })
         continue
@@ -467,6 +468,8 @@ export class JobService {
       const replacement = p.fellows[0]!.id
       const next = assignments.map((a) => (a.fellow_id === fellowId ? { stage: a.stage, fellow_id: replacement } : a))
       this.ctx.db.update(jobs).set({ assignments: next, reason: `stage ${lost.stage} moved from ${fellowId} to ${replacement}`, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+      // The fellow that lost the stage runs it no more (listed "offline running <job>" otherwise).
+      this.registry.jobEnded(r.id, [fellowId])
       const updated = { ...r, assignments: next }
       // The newcomer gets START for its stage; the rest get RECONFIGURE with their new neighbours.
       this.startAll(updated, next, 'START', {}, next.filter((a) => a.fellow_id === replacement))

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { startLeader, runSvc } from '../helpers/leader'
 
 function cookieHeader(res: Response, jar: Map<string, string>): void {
@@ -83,6 +84,10 @@ describe('accounts through the built binary', () => {
     const seed = await runSvc(['admin', 'create-user', 'z@example.com', '--db', seeded, '--password-stdin'], { stdin: 'root password here\n' })
     expect(seed.code).toBe(0)
     expect(seed.stderr).toContain(`svc: note: ${seeded} did not exist; it is a new, empty state database`)
+    // A fresh default install (./state not made yet) may be seeded before the first start.
+    const home = mkdtempSync(join(tmpdir(), 'svc-fresh-'))
+    const first = await runSvc(['admin', 'create-user', 'root@example.com', '--password-stdin'], { cwd: home, stdin: 'root password here\n' })
+    expect([first.code, existsSync(join(home, 'state', 'join_state.sqlite3'))]).toEqual([0, true])
     expect(await leader.stop()).toBe(0)
   })
 })

@@ -539,7 +539,8 @@ describe('a member who leaves the pool', () => {
   const memberOf = (h: Harness, poolId: string, userId: string) => h.ctx.db.insert(poolMembers).values({ poolId, userId, role: 'member', createdAt: h.clock.now() }).run()
 
   test('takes their machines along (detached, told to stop) and their join commands stop working; the others stay', async () => {
-    const { h, a, b, bob, pool } = await setup()
+    // With the installer behind a join token too, so the dead token's refusal there shows.
+    const { h, a, b, bob, pool } = await setup({ SVC_BOOTSTRAP_REQUIRE_TOKEN: '1' })
     memberOf(h, pool.id, bob.id)
     const bobsToken = await joinToken(b, pool.id)
     const bobs = (await register(h, bobsToken, { hostname: 'bob-box' })).body
@@ -550,7 +551,8 @@ describe('a member who leaves the pool', () => {
     // Bob's token made before he left no longer admits a machine, nor fetches the installer.
     const again = await register(h, bobsToken, { hostname: 'bob-box-2' })
     expect([again.status, again.body.detail]).toEqual([401, 'The join or node token is wrong, expired or revoked.'])
-    expect((await h.client().get('/api/v1/bootstrap/fellow.sh', { 'x-bootstrap-token': bobsToken })).status).toBe(h.cfg.bootstrapRequireToken ? 401 : 200)
+    expect((await h.client().get('/api/v1/bootstrap/fellow.sh', { 'x-bootstrap-token': bobsToken })).status).toBe(401)
+    expect((await h.client().get('/api/v1/bootstrap/fellow.sh', { 'x-bootstrap-token': await joinToken(a, pool.id) })).status).toBe(200)
     // His machine left with him: out of the pool, told to stop, and refused when it comes back.
     expect(h.services.fellows.signals.takePending(bobs.fellow_id).map((s) => [s.signal, s.payload])).toEqual([['STOP', { reason: 'the member who added this fellow left the pool' }]])
     expect((await a.get(`/api/v1/cluster/nodes?pool_id=${pool.id}`)).body.items.map((n: { fellow_id: string }) => n.fellow_id)).toEqual([alices.fellow_id])

@@ -110,6 +110,20 @@ describe('job lifecycle', () => {
     expect(await node()).toMatchObject({ state: 'offline', status: 'idle', job_id: null })
   })
 
+  test('a fellow whose stage moved to a spare when it went offline is no longer listed as running the job', async () => {
+    const { h, A, pool, fellows } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 1 })).body
+    const holder = fellows.find((f) => f.fellow_id === job.assignments[0].fellow_id)!
+    const spare = fellows.find((f) => f !== holder)!
+    await holder.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: job.id })
+    h.clock.advance(61_000)
+    await spare.hb()
+    for (const f of h.services.fellows.registry.tick(h.clock.now())) h.services.jobs.onFellowOffline(f.id)
+    expect((await A.get(`/api/v1/jobs/${job.id}`)).body.assignments[0].fellow_id).toBe(spare.fellow_id)
+    const lost = (await A.get(`/api/v1/cluster/nodes?pool_id=${pool.id}`)).body.items.find((n: { fellow_id: string }) => n.fellow_id === holder.fellow_id)
+    expect(lost).toMatchObject({ state: 'offline', status: 'idle', job_id: null })
+  })
+
   test("the built-in runner's settings are checked at submit (422 naming the setting); other keys and other runners' configs pass as they are", async () => {
     const { A, pool } = await cluster(0)
     for (const [config, path, words] of [
@@ -168,10 +182,16 @@ describe('job lifecycle', () => {
     const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
     const [s0, s1] = job.assignments.map((a: { fellow_id: string }) => fellows.find((f) => f.fellow_id === a.fellow_id)!)
     fellows.forEach(signalsOf)
-    // The agent of stage 1 is killed and started again at once: it registers with its node token.
+    // The machine of stage 1 rebooted: its old signal socket never said goodbye and is still held.
+    const dead = { sent: [] as string[], closed: null as number | null, send(d: string) { this.sent.push(d) }, close(code?: number) { this.closed = code ?? null } }
+    h.services.fellows.signals.attach(s1.fellow_id, dead)
+    // The agent starts again: it registers with its node token.
     const again = await h.client({ bearer: s1.node_token }).post('/api/v1/workers/register', { hostname: 'gpu-x', fellow_id: s1.fellow_id, address: '127.0.0.1:6000' })
     expect(again.status).toBe(201)
-    expect(signalsOf(s1).map((s) => [s.signal, s.job_id, s.payload?.stage])).toEqual([['START', job.id, 1]])
+    // The dead socket is closed and forgotten; the START waits for the new connection (it went
+    // into the dead one), and tells the stage to resume from what it has.
+    expect([dead.closed, dead.sent]).toEqual([1012, []])
+    expect(signalsOf(s1).map((s) => [s.signal, s.job_id, s.payload?.stage, s.payload?.resume])).toEqual([['START', job.id, 1, true]])
     // Its neighbour hears where it listens now.
     expect(signalsOf(s0).map((s) => [s.signal, (s.payload?.next as { address: string }).address])).toEqual([['RECONFIGURE', '127.0.0.1:6000']])
     expect((await A.get(`/api/v1/jobs/${job.id}`)).body.assignments).toEqual(job.assignments)
@@ -201,6 +221,19 @@ describe('job lifecycle', () => {
     const moved = (await A.get(`/api/v1/jobs/${job.id}`)).body
     expect(moved.assignments.map((a: { fellow_id: string }) => a.fellow_id)).toEqual([fellows[1]!.fellow_id, fellows[0]!.fellow_id])
     expect(signalsOf(fellows[1]!).map((s) => [s.signal, s.payload?.stage])).toEqual([['START', 0]])
+  })
+
+  test('with no spare, the job fails saying the fellow left the pool (it said "went offline")', async () => {
+    const { h, A, b, bob, pool, fellows } = await cluster(1)
+    h.ctx.db.insert(poolMembers).values({ poolId: pool.id, userId: bob.id, role: 'member', createdAt: h.clock.now() }).run()
+    const token = (await b.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    const bobs = (await h.client({ bearer: token }).post('/api/v1/workers/register', { hostname: 'bob-box' })).body
+    await h.client({ bearer: bobs.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    expect(job.assignments.map((a: { fellow_id: string }) => a.fellow_id).sort()).toEqual([bobs.fellow_id, fellows[0]!.fellow_id].sort())
+    expect((await b.delete(`/api/v1/pools/${pool.id}/members/${bob.id}`)).status).toBe(204)
+    const failed = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect([failed.status, failed.reason]).toEqual(['failed', expect.stringContaining(`fellow ${bobs.fellow_id} left the pool (the member who added this fellow left the pool) and no other fellow`)])
   })
 
   test('purge is admin-only, audited, and sends PURGE to every fellow', async () => {
