@@ -56,7 +56,7 @@ export function adminRoutes(app: AppBase, admin: Admin, users: AdminUsers, deps:
       '/api/v1/admin/users/:id',
       ({ caller, clientIp, params }) => {
         const { fellowIds, ...result } = users.delete(adminActorOf(caller, clientIp), params.id)
-        if (fellowIds.length > 0) deps.onDetached?.(fellowIds, 'pool deleted')
+        if (fellowIds.length > 0) deps.onDetached?.(fellowIds, 'the account that added this fellow was deleted')
         return result
       },
       { policy: 'admin', params: M.UserParams, response: { 200: M.DeleteResult } },

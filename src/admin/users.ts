@@ -3,8 +3,8 @@
 // and the sender woken after it commits.
 // Service style: the `AdminUsers` class, built once in app.ts `createServices` and handed to the
 // admin routes. Plain functions that take a `Db` (list.ts) are helpers other code composes.
-import { and, count, eq, isNull, or, sql } from 'drizzle-orm'
-import { actionTokens, apiTokens, loginFailures, mailOutbox, poolInvites, poolMembers, pools, sessions, users } from '../db/schema'
+import { and, count, eq, inArray, isNull, or, sql } from 'drizzle-orm'
+import { actionTokens, apiTokens, loginFailures, mailOutbox, poolInvites, poolMembers, poolNodes, pools, sessions, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { recordAudit } from '../audit/service'
 import { findUserByEmail, getUser, issueActionToken, normalizeEmail, type UserRow, type UserStatus } from '../accounts/service'
@@ -208,7 +208,7 @@ export class AdminUsers {
    * before anything is touched; delete owned pools (nodes detached); drop other memberships;
    * revoke API tokens; remove the user row with its sessions and action tokens. Also goes: the
    * failed-login counters and queued or sent mail addressed to the account (personal data).
-   * Nodes the user attached to other pools stay there, without an owner (pool_nodes FK).
+   * Nodes the user attached to other pools leave them with the memberships (detached).
    */
   delete(actor: AdminActor, id: string): DeleteResult & { fellowIds: string[] } {
     const ctx = this.ctx
@@ -219,6 +219,12 @@ export class AdminUsers {
       const owned = tx.select({ id: pools.id }).from(pools).where(eq(pools.ownerUserId, id)).all()
       const fellowIds: string[] = []
       for (const p of owned) fellowIds.push(...deletePoolRow(tx, ctx.clock, p.id, true, { userId: actor.userId, role: 'admin', clientIp: actor.clientIp }).fellowIds)
+      // Dropping the memberships is leaving those pools: the machines the user added there leave
+      // too (detached, told to stop), as when a member leaves; nobody outside a pool keeps
+      // machines in it. (They stayed, unattributed, receiving the pools' jobs and chats.)
+      const elsewhere = tx.select({ id: poolNodes.fellowId }).from(poolNodes).where(eq(poolNodes.ownerUserId, id)).all().map((r) => r.id)
+      if (elsewhere.length > 0) tx.delete(poolNodes).where(inArray(poolNodes.fellowId, elsewhere)).run()
+      fellowIds.push(...elsewhere)
       const membershipsRemoved = tx.delete(poolMembers).where(eq(poolMembers.userId, id)).run().changes as number
       const apiTokensRevoked = revokeUserApiTokens(tx, now, id)
       tx.delete(apiTokens).where(eq(apiTokens.userId, id)).run()

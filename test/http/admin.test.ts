@@ -256,7 +256,7 @@ describe('deleting a user (GDPR cascade)', () => {
 
     const r = await A.delete(`/api/v1/admin/users/${alice.id}`)
     expect(r.status).toBe(200)
-    expect(r.body).toEqual({ deleted: true, pools_deleted: 1, memberships_removed: 1, api_tokens_revoked: 1, sessions_removed: 2, nodes_detached: 1 })
+    expect(r.body).toEqual({ deleted: true, pools_deleted: 1, memberships_removed: 1, api_tokens_revoked: 1, sessions_removed: 2, nodes_detached: 2 })
 
     const db = h.ctx.db
     expect(userRow(h, alice.id)).toBeUndefined()
@@ -267,17 +267,21 @@ describe('deleting a user (GDPR cascade)', () => {
     expect(db.select().from(actionTokens).where(eq(actionTokens.userId, alice.id)).all()).toEqual([])
     expect(db.select().from(loginFailures).all()).toEqual([])
     expect(mails(h)).toEqual([])
-    // The node of the deleted pool is detached but still known; the one in the shared pool stays, ownerless.
-    expect(db.select().from(fellows).where(eq(fellows.id, ownNode)).get()).toBeDefined()
-    expect(db.select().from(poolNodes).where(eq(poolNodes.fellowId, ownNode)).get()).toBeUndefined()
-    expect(db.select().from(poolNodes).where(eq(poolNodes.fellowId, sharedNode)).get()).toMatchObject({ poolId: other, ownerUserId: null })
+    // Both nodes are detached but still known: the one of the deleted pool, and the one in the
+    // shared pool, which left it with the membership (it used to stay there, ownerless, receiving
+    // that pool's jobs and chats).
+    for (const node of [ownNode, sharedNode]) {
+      expect(db.select().from(fellows).where(eq(fellows.id, node)).get()).toBeDefined()
+      expect(db.select().from(poolNodes).where(eq(poolNodes.fellowId, node)).get()).toBeUndefined()
+    }
+    expect(h.services.fellows.signals.takePending(sharedNode).map((x) => [x.signal, x.payload])).toEqual([['STOP', { reason: 'the account that added this fellow was deleted' }]])
     expect((await a.get('/api/v1/auth/me')).status).toBe(401)
     // Pool deletion is logged before the account deletion, which carries the counts.
     const kinds = db.select().from(auditLog).all().map((e) => e.kind)
     expect(kinds.indexOf('pool.delete')).toBeLessThan(kinds.indexOf('admin.user.delete'))
     const entry = audits(h, 'admin.user.delete')[0]!
     expect(entry).toMatchObject({ actorUserId: admin.id, clientIp: '203.0.113.7', targetId: alice.id })
-    expect(JSON.parse(entry.detail!)).toEqual({ pools_deleted: 1, memberships_removed: 1, api_tokens_revoked: 1, sessions_removed: 2, nodes_detached: 1 })
+    expect(JSON.parse(entry.detail!)).toEqual({ pools_deleted: 1, memberships_removed: 1, api_tokens_revoked: 1, sessions_removed: 2, nodes_detached: 2 })
     expect((await A.delete(`/api/v1/admin/users/${alice.id}`)).status).toBe(404)
   })
 
