@@ -72,6 +72,18 @@ export function commonClient(): void {
     node.setAttribute('role', kind === 'error' ? 'alert' : 'status')
   }
 
+  /** A form field's own message (the element `<id>-error`) and aria-invalid; true when the text is empty (the field is fine). */
+  function fieldError(id: string, text: string): boolean {
+    const input = document.getElementById(id)
+    const msg = document.getElementById(id + '-error')
+    if (msg) msg.textContent = text
+    if (input) {
+      if (text) input.setAttribute('aria-invalid', 'true')
+      else input.removeAttribute('aria-invalid')
+    }
+    return text === ''
+  }
+
   function poll(fn: () => Promise<void>, ms: number) {
     let timer: ReturnType<typeof setTimeout> | undefined
     let running = false
@@ -187,7 +199,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, el, say, fieldError, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Times the server wrote (UTC) are shown like every other time on the page.

@@ -22,16 +22,7 @@ export function poolConsoleClient(): void {
     svc.render($('job-runner-options'), offered, () => offered.map((name) => el('option', { value: name })))
   }
 
-  const fieldError = (id: string, text: string) => {
-    const input = $(id)
-    const msg = $(id + '-error')
-    if (msg) msg.textContent = text
-    if (input) {
-      if (text) input.setAttribute('aria-invalid', 'true')
-      else input.removeAttribute('aria-invalid')
-    }
-    return text === ''
-  }
+  const fieldError = svc.fieldError
 
   /** The body to submit, or null after saying beside each bad field what is wrong. */
   function check(): Record<string, unknown> | null {

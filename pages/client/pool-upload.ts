@@ -25,14 +25,6 @@ export function poolUploadClient(): void {
   let cancelled = false
   let xhr: XMLHttpRequest | null = null
 
-  const fieldError = (input: HTMLElement, text: string) => {
-    const msg = $(input.id + '-error')
-    if (msg) msg.textContent = text
-    if (text) input.setAttribute('aria-invalid', 'true')
-    else input.removeAttribute('aria-invalid')
-    return text === ''
-  }
-
   function show(done: number, total: number, label: string) {
     bar.hidden = false
     bar.max = Math.max(total, 1)
@@ -136,8 +128,8 @@ export function poolUploadClient(): void {
     const file = fileInput.files?.[0]
     const name = nameInput.value.trim() || file?.name || ''
     const ok = [
-      fieldError(fileInput, file ? '' : t('upload.noFile')),
-      fieldError(nameInput, name.length > 200 ? t('upload.nameLong') : name.includes('/') || CONTROL.test(name) ? t('upload.nameBad') : ''),
+      svc.fieldError(fileInput.id, file ? '' : t('upload.noFile')),
+      svc.fieldError(nameInput.id, name.length > 200 ? t('upload.nameLong') : name.includes('/') || CONTROL.test(name) ? t('upload.nameBad') : ''),
     ].every(Boolean)
     if (!ok || !file) {
       svc.say('upload-msg', t('submit.fix'), 'error')

@@ -17,6 +17,8 @@ export interface Svc {
   api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResult<T>>
   el(tag: string, attrs?: Attrs, ...children: Child[]): HTMLElement
   say(target: string | Element | null, text: string, kind?: 'ok' | 'error' | ''): void
+  /** Sets the message beside a form field (`<id>-error`) and its aria-invalid; true when `text` is empty. */
+  fieldError(id: string, text: string): boolean
   poll(fn: () => Promise<void>, ms: number): { now(): void }
   /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
   render(container: Element | null, key: unknown, build: () => Child[]): void

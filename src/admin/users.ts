@@ -3,14 +3,14 @@
 // and the sender woken after it commits.
 // Service style: the `AdminUsers` class, built once in app.ts `createServices` and handed to the
 // admin routes. Plain functions that take a `Db` (list.ts) are helpers other code composes.
-import { and, count, eq, inArray, isNull, or, sql } from 'drizzle-orm'
-import { actionTokens, apiTokens, loginFailures, mailOutbox, poolInvites, poolMembers, poolNodes, pools, sessions, users } from '../db/schema'
+import { and, count, eq, isNull, or, sql } from 'drizzle-orm'
+import { actionTokens, apiTokens, loginFailures, mailOutbox, poolInvites, poolMembers, pools, sessions, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { recordAudit } from '../audit/service'
 import { findUserByEmail, getUser, issueActionToken, normalizeEmail, type UserRow, type UserStatus } from '../accounts/service'
 import { revokeUserSessions } from '../accounts/sessions'
 import { revokeUserApiTokens } from '../accounts/api-tokens'
-import { deletePoolRow } from '../pools/service'
+import { deletePoolRow, detachNodesOf } from '../pools/service'
 import { DAY_MS, iso } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -222,9 +222,7 @@ export class AdminUsers {
       // Dropping the memberships is leaving those pools: the machines the user added there leave
       // too (detached, told to stop), as when a member leaves; nobody outside a pool keeps
       // machines in it. (They stayed, unattributed, receiving the pools' jobs and chats.)
-      const elsewhere = tx.select({ id: poolNodes.fellowId }).from(poolNodes).where(eq(poolNodes.ownerUserId, id)).all().map((r) => r.id)
-      if (elsewhere.length > 0) tx.delete(poolNodes).where(inArray(poolNodes.fellowId, elsewhere)).run()
-      fellowIds.push(...elsewhere)
+      fellowIds.push(...detachNodesOf(tx, id))
       const membershipsRemoved = tx.delete(poolMembers).where(eq(poolMembers.userId, id)).run().changes as number
       const apiTokensRevoked = revokeUserApiTokens(tx, now, id)
       tx.delete(apiTokens).where(eq(apiTokens.userId, id)).run()

@@ -1,14 +1,14 @@
 // Pool membership: invites by email, join requests, approval, leaving and removal.
 // Service style: the `Memberships` class, built once in app.ts `createServices` and handed to the
 // pool routes; what it shares with `Pools` are the Db-first transaction helpers of ./service.
-import { and, asc, count, eq, gt, inArray, isNull, min } from 'drizzle-orm'
-import { joinRequests, joinSessions, mailOutbox, poolInvites, poolMembers, poolNodes, pools, users } from '../db/schema'
+import { and, asc, count, eq, gt, isNull, min } from 'drizzle-orm'
+import { joinRequests, joinSessions, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { DAY_MS, iso } from '../time'
 import { getUser, normalizeEmail } from '../accounts/service'
-import { getVisiblePool, memberRole, requireMember, requireOwner } from './service'
+import { detachNodesOf, getVisiblePool, memberRole, requireMember, requireOwner } from './service'
 import type { Actor } from '../caller'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -318,13 +318,7 @@ export class Memberships {
       if (role === null) throw notFound('Member')
       if (role === 'owner') throw new AppError('owner_cannot_leave', 'The pool owner cannot be removed; delete the pool instead.')
       tx.delete(poolMembers).where(and(eq(poolMembers.poolId, poolId), eq(poolMembers.userId, userId))).run()
-      const fellowIds = tx
-        .select({ id: poolNodes.fellowId })
-        .from(poolNodes)
-        .where(and(eq(poolNodes.poolId, poolId), eq(poolNodes.ownerUserId, userId)))
-        .all()
-        .map((r) => r.id)
-      if (fellowIds.length > 0) tx.delete(poolNodes).where(inArray(poolNodes.fellowId, fellowIds)).run()
+      const fellowIds = detachNodesOf(tx, userId, poolId)
       const revoked = tx
         .update(joinSessions)
         .set({ revokedAt: ctx.clock.now() })

@@ -3,7 +3,7 @@
 // Service style: the service is the `Pools` class, built once in app.ts `createServices` and handed
 // to the routes. The plain exported functions take a `Db` (or transaction) first: they are
 // transaction helpers other services compose (fellows, jobs, admin, pages), not a second style.
-import { and, asc, count, eq, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
 import { poolMembers, poolNodes, pools, roleLimits } from '../db/schema'
 import { AppError, notFound, invalid } from '../errors'
 import { newId } from '../crypto'
@@ -260,6 +260,23 @@ export class Pools {
   ensureDefault(): PoolRow {
     return ensureDefaultPool(this.ctx.db, this.ctx.clock)
   }
+}
+
+/**
+ * Unbinds the fellows a user added, in one pool or (no poolId) in every pool: someone leaving a
+ * pool, or deleted, keeps no machines in it. Runs in the caller's transaction; the caller tells
+ * the returned fellows to stop (Fellows.detach).
+ */
+export function detachNodesOf(tx: Db, userId: string, poolId?: string): string[] {
+  const owned = eq(poolNodes.ownerUserId, userId)
+  const ids = tx
+    .select({ id: poolNodes.fellowId })
+    .from(poolNodes)
+    .where(poolId === undefined ? owned : and(eq(poolNodes.poolId, poolId), owned))
+    .all()
+    .map((r) => r.id)
+  if (ids.length > 0) tx.delete(poolNodes).where(inArray(poolNodes.fellowId, ids)).run()
+  return ids
 }
 
 /** The deletion itself, shared with the account-deletion cascade. Runs inside the caller's transaction. */

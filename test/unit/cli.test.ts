@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from '
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { COMMANDS, helpFor } from '../../src/cli/commands'
-import { checkInput } from '../../src/cli/client'
+import { Client, checkInput, resolveTarget } from '../../src/cli/client'
 import { SubmitBody } from '../../src/jobs/model'
 import { ChatCompletionBody } from '../../src/inference/model'
 import { allFlags, commandHelp, parseInvocation } from '../../src/cli/spec'
@@ -53,6 +53,16 @@ function invocationOf(example: string, path: string[]): string[] | null {
   const gt = words.findIndex((w) => w === '>' || w.startsWith('>'))
   const argv = (gt === -1 ? words : words.slice(0, gt)).slice(1)
   return argv
+}
+
+/** The message of what `fn` throws, or null when it throws nothing. */
+function refusal(fn: () => unknown): string | null {
+  try {
+    fn()
+  } catch (e) {
+    return (e as Error).message
+  }
+  return null
 }
 
 describe('the command table', () => {
@@ -235,14 +245,6 @@ describe('svc admin restore', () => {
 })
 
 describe('checkInput: a refused value in plain words before anything is sent', () => {
-  const refusal = (fn: () => void) => {
-    try {
-      fn()
-    } catch (e) {
-      return (e as Error).message
-    }
-    return null
-  }
   test("a pattern keeps its letters' case (it read '^[a-za-z0-9]...', a different rule)", () => {
     expect(refusal(() => checkInput(SubmitBody, { name: 'x', runner: 'bad runner' }))).toBe(`--runner: expected string to match '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' (got "bad runner")`)
   })
@@ -254,7 +256,6 @@ describe('checkInput: a refused value in plain words before anything is sent', (
 
 describe('the client names what the leader refused', () => {
   test('a wrong password is said as such, not blamed on the token; a refused token still gets its hint', async () => {
-    const { Client } = await import('../../src/cli/client')
     const server = Bun.serve({
       port: 0,
       hostname: '127.0.0.1',
@@ -276,7 +277,6 @@ describe('the client names what the leader refused', () => {
 })
 
 describe('which leader: mistakes in the config file and SVC_LEADER_URL said plainly', () => {
-  const { resolveTarget } = require('../../src/cli/client') as typeof import('../../src/cli/client')
   const withEnv = (env: Record<string, string | undefined>, fn: () => void) => {
     const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]
@@ -288,15 +288,6 @@ describe('which leader: mistakes in the config file and SVC_LEADER_URL said plai
       else process.env[k] = v
     }
   }
-  const refusal = (fn: () => unknown) => {
-    try {
-      fn()
-    } catch (e) {
-      return (e as Error).message
-    }
-    return null
-  }
-
   test('a default that names no leader of the file, several leaders and no default, a URL-ish SVC_LEADER_URL', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'svc-cfg-')), 'config.toml')
     writeConfigFile(path, { default: 'x', leaders: { y: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a' } } })
