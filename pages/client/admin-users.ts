@@ -26,6 +26,13 @@ export function adminUsersClient(): void {
   }
 
   async function act(u: any, label: string, method: string, path: string, body?: unknown) {
+    // A new reset link voids the one on show: take it down before asking, so nobody copies a dead one.
+    if (path === '/reset-password') {
+      const pre = $('reset-link')
+      const once = $('reset-once')
+      if (pre) pre.textContent = ''
+      if (once) once.hidden = true
+    }
     const r = await svc.api(method, `/api/v1/admin/users/${encodeURIComponent(u.id)}${path}`, body)
     if (!r.ok) return svc.say('users-msg', `${label} ${u.email}: ${r.error}`, 'error')
     // A new password does not open an account that is not active: say so beside the link.

@@ -335,10 +335,24 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.waitForSelector('#users-msg:has-text("The account is disabled: the new password lets them log in only once an admin makes it active.")')
     await row.getByRole('button', { name: 'Reactivate bob@example.com' }).click()
     await page.waitForSelector('#users-body tr[data-user="bob@example.com"] .state-active')
+    // The first link is taken down the moment a new one is asked for (the new one voids it; the test
+    // once read the dead link before the answer came and timed out on the reset page): the answer is
+    // held back until the page has been looked at.
+    const first = (await page.locator('#reset-link').innerText()).trim()
+    let release = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    await page.route('**/api/v1/admin/users/*/reset-password', async (route) => {
+      await held
+      await route.continue()
+    }, { times: 1 })
     await row.getByRole('button', { name: 'Reset password bob@example.com' }).click()
+    await page.waitForSelector('#reset-once[hidden]', { state: 'attached' })
+    expect(await page.locator('#reset-link').innerText()).toBe('')
+    release()
     await page.waitForSelector('#reset-link:not(:empty)')
     const link = (await page.locator('#reset-link').innerText()).trim()
     expect(link).toStartWith(leader.url + '/reset-password?token=')
+    expect(link).not.toBe(first)
 
     const p = await bob.newPage()
     watchErrors(p, errors)
