@@ -84,12 +84,19 @@ export function commonClient(): void {
     return text === ''
   }
 
+  // One load at a time. A refresh asked for while one runs (after a write, say) runs again as soon
+  // as it ends: the running one may have been answered before the write and would leave the list
+  // stale until the next interval.
   function poll(fn: () => Promise<void>, ms: number) {
     let timer: ReturnType<typeof setTimeout> | undefined
     let running = false
+    let again = false
     const tick = async () => {
       if (timer !== undefined) clearTimeout(timer)
-      if (running) return
+      if (running) {
+        again = true
+        return
+      }
       running = true
       try {
         if (!document.hidden) await fn()
@@ -97,7 +104,10 @@ export function commonClient(): void {
         console.error(e)
       } finally {
         running = false
-        timer = setTimeout(tick, ms)
+        if (again) {
+          again = false
+          void tick()
+        } else timer = setTimeout(tick, ms)
       }
     }
     void tick()

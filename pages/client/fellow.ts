@@ -52,7 +52,8 @@ export function fellowClient(): void {
     if (!charts) return
     const range = ($('usage-range') as HTMLSelectElement).value
     const r = await svc.api('GET', path + '/telemetry?range=' + encodeURIComponent(range))
-    if (!r.ok) return
+    // The range changed while this was under way: the load the change asked for draws the charts.
+    if (!r.ok || range !== ($('usage-range') as HTMLSelectElement).value) return
     const pts = r.data.points as any[]
     const xs = pts.map((p) => Date.parse(p.ts) / 1000)
     const used = (free: number | null, total: number | null) => (free !== null && total !== null ? toGib(Math.max(0, total - free)) : null)
@@ -130,7 +131,6 @@ export function fellowClient(): void {
     if (release) release.disabled = n.state === 'released'
   }
 
-  $('usage-range')?.addEventListener('change', () => void loadTelemetry())
   $('fellow-release')?.addEventListener('click', () => {
     if (!confirm(t('fellow.confirmRelease'))) return
     void svc.api('POST', '/api/v1/workers/release', { fellow_id: fellowId }).then((r) => {
@@ -147,5 +147,6 @@ export function fellowClient(): void {
   })
 
   const facts = svc.poll(load, 3000)
-  svc.poll(loadTelemetry, 15000)
+  const usage = svc.poll(loadTelemetry, 15000)
+  $('usage-range')?.addEventListener('change', () => usage.now())
 }

@@ -13,7 +13,8 @@ export function poolConsoleClient(): void {
   const q = encodeURIComponent(poolId)
   const form = $('submit-job') as HTMLFormElement | null
 
-  let machines: any[] = []
+  // null until the first answer: a form sent before it asks first (it said "no machines").
+  let machines: any[] | null = null
   async function loadMachines() {
     const r = await svc.api('GET', `/api/v1/cluster/nodes?pool_id=${q}`)
     if (!r.ok) return
@@ -33,7 +34,8 @@ export function poolConsoleClient(): void {
     const configText = ($('job-config-input') as HTMLTextAreaElement).value.trim()
     const stages = Number(stagesText)
     const vram = vramText === '' ? 0 : Number(vramText)
-    const offering = machines.filter((n) => ((n.runners as string[]) ?? ['mlp']).includes(runner)).length
+    const known = machines ?? []
+    const offering = known.filter((n) => ((n.runners as string[]) ?? ['mlp']).includes(runner)).length
     let config: unknown = undefined
     let configError = ''
     if (configText !== '') {
@@ -48,17 +50,19 @@ export function poolConsoleClient(): void {
       fieldError('job-name-input', name === '' ? t('submit.nameMissing') : ''),
       fieldError(
         'job-runner-input',
-        runner === '' ? t('submit.runnerMissing') : !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(runner) ? t('submit.runnerName') : runner !== 'mlp' && offering === 0 ? t('submit.runnerNobody', { runner }) : '',
+        runner === '' ? t('submit.runnerMissing') : !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(runner) ? t('submit.runnerName') : runner !== 'mlp' && machines !== null && offering === 0 ? t('submit.runnerNobody', { runner }) : '',
       ),
       fieldError(
         'job-stages-input',
         !Number.isInteger(stages) || stages < 1 || stages > 64
           ? t('submit.stagesRange')
-          : machines.length === 0
-            ? t('submit.noMachines')
-            : stages > machines.length
-              ? t('submit.stagesOver', { n: machines.length, stages })
-              : '',
+          : machines === null
+            ? ''
+            : known.length === 0
+              ? t('submit.noMachines')
+              : stages > known.length
+                ? t('submit.stagesOver', { n: known.length, stages })
+                : '',
       ),
       fieldError('job-vram-input', !Number.isInteger(vram) || vram < 0 ? t('submit.vramRange') : ''),
       fieldError('job-config-input', configError),
@@ -87,8 +91,9 @@ export function poolConsoleClient(): void {
   }
 
   let submitted: string | null = null
-  form?.addEventListener('submit', (e) => {
+  form?.addEventListener('submit', async (e) => {
     e.preventDefault()
+    if (machines === null) await loadMachines()
     const body = check()
     if (!body) {
       svc.say('submit-msg', t('submit.fix'), 'error')
@@ -136,7 +141,8 @@ export function poolConsoleClient(): void {
     if (!onlineChart || !vramChart) return
     const range = ($('fleet-range') as HTMLSelectElement).value
     const r = await svc.api('GET', `/api/v1/pools/${q}/telemetry?range=${encodeURIComponent(range)}`)
-    if (!r.ok) return
+    // The range changed while this was under way: the load the change asked for draws the chart.
+    if (!r.ok || range !== ($('fleet-range') as HTMLSelectElement).value) return
     const pts = r.data.points as any[]
     const xs = pts.map((p) => Date.parse(p.ts) / 1000)
     const now = Date.now() / 1000
@@ -145,11 +151,10 @@ export function poolConsoleClient(): void {
     onlineChart.set(xs, [pts.map((p) => p.online)], period)
     vramChart.set(xs, [pts.map((p) => gib(p.vram_free_mb)), pts.map((p) => gib(p.vram_total_mb))], period)
   }
-  $('fleet-range')?.addEventListener('change', () => void loadFleet())
-
   if (form) {
     svc.poll(loadMachines, 10000)
     svc.poll(followSubmitted, 3000)
   }
-  svc.poll(loadFleet, 30000)
+  const fleet = svc.poll(loadFleet, 30000)
+  $('fleet-range')?.addEventListener('change', () => fleet.now())
 }

@@ -58,8 +58,15 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
   test('submit a 2-stage job from the pool page, watch its loss chart, pause and resume it, open a machine (en, 1280 px)', async () => {
     const { context, page } = await signedIn('en-US', 1280)
     try {
+      // The page's first answers about the pool's machines are held back: a form sent before they
+      // come asks for them itself (it said the pool had no machines).
+      let release = () => {}
+      const held = new Promise<void>((r) => (release = r))
+      await page.route('**/api/v1/cluster/nodes?pool_id=*', async (route) => {
+        await held
+        await route.continue()
+      }, { times: 2 })
       await page.goto(`${c.leader.url}/pools/${c.poolId}`)
-      await page.locator('#nodes-body tr', { hasText: 'alpha' }).waitFor()
       // Bad input: a clear message beside each field, nothing submitted.
       await page.fill('#job-name-input', 'console run')
       await page.fill('#job-config-input', '{"steps": 5,')
@@ -67,6 +74,8 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
       await page.fill('#job-runner-input', 'torch')
       await page.click('#submit-job-button')
       await page.waitForSelector('#job-config-input-error:has-text("not valid JSON")')
+      release()
+      await page.locator('#nodes-body tr', { hasText: 'alpha' }).waitFor()
       expect(await text(page, '#job-stages-input-error')).toContain('2 machines, fewer than 3 stages')
       expect(await text(page, '#job-runner-input-error')).toContain('No machine of this pool offers the runner "torch"')
       expect(await page.getAttribute('#job-config-input', 'aria-invalid')).toBe('true')
@@ -146,8 +155,9 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
       expect((await text(page, '#engines-body')).replace(/\s+/g, ' ')).toBe('builtin tiny-llm healthy')
       expect(await page.locator('#fellow-job a').getAttribute('href')).toBe(`/jobs/${jobId}`)
       await page.locator('#fellow-log li[data-level]').first().waitFor({ timeout: 20_000 })
-      expect(await page.locator('#manage-card').isVisible()).toBe(true)
-      await page.selectOption('#usage-range', '1d')
+      await page.locator('#manage-card').waitFor({ state: 'visible' })
+      // The day's chart once its own answer is in (the hour's chart on show already had a point).
+      await Promise.all([page.waitForResponse((r) => r.url().includes('/telemetry?range=1d')), page.selectOption('#usage-range', '1d')])
       await until(async () => (await pointsIn(page, '#chart-a')) >= 1, 'the day chart to have a point', { timeoutMs: 10_000, everyMs: 200 })
       await shot(page, 'console-fellow-en-1280')
       await expectAccessible(page, 'machine en 1280')

@@ -206,10 +206,26 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect((await row.innerText()).replace(/\s+/g, ' ')).toContain(`tiny <b>weights & co.gguf model 13 B — ${artifact.id}`)
     expect(await row.locator('a').getAttribute('href')).toBe(`/api/v1/artifacts/${artifact.id}/content`)
     await expectAccessible(page, 'pool with a file')
+    // A refresh of the list is under way when the file is deleted, and its answer (taken before the
+    // delete, still listing the file) comes after: the page loads the list again at once (it waited
+    // for the next refresh, 15 s, showing a deleted file with its Delete button).
+    let release = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    let taken = () => {}
+    const listed = new Promise<void>((r) => (taken = r))
+    await page.route('**/api/v1/artifacts?pool_id=*', async (route) => {
+      const before = await route.fetch()
+      taken()
+      await held
+      await route.fulfill({ response: before })
+    }, { times: 1 })
+    await page.evaluate("document.dispatchEvent(new Event('svc:files-changed'))")
+    await listed
     page.once('dialog', (d) => void d.accept())
     await row.locator('button:has-text("Delete")').click()
     await page.waitForSelector('#files-msg:has-text("tiny <b>weights & co.gguf deleted.")')
-    await page.waitForSelector('#files-body td.empty')
+    release()
+    await page.waitForSelector('#files-body td.empty:not(:has-text("Loading"))', { timeout: 5000 })
     expect((await fetch(`${leader.url}/api/v1/artifacts/${artifact.id}`, { headers: node })).status).toBe(404)
   }, T)
 
