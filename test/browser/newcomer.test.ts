@@ -37,6 +37,7 @@ describe.skipIf(!hasChromium)('newcomer pages in Chromium', () => {
     for (const width of WIDTHS) {
       test(`an unknown URL and /forgot-password in ${l.lang} at ${width} px`, async () => {
         const context = await browser.newContext({ viewport: { width, height: 900 }, locale: l.locale })
+        context.setDefaultTimeout(T - 5000) // a wait gives up before its test (see pages.test.ts)
         const page = await context.newPage()
         watchErrors(page, errors)
         try {
@@ -135,6 +136,7 @@ describe.skipIf(!hasChromium)('newcomer flows in Chromium (issue 29)', () => {
 
   async function signedIn(email: string, locale: string, width: number): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext({ viewport: { width, height: 900 }, locale })
+    context.setDefaultTimeout(T - 5000) // a wait gives up before its test (see pages.test.ts)
     const page = await context.newPage()
     watchErrors(page, errors)
     const r = await page.request.post(leader.url + '/api/v1/auth/login', { data: { email, password: PASSWORD } })

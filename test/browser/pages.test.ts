@@ -54,6 +54,9 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     ada = await browser.newContext({ viewport: { width: 1280, height: 900 } })
     await ada.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: leader.url })
     bob = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    // A wait gives up before its test does: a test that runs out of time has bun kill the processes
+    // it started, Chromium among them, and every test after it fails without a word of its own.
+    for (const c of [ada, bob]) c.setDefaultTimeout(T - 5000)
     page = await ada.newPage()
     watchErrors(page, errors)
   }, 30_000)
