@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { killAll, startCluster, startFellow, stopCluster, waitOnline, type Cluster } from '../helpers/cluster'
 import { until } from '../helpers/until'
-import { expectAccessible, hasChromium, launch, shot, watchErrors } from './support'
+import { expectAccessible, hasChromium, holdBack, launch, shot, watchErrors } from './support'
 
 const T = 120_000
 
@@ -60,12 +60,7 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
     try {
       // The page's first answers about the pool's machines are held back: a form sent before they
       // come asks for them itself (it said the pool had no machines).
-      let release = () => {}
-      const held = new Promise<void>((r) => (release = r))
-      await page.route('**/api/v1/cluster/nodes?pool_id=*', async (route) => {
-        await held
-        await route.continue()
-      }, { times: 2 })
+      const { release } = await holdBack(page, '**/api/v1/cluster/nodes?pool_id=*', { times: 2 })
       await page.goto(`${c.leader.url}/pools/${c.poolId}`)
       // Bad input: a clear message beside each field, nothing submitted.
       await page.fill('#job-name-input', 'console run')

@@ -9,7 +9,7 @@ import type { Subprocess } from 'bun'
 import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
 import { freeBase } from '../helpers/listen'
 import { until } from '../helpers/until'
-import { expectAccessible, hasChromium, launch, shot, watchErrors } from './support'
+import { expectAccessible, hasChromium, holdBack, launch, shot, watchErrors } from './support'
 
 const PASSWORD = 'correct-horse-battery'
 const POOL = 'Render farm <b>&</b>'
@@ -212,18 +212,9 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     // A refresh of the list is under way when the file is deleted, and its answer (taken before the
     // delete, still listing the file) comes after: the page loads the list again at once (it waited
     // for the next refresh, 15 s, showing a deleted file with its Delete button).
-    let release = () => {}
-    const held = new Promise<void>((r) => (release = r))
-    let taken = () => {}
-    const listed = new Promise<void>((r) => (taken = r))
-    await page.route('**/api/v1/artifacts?pool_id=*', async (route) => {
-      const before = await route.fetch()
-      taken()
-      await held
-      await route.fulfill({ response: before })
-    }, { times: 1 })
+    const { sent, release } = await holdBack(page, '**/api/v1/artifacts?pool_id=*', { before: true })
     await page.evaluate("document.dispatchEvent(new Event('svc:files-changed'))")
-    await listed
+    await sent
     page.once('dialog', (d) => void d.accept())
     await row.locator('button:has-text("Delete")').click()
     await page.waitForSelector('#files-msg:has-text("tiny <b>weights & co.gguf deleted.")')
@@ -358,12 +349,7 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     // once read the dead link before the answer came and timed out on the reset page): the answer is
     // held back until the page has been looked at.
     const first = (await page.locator('#reset-link').innerText()).trim()
-    let release = () => {}
-    const held = new Promise<void>((r) => (release = r))
-    await page.route('**/api/v1/admin/users/*/reset-password', async (route) => {
-      await held
-      await route.continue()
-    }, { times: 1 })
+    const { release } = await holdBack(page, '**/api/v1/admin/users/*/reset-password')
     await row.getByRole('button', { name: 'Reset password bob@example.com' }).click()
     await page.waitForSelector('#reset-once[hidden]', { state: 'attached' })
     expect(await page.locator('#reset-link').innerText()).toBe('')

@@ -16,6 +16,29 @@ export function launch(): Promise<Browser> {
   })
 }
 
+/**
+ * Holds back the next `times` requests to `url` (a glob) until the returned release() is called,
+ * to look at a page while its answers are still on their way. With `before`, each is answered as
+ * the leader would have answered it when it was sent (an answer overtaken by a later write).
+ */
+export async function holdBack(page: Page, url: string, { times = 1, before = false } = {}): Promise<{ sent: Promise<void>; release: () => void }> {
+  let release = () => {}
+  const held = new Promise<void>((r) => (release = r))
+  let seen = () => {}
+  const sent = new Promise<void>((r) => (seen = r))
+  await page.route(
+    url,
+    async (route) => {
+      const answer = before ? await route.fetch() : null
+      seen()
+      await held
+      await (answer ? route.fulfill({ response: answer }) : route.continue())
+    },
+    { times },
+  )
+  return { sent, release }
+}
+
 export async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true })
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
