@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { track } from './children'
 import { SVC_BIN, requireBinary, startLeader, type Leader } from './leader'
 import { freeBase } from './listen'
 import { until } from './until'
@@ -87,7 +88,7 @@ export function startFellow(c: Cluster, name: string, extra: string[] = []): Fel
   const dir = mkdtempSync(join(tmpdir(), `svc-fellow-${name}-`))
   const args = ['fellow', '--leader', c.leader.url, '--join-token', c.joinToken, '--state-dir', join(dir, 'state')]
   args.push('--p2p-port-base', String(freeBase()), '--advertise-host', '127.0.0.1', '--hostname', name, ...extra)
-  const proc = Bun.spawn([SVC_BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const proc = track(Bun.spawn([SVC_BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }))
   children.push(proc)
   const logs: string[] = []
   void (async () => {

@@ -3,6 +3,7 @@ import { mkdtempSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Subprocess } from 'bun'
+import { track } from './children'
 
 export const SVC_BIN = resolve(import.meta.dir, '../../dist/svc')
 
@@ -28,6 +29,7 @@ export async function startLeader(env: Record<string, string> = {}, dir = mkdtem
     stdout: 'pipe',
     stderr: 'pipe',
   })
+  track(proc) // killed when the run ends if the test never stops it
   const logs: string[] = []
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`leader did not start: ${logs.join('\n')}`)), 15_000)
