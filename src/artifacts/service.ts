@@ -94,8 +94,14 @@ export class ArtifactService {
     return this.ctx.db.transaction((tx) => {
       let poolId: string
       if (by.kind === 'node') {
-        const binding = tx.select({ poolId: poolNodes.poolId }).from(poolNodes).where(eq(poolNodes.fellowId, by.fellowId)).get()
+        const binding = tx.select({ poolId: poolNodes.poolId, owner: poolNodes.ownerUserId }).from(poolNodes).where(eq(poolNodes.fellowId, by.fellowId)).get()
         if (!binding) throw new AppError('forbidden', 'This fellow belongs to no pool, so it cannot store artifacts.')
+        // A fellow nobody added (it registered without a join token, into the default pool) stores
+        // only the files of the job stages it runs: anyone who can reach the leader can register
+        // one, and it was free storage for anyone, up to the pool's quota.
+        if (binding.owner === null && input.job_id === undefined) {
+          throw new AppError('forbidden', "A fellow that joined without a join token stores only the files of the job stages it runs (send job_id and stage); a pool member's join token lets it store others.")
+        }
         poolId = binding.poolId
       } else {
         poolId = input.pool_id!

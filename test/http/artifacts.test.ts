@@ -289,6 +289,24 @@ describe('uploads', () => {
     expect((await fa.c.post('/api/v1/artifacts/uploads', { ...body, job_id: '01a20184-99e9-7296-9fc7-75b6e5358e98' })).status).toBe(404)
   })
 
+  test('a fellow that registered without a join token stores only the files of a job stage it runs (anyone could register one and store anything)', async () => {
+    const reg = (await h.client().post('/api/v1/workers/register', { hostname: 'anon' })).body
+    const anon = h.client({ bearer: reg.node_token })
+    const data = bytes(8, 9)
+    const body = { kind: 'model', name: 'free-storage.bin', size_bytes: data.byteLength, sha256: sha256(data) }
+    const refused = await anon.post('/api/v1/artifacts/uploads', body)
+    expect([refused.status, refused.body.code]).toEqual([403, 'forbidden'])
+    expect(refused.body.detail).toContain('without a join token')
+    expect(h.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.fellowId, reg.fellow_id)).all()).toEqual([])
+    // A job of the default pool that it runs: its checkpoints are its own to store.
+    const job = (await sessionClient(h, admin.id).post('/api/v1/jobs', { name: 'open', stages: 1 })).body
+    expect(job.pool_id).toBe(reg.pool_id)
+    h.ctx.db.update(jobs).set({ status: 'running', assignments: [{ stage: 0, fellow_id: reg.fellow_id }] }).where(eq(jobs.id, job.id)).run()
+    const own = await anon.post('/api/v1/artifacts/uploads', { ...body, kind: 'checkpoint', name: 'ckpt.tar', job_id: job.id, stage: 0 })
+    expect(own.status).toBe(201)
+    expect((await anon.call('PUT', `/api/v1/artifacts/uploads/${own.body.upload_id}?offset=0`, data, octets)).status).toBe(201)
+  })
+
   test("a job's checkpoints come only from the fellow holding the stage, its creator, the pool owner or an admin (any member could plant the checkpoint a stage resumes from)", async () => {
     const data = bytes(16, 9)
     const body = { kind: 'checkpoint', name: 'stage-0-step-999999.tar', size_bytes: data.byteLength, sha256: sha256(data), job_id: jobA.id, stage: 0, step: 999_999 }
