@@ -14,7 +14,7 @@ type CookieJar = Record<string, { set(v: Record<string, unknown>): unknown; remo
 export function setSessionCookies(ctx: Ctx, cookie: CookieJar, session: NewSession): void {
   const common = { path: '/', sameSite: 'lax' as const, secure: ctx.cfg.cookieSecure, expires: new Date(session.expiresAt) }
   cookie[SESSION_COOKIE]!.set({ value: session.token, httpOnly: true, ...common })
-  cookie[CSRF_COOKIE]!.set({ value: mintCsrfToken(ctx.cfg.secretKey), httpOnly: false, ...common })
+  cookie[CSRF_COOKIE]!.set({ value: mintCsrfToken(ctx.cfg.secretKey, session.token), httpOnly: false, ...common })
 }
 
 export function clearSessionCookies(ctx: Ctx, cookie: CookieJar): void {

@@ -216,7 +216,8 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
     if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {
       return { caller: { kind: 'anonymous', open: false }, clientIp: ip, routeClass: meta.policy }
     }
-    const presented = presentedCredential(authorization, authorization === null ? cookieFrom(request.headers.get('cookie'), SESSION_COOKIE) : undefined, resolve)
+    const sessionCookie = authorization === null ? cookieFrom(request.headers.get('cookie'), SESSION_COOKIE) : undefined
+    const presented = presentedCredential(authorization, sessionCookie, resolve)
     let caller: Caller
     try {
       caller = authorize(meta.policy, presented, cfg, log)
@@ -231,7 +232,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
       caller.kind === 'user' &&
       caller.fromCookie &&
       UNSAFE_METHODS.has(request.method) &&
-      !csrfValid(cfg.secretKey, cookieFrom(request.headers.get('cookie'), CSRF_COOKIE), request.headers.get(CSRF_HEADER))
+      !csrfValid(cfg.secretKey, cookieFrom(request.headers.get('cookie'), CSRF_COOKIE), request.headers.get(CSRF_HEADER), typeof sessionCookie === 'string' ? sessionCookie : null)
     ) {
       throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
     }

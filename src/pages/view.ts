@@ -2,6 +2,7 @@
 // the security headers, and the two ways a page answers (HTML or a redirect).
 import { BASE_CSP, PAGE_SECURITY_HEADERS } from '../http/security-headers'
 import { CSRF_COOKIE, csrfValid, mintCsrfToken } from '../http/csrf'
+import { SESSION_COOKIE } from '../http/policy'
 import type { Caller } from '../caller'
 import { getUser, type UserRow } from '../accounts/service'
 import { pendingCount as pendingApprovals } from '../admin/service'
@@ -112,10 +113,13 @@ export function view(ctx: Ctx, r: PageRequest): View {
   const { page, user } = pageContext(ctx, r.request, r.caller, r.cookie[LANG_COOKIE]?.value)
   const cookieBase = { path: '/', sameSite: 'lax', secure: ctx.cfg.cookieSecure }
 
-  // Every page view leaves a valid CSRF cookie behind, so page scripts can always send the header.
+  // Every page view leaves a CSRF cookie valid for its session behind (for none before login), so
+  // page scripts can always send the header.
   const csrf = r.cookie[CSRF_COOKIE]?.value
-  if (typeof csrf !== 'string' || !csrfValid(ctx.cfg.secretKey, csrf, csrf)) {
-    r.cookie[CSRF_COOKIE]!.set({ value: mintCsrfToken(ctx.cfg.secretKey), httpOnly: false, ...cookieBase })
+  const session = r.caller.kind === 'user' && r.caller.fromCookie ? r.cookie[SESSION_COOKIE]?.value : null
+  const bound = typeof session === 'string' ? session : null
+  if (typeof csrf !== 'string' || !csrfValid(ctx.cfg.secretKey, csrf, csrf, bound)) {
+    r.cookie[CSRF_COOKIE]!.set({ value: mintCsrfToken(ctx.cfg.secretKey, bound), httpOnly: false, ...cookieBase })
   }
   securityHeaders(ctx, r.set)
   r.set.headers['cache-control'] = 'no-store'

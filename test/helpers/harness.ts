@@ -140,7 +140,7 @@ export function sessionClient(h: Harness, userId: string, opts: ClientOptions = 
   const c = h.client(opts)
   const s = createSession(h.ctx, userId, '127.0.0.1')
   c.cookies.set('svc_session', s.token)
-  c.cookies.set('svc_csrf', mintCsrfToken(h.cfg.secretKey))
+  c.cookies.set('svc_csrf', mintCsrfToken(h.cfg.secretKey, s.token))
   return c
 }
 

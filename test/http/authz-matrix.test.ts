@@ -5,6 +5,7 @@ import { buildChain, buildWorld, refsOf, type Chain } from '../helpers/world'
 import { stateDigest, stateDump, diffDumps } from '../helpers/state'
 import { exampleOf, type JsonSchema } from '../helpers/schema-arb'
 import { mintCsrfToken } from '../../src/http/csrf'
+import { createSession } from '../../src/accounts/sessions'
 import type { PolicyClass } from '../../src/http/policy'
 
 const h = makeHarness()
@@ -140,14 +141,25 @@ describe('CSRF on every cookie-authenticated state change', () => {
     expect(changing.length).toBeGreaterThan(20)
   })
 
+  const planted = (label: string, who: string, session: string | null) => {
+    const c = sessionClient(h, who)
+    const token = mintCsrfToken(h.cfg.secretKey, session)
+    c.cookies.set('svc_csrf', token)
+    return { label: `a CSRF token ${label}`, headers: { 'x-csrf-token': token }, c }
+  }
+
   for (const r of changing) {
     test(`${r.method} ${r.path} (${r.cls}) refuses a session cookie without a matching X-CSRF-Token, and changes nothing`, async () => {
       const { path } = bindPath(r.path, refsOf(world.mine))
       const who = r.cls === 'admin' ? world.admin.id : world.mine.user.id
       const variants: { label: string; headers: Record<string, string>; c: Client }[] = [
         { label: 'no header', headers: {}, c: sessionClient(h, who, { noCsrf: true }) },
-        { label: 'the header of another CSRF cookie', headers: { 'x-csrf-token': mintCsrfToken(h.cfg.secretKey) }, c: sessionClient(h, who) },
+        { label: 'the header of another CSRF cookie', headers: { 'x-csrf-token': mintCsrfToken(h.cfg.secretKey, null) }, c: sessionClient(h, who) },
         { label: 'an empty header', headers: { 'x-csrf-token': '' }, c: sessionClient(h, who) },
+        // A token that is genuine but not this session's, planted as the cookie and sent as the
+        // header (a sibling host or plain HTTP can set the cookie; any page view hands one out).
+        planted('one handed to a visitor before login', who, null),
+        planted("another session's", who, createSession(h.ctx, who, '127.0.0.1').token),
       ]
       const before = stateDigest(h.ctx.sqlite)
       const dump = stateDump(h.ctx.sqlite)

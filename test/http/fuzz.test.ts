@@ -253,7 +253,7 @@ const RAW_QUERIES = ['%ZZ', '%', '%C3%28', '&&&', '=', '==', 'a=%', '__proto__[x
 const PARAM_VALUES = ['', 'not-a-uuid', '%00', '%ZZ', '%C3%28', 'A'.repeat(3000), '..', '%2e%2e', '%2F', '00000000-0000-0000-0000-000000000000', '-1', '0', '%F0%9F%92%A9', 'null', '__proto__', 'constructor', '01A20184-99E9-7296-9FC7-75B6E5358E98', '01a20184-99e9-7296-9fc7-75b6e5358e98%20']
 const AUTH_VALUES = ['Bearer', 'Bearer ', 'Basic Zm9vOmJhcg==', `Bearer ${'A'.repeat(600)}`, `Bearer svc_node_${'A'.repeat(43)}`, 'Bearer svc_pat_', 'Bearer svc_join_x', 'Token abc', 'Bearer x,Bearer y', 'Bearer \u00e4\u00f6', 'Bearer a b c', 'Bearer ====', 'Bearer svc_']
 const COOKIE_VALUES = ['svc_session=%ZZ', `svc_session=${'x'.repeat(5000)}`, 'svc_session', '=;=;', ';', 'svc_session=a; svc_session=b', 'svc_csrf=%E0%A4%A; svc_session=%', 'svc_session="quoted"', 'svc_session=svc_pat_xxx', 'svc_session=svc_node_xxx', 'svc_lang=%FF', 'svc_session=\u00ff', 'svc_csrf=a.b; svc_session=c']
-const CSRF_VALUES = ['x', 'a.b', '.'.repeat(300), mintCsrfToken(Buffer.from('not the deployment key, at least 32 chars'))]
+const CSRF_VALUES = ['x', 'a.b', '.'.repeat(300), mintCsrfToken(Buffer.from('not the deployment key, at least 32 chars'), null)]
 const MISC_HEADERS: [string, string][] = [
   ['x-forwarded-for', 'garbage'],
   ['x-forwarded-for', '1.1.1.1, 2.2.2.2, ::1'],
@@ -400,7 +400,8 @@ function sessionOf(caller: FuzzCaller): string | null {
   return null
 }
 
-const CSRF = mintCsrfToken(h.cfg.secretKey)
+/** A CSRF token for each session (it is minted for one). */
+const csrfOf = (session: string) => mintCsrfToken(h.cfg.secretKey, session)
 
 function validDraft(spec: Spec, callers: readonly FuzzCaller[]): fc.Arbitrary<Draft> {
   const candidates = (field: string) => candidatesFor(field, spec.path)
@@ -454,8 +455,9 @@ function toRequest(spec: Spec, d: Draft, signal: AbortSignal): Request | null {
   if (bearer !== null) headers['authorization'] = `Bearer ${bearer}`
   const session = sessionOf(d.caller)
   if (session !== null) {
-    headers['cookie'] = `svc_session=${session}; svc_csrf=${CSRF}`
-    if (!d.dropCsrf) headers['x-csrf-token'] = CSRF
+    const csrf = csrfOf(session)
+    headers['cookie'] = `svc_session=${session}; svc_csrf=${csrf}`
+    if (!d.dropCsrf) headers['x-csrf-token'] = csrf
   }
   Object.assign(headers, d.headers)
   let body: string | Uint8Array | undefined = d.rawBody ?? renderBody(d)

@@ -211,7 +211,7 @@ describe('cookies and headers', () => {
     const c = h.client()
     const first = await c.get('/login')
     const token = c.cookies.get('svc_csrf')!
-    expect(csrfValid(h.cfg.secretKey, token, token)).toBe(true)
+    expect(csrfValid(h.cfg.secretKey, token, token, null)).toBe(true)
     expect(first.headers.getSetCookie().find((s) => s.startsWith('svc_csrf='))).not.toContain('HttpOnly')
     const again = await c.get('/register')
     expect(again.headers.getSetCookie().some((s) => s.startsWith('svc_csrf='))).toBe(false)
