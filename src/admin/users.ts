@@ -10,7 +10,7 @@ import { recordAudit } from '../audit/service'
 import { findUserByEmail, getUser, issueActionToken, normalizeEmail, type UserRow, type UserStatus } from '../accounts/service'
 import { revokeUserSessions } from '../accounts/sessions'
 import { revokeUserApiTokens } from '../accounts/api-tokens'
-import { deletePoolRow, detachNodesOf } from '../pools/service'
+import { deletePoolRow, detachNodesOf, revokeJoinTokensOf } from '../pools/service'
 import { DAY_MS, iso } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -141,9 +141,11 @@ export class AdminUsers {
         tx.update(users).set({ status: 'disabled', updatedAt: now }).where(eq(users.id, id)).run()
         const sessionsRevoked = revokeUserSessions(tx, now, id)
         const tokensRevoked = revokeUserApiTokens(tx, now, id)
+        // Its join tokens too: they failed while it was disabled and worked again once it was back.
+        const joinRevoked = revokeJoinTokensOf(tx, now, id)
         retireActionTokens(tx, now, id)
         ctx.mail.enqueue(tx, 'account-deactivated', u.email, { name: nameOf(u) })
-        detail = { ...detail, sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked }
+        detail = { ...detail, sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked, join_sessions_revoked: joinRevoked }
       } else {
         if (u.status !== 'disabled') {
           throw new AppError('conflict', `The account is ${u.status}; approve it instead of reactivating it.`, { account_status: u.status })

@@ -2,13 +2,13 @@
 // Service style: the `Memberships` class, built once in app.ts `createServices` and handed to the
 // pool routes; what it shares with `Pools` are the Db-first transaction helpers of ./service.
 import { and, asc, count, eq, gt, isNull, min } from 'drizzle-orm'
-import { joinRequests, joinSessions, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
+import { joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { DAY_MS, iso } from '../time'
 import { getUser, normalizeEmail } from '../accounts/service'
-import { detachNodesOf, getVisiblePool, memberRole, requireMember, requireOwner } from './service'
+import { detachNodesOf, getVisiblePool, memberRole, requireMember, requireOwner, revokeJoinTokensOf } from './service'
 import type { Actor } from '../caller'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -319,11 +319,7 @@ export class Memberships {
       if (role === 'owner') throw new AppError('owner_cannot_leave', 'The pool owner cannot be removed; delete the pool instead.')
       tx.delete(poolMembers).where(and(eq(poolMembers.poolId, poolId), eq(poolMembers.userId, userId))).run()
       const fellowIds = detachNodesOf(tx, userId, poolId)
-      const revoked = tx
-        .update(joinSessions)
-        .set({ revokedAt: ctx.clock.now() })
-        .where(and(eq(joinSessions.poolId, poolId), eq(joinSessions.createdBy, userId), isNull(joinSessions.revokedAt)))
-        .run().changes as number
+      const revoked = revokeJoinTokensOf(tx, ctx.clock.now(), userId, poolId)
       recordAudit(tx, ctx.clock, {
         kind: self ? 'pool.leave' : 'pool.member_remove',
         actorUserId: actor.userId,

@@ -3,8 +3,8 @@
 // Service style: the service is the `Pools` class, built once in app.ts `createServices` and handed
 // to the routes. The plain exported functions take a `Db` (or transaction) first: they are
 // transaction helpers other services compose (fellows, jobs, admin, pages), not a second style.
-import { and, asc, count, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
-import { poolMembers, poolNodes, pools, roleLimits } from '../db/schema'
+import { and, asc, count, eq, inArray, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { joinSessions, poolMembers, poolNodes, pools, roleLimits } from '../db/schema'
 import { AppError, notFound, invalid } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -277,6 +277,20 @@ export function detachNodesOf(tx: Db, userId: string, poolId?: string): string[]
     .map((r) => r.id)
   if (ids.length > 0) tx.delete(poolNodes).where(inArray(poolNodes.fellowId, ids)).run()
   return ids
+}
+
+/**
+ * Revokes the join tokens a user made, for one pool or (no poolId) every pool: a member leaving a
+ * pool, or an account disabled, admits no more machines (a token revoked stays revoked when the
+ * account comes back). Runs in the caller's transaction; answers how many.
+ */
+export function revokeJoinTokensOf(tx: Db, now: number, userId: string, poolId?: string): number {
+  const mine = and(eq(joinSessions.createdBy, userId), isNull(joinSessions.revokedAt))
+  return tx
+    .update(joinSessions)
+    .set({ revokedAt: now })
+    .where(poolId === undefined ? mine : and(eq(joinSessions.poolId, poolId), mine))
+    .run().changes as number
 }
 
 /** The deletion itself, shared with the account-deletion cascade. Runs inside the caller's transaction. */

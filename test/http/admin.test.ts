@@ -105,6 +105,8 @@ describe('deactivating and reactivating', () => {
     expect((await s1.get('/api/v1/auth/me')).status).toBe(200)
     expect((await t1.get('/api/v1/auth/me')).status).toBe(200)
     const reset = issueActionToken(h.ctx.db, h.clock.now(), alice.id, 'reset')
+    const pool = (await s1.post('/api/v1/pools', { name: 'Alice lab' })).body
+    const join = (await s1.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token as string
 
     const r = await A.post(`/api/v1/admin/users/${alice.id}/status`, { status: 'disabled' })
     expect([r.status, r.body.status]).toEqual([200, 'disabled'])
@@ -113,7 +115,7 @@ describe('deactivating and reactivating', () => {
     expect(h.ctx.db.select().from(sessions).where(eq(sessions.userId, alice.id)).all().every((s) => s.revokedAt !== null)).toBe(true)
     expect(h.ctx.db.select().from(apiTokens).where(eq(apiTokens.userId, alice.id)).all().every((t) => t.revokedAt !== null)).toBe(true)
     expect(mails(h)).toEqual([{ template: 'account-deactivated', to: 'alice@example.com' }])
-    expect(JSON.parse(audits(h, 'admin.user.status')[0]!.detail!)).toEqual({ from: 'active', to: 'disabled', sessions_revoked: 1, api_tokens_revoked: 1 })
+    expect(JSON.parse(audits(h, 'admin.user.status')[0]!.detail!)).toEqual({ from: 'active', to: 'disabled', sessions_revoked: 1, api_tokens_revoked: 1, join_sessions_revoked: 1 })
     // A reset link mailed before the deactivation no longer works.
     const late = await h.client().post('/api/v1/auth/reset-password', { token: reset, new_password: 'a brand new password' })
     expect(late.body.code).toBe('invalid_token')
@@ -125,8 +127,10 @@ describe('deactivating and reactivating', () => {
     const back = await A.post(`/api/v1/admin/users/${alice.id}/status`, { status: 'active' })
     expect(back.body.status).toBe('active')
     expect(audits(h, 'admin.user.status')).toHaveLength(2)
-    // Old credentials stay revoked; a new login works.
+    // Old credentials stay revoked, join tokens too (they worked again once the account was back);
+    // a new login works.
     expect((await s1.get('/api/v1/auth/me')).status).toBe(401)
+    expect((await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'late-box' })).status).toBe(401)
     expect((await h.client({ ip: '198.51.100.9' }).post('/api/v1/auth/login', { email: 'alice@example.com', password: PASSWORD })).status).toBe(200)
   })
 
