@@ -165,6 +165,18 @@ export async function readJson(request: Request, limit: number, budget: BodyBudg
 /** A content type (without its parameters, lower case) that announces a JSON body. */
 export const isJsonType = (ct: string) => ct === 'application/json' || (ct.startsWith('application/') && ct.endsWith('+json'))
 
+/**
+ * The charset a JSON body's Content-Type names when it is not UTF-8 (null when it names none or
+ * UTF-8): JSON travels as UTF-8 (RFC 8259), and such a body would be read wrongly or refused as
+ * "not valid UTF-8" (415 names the charset instead).
+ */
+export function foreignCharset(request: Request): string | null {
+  const m = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers.get('content-type') ?? '')
+  if (!m) return null
+  const cs = m[1]!.toLowerCase()
+  return cs === 'utf-8' || cs === 'utf8' ? null : m[1]!
+}
+
 /** A read body as JSON (undefined when empty), with the same refusals as every JSON route. */
 export function parseJsonBody(bytes: Uint8Array): unknown {
   if (bytes.byteLength === 0) return undefined
@@ -315,7 +327,8 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
   return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route, server }) => {
     // Credential, route class and CSRF first: a refused caller's body is never read.
     gate(request, route, server)
-    const ct = (contentType ?? '').trim().toLowerCase()
+    // Elysia hands over an empty content type for an empty body (Content-Length: 0): the header says.
+    const ct = (contentType || request.headers.get('content-type') || '').trim().toLowerCase()
     const meta = index.lookup(request.method, route)
     if (meta.binary) {
       // Unread, and refused by the handler once it has checked the caller's job: a fellow of another
@@ -325,6 +338,8 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
       return readLimited(request, maxBinaryBytes, budget, timeoutMs)
     }
     if (isJsonType(ct)) {
+      const charset = foreignCharset(request)
+      if (charset !== null) throw new AppError('unsupported_media_type', `Send JSON as UTF-8 (charset=utf-8, or no charset); this body says charset=${charset.slice(0, 40)}.`)
       const value = await readJson(request, maxJsonBytes, budget, timeoutMs)
       // A route that takes no body refuses one with something in it: a field sent there would
       // otherwise be dropped without a word ({"to": ...} to the test mail went to the admin).

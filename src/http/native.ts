@@ -20,7 +20,7 @@ import type { Caller } from '../caller'
 import { AppError } from '../errors'
 import type { Logger } from '../log'
 import type { RequestGate } from './policy'
-import { isJsonType, parseJsonBody, readLimited, type BodyLimits } from './body'
+import { foreignCharset, isJsonType, parseJsonBody, readLimited, type BodyLimits } from './body'
 import { internalProblem, problemFrom } from './problem'
 
 /** What an upgrade route's handler is given, on either path. */
@@ -184,7 +184,7 @@ export function nativeDataRoutes(deps: NativeDeps & { limits: BodyLimits; log: L
       if (q === null || (params && !params.Check(request.params))) return deps.fallback(request)
       if (route.body !== undefined) {
         const ct = contentTypeOf(request)
-        if (route.body === 'binary' ? ct !== 'application/octet-stream' : !isJsonType(ct)) return deps.fallback(request)
+        if (route.body === 'binary' ? ct !== 'application/octet-stream' : !isJsonType(ct) || foreignCharset(request) !== null) return deps.fallback(request)
       }
       let caller: Caller
       try {

@@ -180,6 +180,21 @@ describe('uploads', () => {
     expect(existsSync(blobPath(h, sha256(data)))).toBe(true)
   })
 
+  test('an empty file is uploaded with an empty PUT (Content-Length: 0), over a real connection; a JSON one is still 415', async () => {
+    const empty = new Uint8Array(0)
+    const begun = await fa.c.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'empty.txt', size_bytes: 0, sha256: sha256(empty) })
+    const put = (type: string) =>
+      fetch(`${server.url}/api/v1/artifacts/uploads/${begun.body.upload_id}?offset=0`, { method: 'PUT', headers: { authorization: `Bearer ${fa.token}`, 'content-type': type, 'content-length': '0' } })
+    const json = await put('application/json')
+    expect(json.status).toBe(415)
+    const done = await put('application/octet-stream')
+    expect(done.status).toBe(201)
+    const { artifact } = (await done.json()) as { artifact: { id: string; size_bytes: number; sha256: string } }
+    expect([artifact.size_bytes, artifact.sha256]).toEqual([0, sha256(empty)])
+    const content = await fa.c.get(`/api/v1/artifacts/${artifact.id}/content`)
+    expect(content.status).toBe(200)
+  })
+
   test('one request writes an upload at a time: a second one meanwhile is 409 with the offset', async () => {
     const data = bytes(1000, 12)
     const id = (await fa.c.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'busy', size_bytes: 1000, sha256: sha256(data) })).body.upload_id

@@ -65,6 +65,16 @@ describe('errors are problem+json', () => {
     expect(res.body.code).toBe('unsupported_media_type')
   })
 
+  test('a JSON body in a charset other than UTF-8 answers 415 naming it (it was read, then refused as "not valid UTF-8"); utf-8 in any spelling passes', async () => {
+    const latin1 = await h.client().post('/api/v1/auth/login', Buffer.from('{"email":"j\xf6rg@example.com","password":"x"}', 'latin1'), { 'content-type': 'application/json; charset=ISO-8859-1' })
+    expect([latin1.status, latin1.body.code, latin1.body.detail]).toEqual([415, 'unsupported_media_type', 'Send JSON as UTF-8 (charset=utf-8, or no charset); this body says charset=ISO-8859-1.'])
+    for (const ct of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/json; charset=utf8']) {
+      // Read and checked against the schema (no password: 422), not refused for its type.
+      const ok = await h.client().post('/api/v1/auth/login', JSON.stringify({ email: 'nobody@example.com' }), { 'content-type': ct })
+      expect([ct, ok.status]).toEqual([ct, 422])
+    }
+  })
+
   test('JSON bodies over SVC_MAX_BODY_BYTES answer 413', async () => {
     const big = JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(h.cfg.maxBodyBytes) })
     const res = await h.client().post('/api/v1/auth/login', big, { 'content-type': 'application/json' })

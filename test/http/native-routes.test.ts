@@ -82,6 +82,7 @@ describe('the heartbeat on the fast path', () => {
       ['no credential', null, JSON.stringify({ status: 'idle' }), undefined, 401, 'unauthorized'],
       ['a made-up node token', 'svc_node_garbage', JSON.stringify({ status: 'idle' }), undefined, 401, 'unauthorized'],
       ['text/plain', a.node_token, JSON.stringify({ status: 'idle' }), { 'content-type': 'text/plain' }, 415, 'unsupported_media_type'],
+      ['JSON in Latin-1', a.node_token, JSON.stringify({ status: 'idle' }), { 'content-type': 'application/json; charset=iso-8859-1' }, 415, 'unsupported_media_type'],
     ]
     for (const [what, token, body, headers, status, code] of cases) {
       const { fast, elysia } = await both(h, server.url, token, body, headers)
