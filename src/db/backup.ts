@@ -2,17 +2,30 @@
 // (WAL readers never block the writer). The copy is written beside the target and renamed into
 // place, so a failed backup never leaves a half-written file under the requested name.
 import { Database } from 'bun:sqlite'
-import { chmodSync, existsSync, renameSync, rmSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, basename, join, resolve } from 'node:path'
+import { integrityProblems } from './restore'
 
 export class BackupError extends Error {}
 
 export function backupDatabase(dbPath: string, target: string): { path: string; bytes: number } {
   const dest = resolve(target)
   if (!existsSync(dbPath)) throw new BackupError(`no state database at ${dbPath}`)
+  if (!statSync(dbPath).isFile()) throw new BackupError(`${dbPath} is a directory, not a state database (--db names the state file)`)
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; refusing to overwrite it`)
   if (!existsSync(dirname(dest))) throw new BackupError(`directory ${dirname(dest)} does not exist`)
+  removeStalePartials(dest)
   const tmp = join(dirname(dest), `.${basename(dest)}.partial-${process.pid}`)
+  rmSync(tmp, { force: true })
+  rmSync(`${tmp}-journal`, { force: true })
+  // The copy holds password and token hashes: owner-only from its first byte (VACUUM INTO takes an
+  // empty file, and SQLite gives its journal the file's mode), not only once it is complete, so a
+  // backup that is read while written, or killed and left behind, shows nothing to others.
+  try {
+    closeSync(openSync(tmp, 'wx', 0o600))
+  } catch (e) {
+    throw new BackupError(`cannot write in ${dirname(dest)}: ${(e as Error).message}`)
+  }
   const src = new Database(dbPath, { readonly: true })
   try {
     src.exec('PRAGMA busy_timeout = 5000')
@@ -25,12 +38,38 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
   }
   const check = new Database(tmp, { readonly: true })
   const ok = (check.query('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check
+  const problems = ok === 'ok' ? '' : integrityProblems(check)
   check.close()
   if (ok !== 'ok') {
     rmSync(tmp, { force: true })
-    throw new BackupError(`backup copy failed its integrity check: ${ok}`)
+    throw new BackupError(`backup copy failed its integrity check: ${problems}`)
   }
-  chmodSync(tmp, 0o600) // a copy of the state file is as secret as the file
   renameSync(tmp, dest)
   return { path: dest, bytes: Bun.file(dest).size }
+}
+
+/** Partial copies of this same target left by a backup that was killed (its process is gone). */
+function removeStalePartials(dest: string): void {
+  const prefix = `.${basename(dest)}.partial-`
+  let names: string[]
+  try {
+    names = readdirSync(dirname(dest))
+  } catch {
+    return
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue
+    const m = /^(\d+)(-journal)?$/.exec(name.slice(prefix.length))
+    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
+    rmSync(join(dirname(dest), name), { force: true })
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as { code?: string }).code === 'EPERM'
+  }
 }

@@ -3,7 +3,7 @@
 // loses writes and can corrupt it; checks the backup's integrity and migrations before touching
 // anything; keeps the file it replaces beside it.
 import { Database } from 'bun:sqlite'
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, existsSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { MIGRATIONS } from './migrations.gen'
 
@@ -66,7 +66,7 @@ export function checkBackup(file: string): { migrations: number; missing: number
     } catch (e) {
       throw new RestoreError(`${file} is not an SQLite database: ${(e as Error).message}`)
     }
-    if (ok !== 'ok') throw new RestoreError(`${file} fails its integrity check: ${ok.split('\n')[0]}`)
+    if (ok !== 'ok') throw new RestoreError(`${file} fails its integrity check: ${integrityProblems(db)}`)
     let tags: string[]
     try {
       tags = (db.query('SELECT tag FROM __migrations').all() as { tag: string }[]).map((r) => r.tag)
@@ -95,6 +95,8 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
   const source = resolve(file)
   const dest = resolve(dbPath)
   if (source === dest) throw new RestoreError('the backup is the state file itself')
+  // A directory (the state directory, say) would be moved aside whole, under a running leader's feet.
+  if (existsSync(dest) && !statSync(dest).isFile()) throw new RestoreError(`${dest} is not a file (--db names the state file, not its directory); nothing was changed`)
   const { missing } = checkBackup(source)
   for (const p of [dest, `${dest}-wal`, `${dest}-shm`]) {
     const holders = processesHolding(p)
@@ -105,6 +107,11 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
   // A compacted, WAL-free copy beside the target, renamed into place: never a half-written state file.
   const tmp = join(dirname(dest), `.${basename(dest)}.restore-${process.pid}`)
   rmSync(tmp, { force: true })
+  rmSync(`${tmp}-journal`, { force: true })
+  // Made empty and owner-only first (VACUUM INTO takes an empty file, and its journal gets the
+  // file's mode): the copy holds password and token hashes, never readable by others, not even
+  // while it is written or when a killed restore leaves it behind.
+  closeSync(openSync(tmp, 'wx', 0o600))
   const src = new Database(source, { readonly: true })
   try {
     src.query('VACUUM INTO ?').run(tmp)
@@ -114,14 +121,51 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
   } finally {
     src.close()
   }
-  chmodSync(tmp, 0o600)
   let previous: string | null = null
   if (existsSync(dest)) {
-    previous = `${dest}.pre-restore-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`
-    renameSync(dest, previous)
+    previous = keepAside(dest, now)
     // A crashed leader's WAL belongs to the file it wrote: it goes along, under the name SQLite looks for.
     for (const ext of ['-wal', '-shm']) if (existsSync(dest + ext)) renameSync(dest + ext, previous + ext)
   }
   renameSync(tmp, dest)
   return { path: dest, bytes: statSync(dest).size, previous, missing }
+}
+
+/**
+ * Moves the state file to `<dest>.pre-restore-<UTC second>` (then -2, -3, ...), never over an
+ * existing file: two restores in one second would otherwise lose the first kept copy. A hard link
+ * claims the name atomically (it fails when the name is taken); where links are not supported,
+ * the name is checked first.
+ */
+function keepAside(dest: string, now: Date): string {
+  const stamp = `${dest}.pre-restore-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`
+  for (let n = 1; ; n++) {
+    const name = n === 1 ? stamp : `${stamp}-${n}`
+    if ([name, `${name}-wal`, `${name}-shm`].some((p) => existsSync(p))) continue
+    try {
+      linkSync(dest, name)
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (code === 'EEXIST') continue
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'EMLINK') throw e
+      if (existsSync(name)) continue
+      renameSync(dest, name)
+      return name
+    }
+    unlinkSync(dest)
+    return name
+  }
+}
+
+/** The first problems integrity_check names, without SQLite's "*** in database main ***" header. */
+export function integrityProblems(db: Database, max = 3): string {
+  let lines: string[]
+  try {
+    lines = (db.query('PRAGMA integrity_check').all() as { integrity_check: string }[]).flatMap((r) => r.integrity_check.split('\n'))
+  } catch (e) {
+    return (e as Error).message
+  }
+  const real = lines.map((l) => l.trim()).filter((l) => l !== '' && l !== 'ok' && !/^\*\*\* in database \w+ \*\*\*$/.test(l))
+  if (real.length === 0) return lines.join('; ')
+  return real.slice(0, max).join('; ') + (real.length > max ? ` (and ${real.length - max} more)` : '')
 }
