@@ -1,5 +1,7 @@
 // `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT/SIGHUP stop it cleanly.
-import { securityWarnings, type Config } from './config'
+import { ConfigError, securityWarnings, type Config } from './config'
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { createLogger, stdoutIsTerminal, type Logger } from './log'
 import { systemClock } from './time'
 import { createApp, createServices } from './app'
@@ -23,9 +25,10 @@ export interface RunningServer {
 export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, stdoutIsTerminal())): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
   let wakeMail = () => {}
-  const lock = lockLeader(cfg.dbPath)
+  const lock = lockLeader(cfg.dbPath, cfg.stateDir)
   let ctx: Ctx
   try {
+    prepareArtifactDirs(cfg)
     ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail() })
   } catch (e) {
     lock.release()
@@ -101,6 +104,26 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
       })()
       return stopped
     },
+  }
+}
+
+/**
+ * The directories artifact uploads (and, without S3, their blobs) go to, made now: a file or an
+ * unwritable directory in their place would otherwise show as a 500 on the first upload.
+ */
+function prepareArtifactDirs(cfg: Config): void {
+  const dirs = [join(cfg.stateDir, 'artifacts', 'uploads')]
+  if (cfg.artifactStore.kind === 'local') dirs.push(join(cfg.stateDir, 'artifacts', 'blobs'))
+  for (const dir of dirs) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 })
+      if (!statSync(dir).isDirectory()) throw new Error('not a directory')
+      accessSync(dir, constants.W_OK | constants.X_OK)
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a file is in the way (artifacts must be a directory)' : code === 'EACCES' ? 'permission denied' : (e as Error).message
+      throw new ConfigError('SVC_STATE_DIR', `cannot use the artifact directory ${dir}: ${why}`)
+    }
   }
 }
 
