@@ -5,11 +5,12 @@ import { dirname, resolve } from 'node:path'
 import { loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
 import { restoreDatabase } from '../db/restore'
-import { openDb } from '../db/client'
+import { openDb, openDbReadOnly } from '../db/client'
+import type { Database } from 'bun:sqlite'
 import { blobStoreFor } from '../artifacts/store'
 import { systemClock } from '../time'
 import { createLogger } from '../log'
-import { Accounts } from '../accounts/service'
+import { Accounts, displayNameProblem } from '../accounts/service'
 import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
 import { AppError } from '../errors'
@@ -45,6 +46,9 @@ function email(v: string, usage: string): string {
 
 export async function createUser({ args, flags, usage }: Invocation): Promise<number> {
   const addr = email(args.EMAIL!, usage)
+  const displayName = flags['display-name'] as string | undefined
+  const nameProblem = displayName === undefined ? null : displayNameProblem(displayName)
+  if (nameProblem) throw new UsageError(`--display-name ${nameProblem}`, usage)
   // A fresh install may be seeded before the leader first starts (its state directory is made as
   // the leader would), but --db naming a directory that is not there is a typo (it used to be
   // created, path and all).
@@ -113,15 +117,22 @@ export async function restore({ args, flags }: Invocation): Promise<number> {
   return 0
 }
 
+function hasMigrationsTable(sqlite: Database): boolean {
+  return sqlite.query("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = '__migrations'").get() !== null
+}
+
 export async function doctor({ flags, usage }: Invocation): Promise<number> {
   const only = flags.check as string[] | undefined
   const names = CHECKS.map((c) => c.name)
   for (const n of only ?? []) if (!names.includes(n)) throw new UsageError(`unknown check ${n}; the checks are ${names.join(', ')}`, usage)
   const path = dbPathOf(flags.db)
   if (!existsSync(path)) throw new CliError(`no state database at ${path} (--db PATH names another)`)
-  const state = openDb(path, { migrate: false })
+  // Only --fix writes: a check that changed what it checks (WAL switch, mode, PRAGMA optimize, a
+  // new file's first page) would alter the backup copy it was run on.
+  const state = flags.fix === true ? openDb(path, { migrate: false }) : openDbReadOnly(path)
   let results
   try {
+    if (!hasMigrationsTable(state.sqlite)) throw new CliError(`${path} is not a leader's state file (no __migrations table); doctor checks only those`)
     results = runDoctor(state, { fix: flags.fix === true, only })
   } finally {
     state.close()
