@@ -21,6 +21,7 @@ import type { UserCaller } from '../caller'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Me } from './model'
+import { NO_CONTROL_PATTERN } from '../wire/schema'
 import type { LoopSpec } from '../loops'
 
 export type UserRow = typeof users.$inferSelect
@@ -340,6 +341,8 @@ export class Accounts {
   async createAdminUser(emailIn: string, password: string, displayName?: string): Promise<Me> {
     const ctx = this.ctx
     const email = normalizeEmail(emailIn)
+    const nameProblem = displayName === undefined ? null : displayNameProblem(displayName)
+    if (nameProblem) throw invalid(`display name ${nameProblem}`)
     const problem = passwordProblem(password, email)
     if (problem) throw invalid(problem)
     const passwordHash = await hashPassword(password)
@@ -385,4 +388,15 @@ function notActiveReason(status: UserStatus): string {
     default:
       return 'Your account is not active.'
   }
+}
+
+/**
+ * What the API's DisplayName schema refuses, for callers without it (`svc admin create-user`):
+ * control characters would break lines in logs, mails and terminals (an escape sequence could
+ * repaint an operator's terminal).
+ */
+export function displayNameProblem(name: string): string | null {
+  if (name.length < 1 || name.length > 100) return 'must be 1 to 100 characters long'
+  if (!new RegExp(NO_CONTROL_PATTERN).test(name)) return 'must not hold control characters'
+  return null
 }
