@@ -1,7 +1,7 @@
 // Every SVC_* variable the leader reads, parsed and checked once at start-up.
 // Nothing else in the code base reads process.env: a bad value stops the process
 // here, with one line naming the variable, instead of failing later mid-request.
-import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync, statSync, accessSync, constants as fsConstants } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { randomBytes } from './crypto'
 import { DEFAULT_TRUSTED_PROXIES, parseCidr } from './http/client-ip'
@@ -171,7 +171,8 @@ function int(env: Env, name: string, dflt: number, min: number, max = Number.MAX
   if (v === null) return dflt
   if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `expected a whole number, got ${JSON.stringify(v)}`)
   const n = Number(v)
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  // Echo what was given: a number past 2^53 would print as 1e+23.
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${v}`)
   return n
 }
 
@@ -229,7 +230,9 @@ function listenHost(env: Env): string {
  * no quoting in a URL or a shell (a hostname like `a'$(id)'.org` is a valid WHATWG URL).
  */
 function baseUrl(env: Env, dflt: string): string {
-  const v = url(env, 'SVC_BASE_URL', dflt)
+  // Scheme and host are case-insensitive in a URL (HTTP://Example.org is http://example.org): they
+  // are lower-cased, as the URL parser does; the path keeps its case.
+  const v = url(env, 'SVC_BASE_URL', dflt).replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/]*)/, (_, scheme: string, authority: string) => scheme.toLowerCase() + authority.toLowerCase())
   const u = new URL(v)
   if (u.username !== '' || u.password !== '') throw new ConfigError('SVC_BASE_URL', 'must not carry a user name or password')
   if (u.search !== '' || u.hash !== '' || /[?#]/.test(v)) throw new ConfigError('SVC_BASE_URL', 'must not carry a query or fragment')
@@ -254,11 +257,48 @@ function trustedProxies(env: Env): string[] {
   return out
 }
 
-function readableFile(env: Env, name: string): string | null {
+/**
+ * A file named by a variable: it must be a regular file this process can read, of at most
+ * `maxBytes` (a directory, a device or a 120 MB binary named by mistake is refused at start, not
+ * found out on a request).
+ */
+function readableFile(env: Env, name: string, maxBytes = 1024 * 1024): string | null {
   const v = str(env, name)
   if (v === null) return null
-  if (!existsSync(v)) throw new ConfigError(name, `file not found: ${v}`)
+  checkReadableFile(name, v, maxBytes)
   return v
+}
+
+function checkReadableFile(name: string, file: string, maxBytes: number): void {
+  let st
+  try {
+    st = statSync(file)
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ENOENT') throw new ConfigError(name, `file not found: ${file}`)
+    throw new ConfigError(name, `cannot read ${file}: ${fsReason(e)}`)
+  }
+  if (st.isDirectory()) throw new ConfigError(name, `${file} is a directory, not a file`)
+  if (!st.isFile()) throw new ConfigError(name, `${file} is not a regular file`)
+  if (st.size > maxBytes) throw new ConfigError(name, `${file} is ${st.size} bytes, more than the ${maxBytes} this setting takes`)
+  try {
+    accessSync(file, fsConstants.R_OK)
+  } catch (e) {
+    throw new ConfigError(name, `cannot read ${file}: ${fsReason(e)}`)
+  }
+}
+
+/** Node's "EACCES: permission denied, open '/x'" without the code and the path (the caller names it). */
+const fsReason = (e: unknown): string => {
+  const m = /^[A-Z]+: ([^,]+)/.exec((e as Error).message)
+  return m ? m[1]! : (e as Error).message
+}
+
+function readText(name: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (e) {
+    throw new ConfigError(name, `cannot read ${file}: ${fsReason(e)}`)
+  }
 }
 
 function smtpConfig(env: Env): SmtpConfig | null {
@@ -277,7 +317,7 @@ function smtpConfig(env: Env): SmtpConfig | null {
   if ((user === null) !== (password === null)) {
     throw new ConfigError(user === null ? 'SVC_SMTP_USER' : 'SVC_SMTP_PASSWORD', 'SVC_SMTP_USER and SVC_SMTP_PASSWORD go together')
   }
-  return { host, port, user, password, from, tls, ca: caFile === null ? null : readFileSync(caFile, 'utf8') }
+  return { host, port, user, password, from, tls, ca: caFile === null ? null : readText('SVC_SMTP_CA_FILE', caFile) }
 }
 
 /**
@@ -319,16 +359,23 @@ function loadSecretKey(env: Env, stateDir: string): Buffer {
   }
   const file = str(env, 'SVC_SECRET_KEY_FILE') ?? join(stateDir, 'secret_key')
   const explicit = str(env, 'SVC_SECRET_KEY_FILE') !== null
+  // The default key file is blamed on the directory it is in (the operator set that, not the file).
+  const variable = explicit ? 'SVC_SECRET_KEY_FILE' : 'SVC_STATE_DIR'
   if (existsSync(file)) {
-    const key = readFileSync(file, 'utf8').trim()
-    if (key.length < 32) throw new ConfigError('SVC_SECRET_KEY_FILE', `${file} holds fewer than 32 characters`)
+    checkReadableFile(variable, file, 64 * 1024)
+    const key = readText(variable, file).trim()
+    if (key.length < 32) throw new ConfigError(variable, `${file} holds fewer than 32 characters`)
     return Buffer.from(key, 'utf8')
   }
   if (explicit) throw new ConfigError('SVC_SECRET_KEY_FILE', `file not found: ${file}`)
   const key = randomBytes(32).toString('base64url')
-  // wx: never overwrite a key another process wrote between our check and now.
-  writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' })
-  chmodSync(file, 0o600)
+  try {
+    // wx: never overwrite a key another process wrote between our check and now.
+    writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' })
+    chmodSync(file, 0o600)
+  } catch (e) {
+    throw new ConfigError('SVC_STATE_DIR', `cannot create the secret key file ${file}: ${fsReason(e)} (or set SVC_SECRET_KEY / SVC_SECRET_KEY_FILE)`)
+  }
   return Buffer.from(key, 'utf8')
 }
 
@@ -438,6 +485,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
   let secretKey: Buffer = Buffer.alloc(0)
   if (!opts.withoutSecret) {
     ensureDir(stateDir, 'SVC_STATE_DIR')
+    tightenDir(stateDir)
     secretKey = loadSecretKey(env, stateDir)
   }
   return { ...cfg, secretKey }
@@ -448,6 +496,21 @@ export function ensureDir(dir: string, variable: string): void {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
   } catch (e) {
     throw new ConfigError(variable, `cannot create directory ${dir}: ${(e as Error).message}`)
+  }
+}
+
+/**
+ * The state directory holds the secret key, the state file and artifact blobs: owner-only, as it
+ * is made, and an existing one is tightened like the state file. Only a directory of this user's
+ * own and without the sticky bit (never a shared one such as /tmp named by mistake).
+ */
+export function tightenDir(dir: string): void {
+  try {
+    const st = statSync(dir)
+    if ((st.mode & 0o077) === 0 || (st.mode & 0o1000) !== 0 || dir === '/' || st.uid !== process.getuid?.()) return
+    chmodSync(dir, st.mode & 0o700)
+  } catch {
+    // best effort: a directory we cannot change is still usable
   }
 }
 
