@@ -29,6 +29,7 @@ import { LogRings } from './fellows/logs'
 import { JobService } from './jobs/service'
 import { JobMetrics } from './jobs/metrics'
 import { jobRoutes } from './jobs/routes'
+import { FormatRegistry } from '@sinclair/typebox'
 import { MemoryRelayHub, type RelayHub } from './relay/hub'
 import { relayDataRoutes, relayRoutes } from './relay/routes'
 import { ContributionMeter, ContributionRollup } from './stats/contribution'
@@ -116,7 +117,12 @@ export function createServices(ctx: Ctx): Services {
   }
 }
 
+/** An id as the leader writes them: a UUID in lower case (Elysia's format also takes upper case and
+ * a `urn:uuid:` prefix, which passed the check and then found nothing: "Pool not found"). */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
 export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
+  FormatRegistry.Set('uuid', (v) => CANONICAL_UUID.test(v))
   const index = new PolicyIndex()
   const resolve: CredentialResolver = (token, source) => {
     if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? services.accounts.resolveApiToken(token) : null

@@ -13,7 +13,7 @@ export const ArtifactKind = UnionEnum(ARTIFACT_KINDS)
  * (C0, DEL, C1: the name reaches log lines and a Content-Disposition header).
  */
 export const ArtifactName = t.String({ minLength: 1, maxLength: 200, pattern: FILE_NAME_PATTERN })
-export const Sha256Hex = t.String({ pattern: '^[0-9a-f]{64}$', minLength: 64, maxLength: 64 })
+export const Sha256Hex = t.String({ pattern: '^[0-9a-f]{64}$', minLength: 64, maxLength: 64, 'x-rule': '64 lower-case hex digits (0-9, a-f)' })
 const Count = (max = Number.MAX_SAFE_INTEGER) => Int({ minimum: 0, maximum: max })
 
 export const UploadBody = t.Object(

@@ -82,7 +82,7 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
       const schema = 'schema' in i ? i.schema : undefined
       const type = 'type' in i ? i.type : undefined
       const fallback = 'summary' in i && typeof i.summary === 'string' ? i.summary : 'invalid value'
-      const plain = issueText(schema, type, '')
+      const plain = issueText(schema, type, '', 'value' in i ? i.value : undefined)
       const message = plain !== '' ? plain : fallback
       // Summaries echo the refused value ("... but found: <value>"): cap them, so a 1 MiB body is
       // not mirrored twice into the answer.
@@ -141,7 +141,7 @@ export function errorPlugin(log: Logger, notFoundGate: NotFoundGate) {
           where = 'query'
           first.path = `/${param}`
         }
-        const detail = first ? `${where} ${first.path}: ${first.message}` : `The request ${where} is not valid.`
+        const detail = first ? `${where}${first.path === '/' ? '' : ` ${first.path}`}: ${first.message}` : `The request ${where} is not valid.`
         return problem('validation_failed', detail, { errors: issues })
       }
       case 'NOT_FOUND':

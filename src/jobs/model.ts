@@ -16,7 +16,7 @@ export const SubmitBody = t.Object(
     min_free_vram_mb: t.Optional(Int({ minimum: 0, maximum: 10_000_000 })),
     config: t.Optional(t.Record(t.String({ maxLength: 100 }), t.Unknown(), { maxProperties: 200 })),
     /** The runner the fellows start, by the name their operators declared it; default the built-in `mlp`. */
-    runner: t.Optional(t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' })),
+    runner: t.Optional(t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', 'x-rule': "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit" })),
   },
   { additionalProperties: false },
 )

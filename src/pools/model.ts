@@ -6,7 +6,7 @@ import '../accounts/email'
 
 export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
 export const MemberRole = t.Union([t.Literal('owner'), t.Literal('member')])
-export const Slug = t.String({ pattern: '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$', maxLength: 48 })
+export const Slug = t.String({ pattern: '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$', maxLength: 48, 'x-rule': "1 to 48 lower-case letters, digits or '-', starting and ending with a letter or digit" })
 const Name = Label(100)
 const Description = t.String({ maxLength: 2000 })
 const NodeLimit = t.Nullable(Int({ minimum: 0, maximum: 1_000_000 }))

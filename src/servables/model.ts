@@ -3,13 +3,13 @@ import { t, type Static } from 'elysia'
 import { Timestamp, Int } from '../model'
 
 /** Also the `model` of the chat API, so kept to characters a URL path and a log line carry safely. */
-export const ServableName = t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$', maxLength: 200 })
+export const ServableName = t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$', maxLength: 200, 'x-rule': "1 to 200 letters, digits or any of . _ : / @ + -, starting with a letter or digit" })
 
 export const ServableBody = t.Object(
   {
     name: ServableName,
     version: t.String({ minLength: 1, maxLength: 100 }),
-    format: t.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,31}$', maxLength: 32 }),
+    format: t.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,31}$', maxLength: 32, 'x-rule': "1 to 32 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit" }),
     size_bytes: Int({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     job_id: t.Optional(t.String({ format: 'uuid' })),
     /** The model file in the artifact store the engine loads: an artifact of the fellow's pool. */

@@ -65,13 +65,52 @@ export function nullableIssueText(schema: unknown): string | null {
   return `must be null or a string${size}${rule ? `; it ${rule}` : ''}`
 }
 
+/**
+ * Shapes, lists, formats and the rule of a pattern (`x-rule` on the schema: "1 to 48 lower-case
+ * letters ...") in words, where the validator says "Expected object", "Property 'zzz' should not be
+ * provided", "Expected string to match '^[a-z0-9](?:...'" or "should be date-time".
+ */
+export function shapeIssueText(schema: unknown, type: unknown): string | null {
+  if (!isRecord(schema)) return null
+  const n = (v: unknown) => (typeof v === 'number' ? v : 0)
+  switch (type) {
+    case ValueErrorType.Object:
+      return 'must be a JSON object ({...})'
+    case ValueErrorType.ObjectAdditionalProperties:
+      return 'is not a field this request takes'
+    case ValueErrorType.ObjectMinProperties:
+      return n(schema.minProperties) === 1 ? 'must name at least one field to change' : `must name at least ${n(schema.minProperties)} fields`
+    case ValueErrorType.Array:
+      return 'must be a list ([...])'
+    case ValueErrorType.ArrayMinItems:
+      return `must hold at least ${n(schema.minItems)} item${n(schema.minItems) === 1 ? '' : 's'}`
+    case ValueErrorType.ArrayMaxItems:
+      return `must hold at most ${n(schema.maxItems)} item${n(schema.maxItems) === 1 ? '' : 's'}`
+    case ValueErrorType.ArrayUniqueItems:
+      return 'must not name an item twice'
+    case ValueErrorType.Boolean:
+      return 'must be true or false'
+    case ValueErrorType.String:
+      return 'must be a string'
+    case ValueErrorType.StringPattern:
+    case ValueErrorType.StringMinLength:
+    case ValueErrorType.StringMaxLength:
+      return typeof schema['x-rule'] === 'string' ? `must be ${schema['x-rule']}` : null
+    case ValueErrorType.StringFormat:
+      return schema.format === 'date-time' ? 'must be a date and time such as 2026-11-27T09:30:00Z' : null
+  }
+  return null
+}
+
 /** Lengths and the email format in words (Elysia: "Expected string length greater or equal to 1", "Property 'email' should be email"). */
-export function stringIssueText(schema: unknown, type: unknown): string | null {
+export function stringIssueText(schema: unknown, type: unknown, value?: unknown): string | null {
   if (!isRecord(schema) || schema.type !== 'string') return null
   if (type === ValueErrorType.StringMinLength && typeof schema.minLength === 'number') return schema.minLength === 1 ? 'must not be empty' : `must be at least ${schema.minLength} characters`
   if (type === ValueErrorType.StringMaxLength && typeof schema.maxLength === 'number') return `must be at most ${schema.maxLength} characters`
   if (type === ValueErrorType.StringFormat && schema.format === 'email') return 'must be an email address (name@example.org)'
-  if (type === ValueErrorType.StringFormat && schema.format === 'uuid') return 'must be an id (a UUID)'
+  if (type === ValueErrorType.StringFormat && schema.format === 'uuid') {
+    return typeof value === 'string' && /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(value) ? 'must be an id in lower case, as the leader gives them (a UUID)' : 'must be an id (a UUID)'
+  }
   return null
 }
 
@@ -80,7 +119,7 @@ export function stringIssueText(schema: unknown, type: unknown): string | null {
  * its first letter lowered for the middle of a sentence (all of it lowered turned a pattern such as
  * ^[A-Za-z0-9] into ^[a-za-z0-9], which it is not).
  */
-export function issueText(schema: unknown, type: unknown, fallback: string): string {
+export function issueText(schema: unknown, type: unknown, fallback: string, value?: unknown): string {
   if (type === ValueErrorType.ObjectRequiredProperty) return 'is missing'
   return (
     numericIssueText(schema) ??
@@ -88,7 +127,8 @@ export function issueText(schema: unknown, type: unknown, fallback: string): str
     literalUnionIssueText(schema) ??
     nullableIssueText(schema) ??
     patternIssueText(schema, type) ??
-    stringIssueText(schema, type) ??
+    shapeIssueText(schema, type) ??
+    stringIssueText(schema, type, value) ??
     fallback.charAt(0).toLowerCase() + fallback.slice(1)
   )
 }

@@ -66,6 +66,9 @@ export function schemaCompiler(doc: Json, opts: { strict?: boolean } = {}) {
   ajv.addFormat('date-time', { validate: (s: string) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) })
   ajv.addFormat('email', /^[^\s@]+@[^\s@]+$/)
   ajv.addFormat('binary', true)
+  // The document's one schema extension (OpenAPI 3.1 allows x- keywords in schemas): a pattern's
+  // rule in words, which the leader's 422 quotes.
+  ajv.addKeyword({ keyword: 'x-rule', schemaType: 'string' })
   // The document's named schemas as $defs of one schema (strict mode knows no `components` keyword).
   const local = (s: unknown) => JSON.parse(JSON.stringify(s ?? {}).replaceAll('"#/components/schemas/', '"openapi.json#/$defs/'))
   ajv.addSchema({ $id: 'openapi.json', $defs: local(doc.components?.schemas) })

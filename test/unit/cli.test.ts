@@ -245,8 +245,8 @@ describe('svc admin restore', () => {
 })
 
 describe('checkInput: a refused value in plain words before anything is sent', () => {
-  test("a pattern keeps its letters' case (it read '^[a-za-z0-9]...', a different rule)", () => {
-    expect(refusal(() => checkInput(SubmitBody, { name: 'x', runner: 'bad runner' }))).toBe(`--runner: expected string to match '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' (got "bad runner")`)
+  test("a pattern is said in words (the regex was quoted, once lower-cased: '^[a-za-z0-9]...', a different rule)", () => {
+    expect(refusal(() => checkInput(SubmitBody, { name: 'x', runner: 'bad runner' }))).toBe(`--runner: must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (got "bad runner")`)
   })
   test('a nullable number names its range (it read "expected union value")', () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], temperature: 5 }

@@ -16,7 +16,7 @@ function pick<T>(what: string, ref: string, matches: T[], id: (t: T) => string):
 }
 
 export async function resolvePool(c: Client, ref: string): Promise<Pool> {
-  if (isUuid(ref)) return c.get<Pool>(`/api/v1/pools/${ref}`)
+  if (isUuid(ref)) return c.get<Pool>(`/api/v1/pools/${ref.toLowerCase()}`)
   const { items } = await c.get<{ items: Pool[] }>('/api/v1/pools')
   const bySlug = items.filter((p) => p.slug === ref)
   return pick('pool', ref, bySlug.length ? bySlug : items.filter((p) => p.name.toLowerCase() === ref.toLowerCase()), (p) => p.id)
@@ -28,7 +28,7 @@ export async function resolveFellow(c: Client, ref: string): Promise<Static<type
 }
 
 export async function resolveJob(c: Client, ref: string): Promise<Job> {
-  if (isUuid(ref)) return c.get<Job>(`/api/v1/jobs/${ref}`)
+  if (isUuid(ref)) return c.get<Job>(`/api/v1/jobs/${ref.toLowerCase()}`)
   const { items } = await c.get<{ items: Job[] }>('/api/v1/jobs')
   return pick('job', ref, items.filter((j) => j.name === ref), (j) => j.id)
 }
