@@ -43,11 +43,12 @@ export async function downloadVerified(d: CheckpointDeps, art: StoredArtifact, f
 }
 
 /** Archives `dir` and uploads it as the checkpoint of (job, stage) at `step`; the artifact, or null when it could not. */
-export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; step: number; dir: string; workDir: string }): Promise<StoredArtifact | null> {
+export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; step: number; dir: string; workDir: string; within?: string }): Promise<StoredArtifact | null> {
   mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
   const tar = join(o.workDir, `upload-${o.stage}-${o.step}.tar`)
   try {
-    const size = tarDirectory(o.dir, tar)
+    const { bytes: size, skipped } = tarDirectory(o.dir, tar, o.within)
+    if (skipped.length > 0) d.log.warn('checkpoint entries left out: not files or directories (links are never followed)', { job_id: o.jobId, stage: o.stage, step: o.step, skipped: skipped.slice(0, 20), count: skipped.length })
     const sha256 = await sha256Of(tar)
     const up = await d.client.beginUpload({ kind: 'checkpoint', name: `stage-${o.stage}-step-${o.step}.tar`, size_bytes: size, sha256, job_id: o.jobId, stage: o.stage, step: o.step })
     let offset = up.offset

@@ -6,13 +6,14 @@
 // signals: PAUSE/resume SIGSTOP/SIGCONT, CHECKPOINT SIGUSR1, STOP SIGTERM then SIGKILL. Exit 0
 // finishes the stage (the last stage's completes the job); any other exit fails the job with the
 // last lines of the runner's stderr as the reason.
-import { mkdirSync, readdirSync } from 'node:fs'
-import { join, resolve, sep } from 'node:path'
+import { mkdirSync, readdirSync, realpathSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { Link } from './transport'
 import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
 import { StatusReporter } from './reports'
 import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
+import { isInside } from './tar'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import type { StageAssignment } from './job'
 import type { WorkerDeps, WorkerStatus } from './pipeline'
@@ -50,6 +51,8 @@ export class RunnerWorker {
   private readonly reporter: StatusReporter
   private readonly stderrTail: string[] = []
   private stopping = false
+  /** SIGUSR1 was sent: an exit with 138 (a shell whose child it killed) is then said as such. */
+  private checkpointAsked = false
   private lastReportAt = -Infinity
   private pendingReport: ReturnType<typeof setTimeout> | null = null
   private lastProgress = { at: 0, step: 0 }
@@ -128,7 +131,8 @@ export class RunnerWorker {
     })
     const proc = this.proc
     // Its last lines (the final step, the reason it failed) are read before its exit is acted on.
-    void Promise.all([proc.exited, out, err]).then(([code]) => this.exited(code, proc.signalCode === null ? null : String(proc.signalCode)))
+    // Bun's `exited` says 128+N for a process a signal killed: the code and the signal are read apart.
+    void Promise.all([proc.exited, out, err]).then(() => this.exited(proc.signalCode === null ? proc.exitCode : null, proc.signalCode === null ? null : String(proc.signalCode)))
   }
 
   deliver(channel: Channel, frame: Frame): boolean {
@@ -158,6 +162,7 @@ export class RunnerWorker {
   checkpoint(): void {
     if (this.status !== 'running' || !this.proc) return
     this.status = 'checkpointing'
+    this.checkpointAsked = true
     this.proc.kill('SIGUSR1')
   }
 
@@ -204,15 +209,17 @@ export class RunnerWorker {
     if (j && typeof j.checkpoint === 'string') {
       if (this.status === 'checkpointing') this.status = 'running'
       const step = typeof j.step === 'number' && Number.isSafeInteger(j.step) && j.step >= 0 ? j.step : this.step
-      // Only what lies in its own checkpoint directory leaves the machine.
-      const dir = resolve(this.checkpointDir, j.checkpoint)
-      const inside = dir === this.checkpointDir || dir.startsWith(this.checkpointDir + sep)
+      // Only what really lies in its own checkpoint directory leaves the machine: the path is
+      // resolved through its links (a link in the directory to /home/someone/.ssh points outside).
+      const dir = this.checkpointPath(j.checkpoint)
+      if (dir === null) log.warn('checkpoint path outside SVC_CHECKPOINT_DIR; archiving SVC_CHECKPOINT_DIR instead', { job_id: this.jobId, runner: this.spec.name, path: j.checkpoint })
       log.info('checkpoint written', { job_id: this.jobId, runner: this.spec.name, step, path: j.checkpoint })
       this.report({ status: 'checkpointed', step })
-      this.upload(step, inside ? dir : this.checkpointDir)
+      this.upload(step, dir ?? this.checkpointDir)
       return
     }
-    if (j && typeof j.step === 'number' && Number.isInteger(j.step) && j.step >= 0) {
+    // A step past 2^53 is not a step the leader takes (it would refuse every later report).
+    if (j && typeof j.step === 'number' && Number.isSafeInteger(j.step) && j.step >= 0) {
       this.step = j.step
       if (typeof j.loss === 'number' && Number.isFinite(j.loss)) this.loss = j.loss
       const throughput = typeof j.throughput === 'number' && Number.isFinite(j.throughput) && j.throughput >= 0 ? j.throughput : null
@@ -220,6 +227,19 @@ export class RunnerWorker {
       return
     }
     if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stdout', line })
+  }
+
+  /** The real path of a checkpoint the runner named, when it lies in SVC_CHECKPOINT_DIR; else null. */
+  private checkpointPath(named: string): string | null {
+    try {
+      const root = realpathSync(this.checkpointDir)
+      const dir = realpathSync(resolve(this.checkpointDir, named))
+      return isInside(root, dir) ? dir : null
+    } catch {
+      // Not there (or not readable): said when the upload fails, if it lies inside at all.
+      const dir = resolve(this.checkpointDir, named)
+      return isInside(this.checkpointDir, dir) ? dir : null
+    }
   }
 
   /** A progress report, at most every REPORT_EVERY_MS (the latest figures win). */
@@ -248,7 +268,7 @@ export class RunnerWorker {
         const next = this.nextUpload
         this.nextUpload = null
         // Not the stage's stop signal: a checkpoint taken just before a STOP still gets stored.
-        const art = await uploadCheckpoint({ ...this.deps, signal: new AbortController().signal }, { jobId: this.jobId, stage: this.stage.stage, step: next.step, dir: next.dir, workDir: this.workDir })
+        const art = await uploadCheckpoint({ ...this.deps, signal: new AbortController().signal }, { jobId: this.jobId, stage: this.stage.stage, step: next.step, dir: next.dir, workDir: this.workDir, within: this.checkpointDir })
         if (art) this.deps.log.info('checkpoint stored on the leader', { job_id: this.jobId, stage: this.stage.stage, step: next.step, artifact_id: art.id, bytes: art.size_bytes })
       }
     })().finally(() => (this.uploading = null))
@@ -278,7 +298,13 @@ export class RunnerWorker {
       return
     }
     const tail = this.stderrTail.slice(-5).join(' | ')
-    this.fail(`runner ${this.spec.name} (stage ${this.stage.stage}) exited with ${code !== null ? `code ${code}` : `signal ${signal}`}${tail ? `: ${tail}` : ''}`)
+    // SIGUSR1 (CHECKPOINT) ends a process that does not handle it: said as such, not as a bare code.
+    const usr1 = 'the CHECKPOINT signal: the runner does not handle it; docs/workloads.md, Signals'
+    const how =
+      signal !== null
+        ? `was killed by signal ${signal}${signal === 'SIGUSR1' ? ` (${usr1})` : ''}`
+        : `exited with code ${code}${code === 138 && this.checkpointAsked ? ` (128 + SIGUSR1: ${usr1})` : ''}`
+    this.fail(`runner ${this.spec.name} (stage ${this.stage.stage}) ${how}${tail ? `: ${tail}` : ''}`)
   }
 
   private fail(reason: string): void {
@@ -295,7 +321,8 @@ export class RunnerWorker {
 
   /**
    * SVC_DATA_URL: POST {url}/activations or /gradients sends frames to the neighbour (202 once
-   * handed on; 503 when it cannot be reached: send again), GET the same waits up to `wait_ms` for
+   * handed on; 503 when it cannot be reached: send again; 409 when the stage has no neighbour
+   * that way: the last stage's activations, the first stage's gradients), GET the same waits up to `wait_ms` for
    * frames from the neighbour (200 with frames, 204 without).
    */
   private async data(req: Request): Promise<Response> {
@@ -304,6 +331,16 @@ export class RunnerWorker {
     const channel = name !== undefined && Object.hasOwn(CHANNELS, name) ? CHANNELS[name]! : null
     if (secret !== this.secret || channel === null || rest.length > 0) return new Response('not found\n', { status: 404 })
     if (req.method === 'POST') {
+      // The last stage has no next stage, the first no previous one: a send there can never be
+      // handed on, so it is refused for good rather than answered "send again" forever.
+      const last = this.stage.stage === this.stage.stages - 1
+      if ((channel === 'activations' && last) || (channel === 'gradients' && this.stage.stage === 0)) {
+        const text =
+          channel === 'activations'
+            ? `stage ${this.stage.stage} is the last of the job's ${this.stage.stages} stage${this.stage.stages === 1 ? '' : 's'}: it has no next stage to send activations to`
+            : 'stage 0 is the first stage: it has no previous stage to send gradients to'
+        return new Response(`${text}\n`, { status: 409 })
+      }
       let frames: Frame[]
       try {
         frames = decodeFrames(new Uint8Array(await req.arrayBuffer()), { maxFrameBytes: MAX_FRAME_BYTES })

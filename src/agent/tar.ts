@@ -1,8 +1,11 @@
 // A checkpoint directory as one file, and back: POSIX ustar with regular files and directories
 // only (what a runner writes), so a checkpoint is one artifact in the leader's store and any tar
-// reads it. Paths are relative, at most 255 bytes; links, devices and anything above the
-// directory are refused on both sides.
-import { closeSync, mkdirSync, openSync, readdirSync, readSync, statSync, writeSync, lstatSync } from 'node:fs'
+// reads it. Paths are relative, at most 255 bytes; anything above the directory is refused on
+// both sides. Archiving never follows a symbolic link: a runner could otherwise point one at
+// any file the agent can read (an SSH key, another job's data) and have it uploaded. Links,
+// devices, sockets and pipes below the directory are left out (and named to the caller); every
+// file is opened without following a link and checked to lie inside the directory once open.
+import { closeSync, fstatSync, constants, mkdirSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync, writeSync, lstatSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 
 const BLOCK = 512
@@ -42,23 +45,49 @@ function header(name: string, size: number, dir: boolean, mtime: number): Uint8A
   return h
 }
 
-/** Every file and directory below `dir`, relative, parents first; links and others refused. */
-function entries(dir: string, at = ''): { rel: string; dir: boolean; size: number; mtime: number }[] {
-  const out: { rel: string; dir: boolean; size: number; mtime: number }[] = []
+type Entry = { rel: string; dir: boolean; size: number; mtime: number; dev: number; ino: number }
+
+/** `path` lies in `root` (both real paths). */
+export function isInside(root: string, path: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep)
+}
+
+/** Every file and directory below `dir`, relative, parents first; links and the like go to `skipped`. */
+function entries(dir: string, skipped: string[], at = ''): Entry[] {
+  const out: Entry[] = []
   for (const name of readdirSync(join(dir, at)).sort()) {
     const rel = at ? `${at}/${name}` : name
     const st = lstatSync(join(dir, rel))
     if (st.isDirectory()) {
-      out.push({ rel: rel + '/', dir: true, size: 0, mtime: st.mtimeMs })
-      out.push(...entries(dir, rel))
-    } else if (st.isFile()) out.push({ rel, dir: false, size: st.size, mtime: st.mtimeMs })
-    else throw new Error(`the checkpoint holds ${rel}, which is neither a file nor a directory`)
+      out.push({ rel: rel + '/', dir: true, size: 0, mtime: st.mtimeMs, dev: st.dev, ino: st.ino })
+      out.push(...entries(dir, skipped, rel))
+    } else if (st.isFile()) out.push({ rel, dir: false, size: st.size, mtime: st.mtimeMs, dev: st.dev, ino: st.ino })
+    else skipped.push(rel)
   }
   return out
 }
 
-/** Writes `dir` as a tar file to `out`; returns its size in bytes. */
-export function tarDirectory(dir: string, out: string): number {
+/** Where an open file really is (Linux: its /proc link; elsewhere its path resolved again). */
+function realPathOf(fd: number, path: string): string {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`)
+  } catch {
+    return realpathSync(path)
+  }
+}
+
+/**
+ * Writes the directory `dir` (a real directory, not a link to one, and lying in `within` when
+ * given) as a tar file to `out`; returns its size in bytes and the paths left out because they
+ * are not files or directories (symbolic links, sockets, devices).
+ */
+export function tarDirectory(dir: string, out: string, within?: string): { bytes: number; skipped: string[] } {
+  if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`)
+  const root = realpathSync(dir)
+  // Checked again here: the directory named earlier may have been moved behind a link since.
+  if (within !== undefined && !isInside(realpathSync(within), root)) throw new Error(`${dir} does not lie in ${within}`)
+  const skipped: string[] = []
+  const list = entries(root, skipped)
   const fd = openSync(out, 'w', 0o600)
   let written = 0
   const put = (b: Uint8Array) => {
@@ -67,11 +96,32 @@ export function tarDirectory(dir: string, out: string): number {
   }
   try {
     const buf = new Uint8Array(1 << 20)
-    for (const e of entries(dir)) {
-      put(header(e.rel, e.size, e.dir, e.mtime))
-      if (e.dir) continue
-      const src = openSync(join(dir, e.rel), 'r')
+    for (const e of list) {
+      if (e.dir) {
+        put(header(e.rel, 0, true, e.mtime))
+        continue
+      }
+      const path = join(root, e.rel)
+      let src: number
       try {
+        src = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+      } catch (err) {
+        // Replaced by a link (or removed) since it was listed: left out, never followed.
+        if ((err as NodeJS.ErrnoException).code === 'ELOOP' || (err as NodeJS.ErrnoException).code === 'ENOENT') {
+          skipped.push(e.rel)
+          continue
+        }
+        throw err
+      }
+      try {
+        // A directory on its path swapped for a link after it was listed leads outside: the open
+        // file is checked where it really is, and must be the file that was listed.
+        const st = fstatSync(src)
+        if (!st.isFile() || st.dev !== e.dev || st.ino !== e.ino || !isInside(root, realPathOf(src, path))) {
+          skipped.push(e.rel)
+          continue
+        }
+        put(header(e.rel, e.size, false, e.mtime))
         let left = e.size
         while (left > 0) {
           const n = readSync(src, buf, 0, Math.min(buf.length, left), null)
@@ -88,7 +138,7 @@ export function tarDirectory(dir: string, out: string): number {
   } finally {
     closeSync(fd)
   }
-  return written
+  return { bytes: written, skipped }
 }
 
 function field(h: Uint8Array, at: number, len: number): string {
