@@ -1,7 +1,7 @@
 // HTTP and WebSocket surface of fellows: bootstrap, registration, heartbeats, signals, logs,
 // and the operator views /api/v1/workers and /api/v1/cluster/*.
 import { t } from 'elysia'
-import { AppError, notFound } from '../errors'
+import { AppError, invalid, notFound } from '../errors'
 import { actorOf, fellowOf } from '../http/callers'
 import { problem } from '../http/problem'
 import { bearerOf } from '../http/policy'
@@ -205,8 +205,10 @@ export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, cou
       .post(
         '/api/v1/workers/update',
         ({ caller, clientIp, body }) => {
+          // One or the other: with both, which did the caller mean (it signalled the fellow alone)?
+          if (body.fellow_id && body.pool_id) throw invalid('body: name a fellow_id or a pool_id, not both.', { errors: [{ path: '/pool_id', message: 'not with fellow_id' }] })
           if (body.fellow_id) views.fellow(caller, body.fellow_id)
-          else if (!body.pool_id) throw new AppError('validation_failed', 'Name a fellow_id or a pool_id.')
+          else if (!body.pool_id) throw invalid('body: name a fellow_id or a pool_id.', { errors: [{ path: '/fellow_id', message: 'is missing (or name a pool_id)' }] })
           return fellows.update(actorOf(caller, clientIp), body)
         },
         { policy: 'operator', body: M.UpdateBody },

@@ -17,6 +17,16 @@ import type { LoopSpec } from '../loops'
 import { shQuote } from './bootstrap'
 
 const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
+
+/** `find()`, with a "not found" of what it looked through said as one of `what` instead. */
+function hiddenAs<T>(find: () => T, what: string): T {
+  try {
+    return find()
+  } catch (e) {
+    if (e instanceof AppError && e.code === 'not_found') throw notFound(what)
+    throw e
+  }
+}
 const TOKEN_CACHE_MAX = 200_000
 
 /** A fellow's pool (null: detached, in none), or undefined when there is no such fellow (its page's visibility check). */
@@ -99,7 +109,9 @@ export class Fellows {
     ctx.db.transaction((tx) => {
       const row = tx.select().from(joinSessions).where(eq(joinSessions.id, id)).get()
       if (!row) throw notFound('Join session')
-      const pool = getVisiblePool(tx, actor, row.poolId)
+      // Someone who cannot see its pool learns what a made-up id would tell them ("Pool not found"
+      // said the session existed).
+      const pool = hiddenAs(() => getVisiblePool(tx, actor, row.poolId), 'Join session')
       if (row.createdBy !== actor.userId) requireOwner(tx, actor, pool)
       tx.update(joinSessions).set({ revokedAt: ctx.clock.now() }).where(and(eq(joinSessions.id, id), isNull(joinSessions.revokedAt))).run()
       recordAudit(tx, ctx.clock, { kind: 'pool.join_session_revoke', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: row.poolId })

@@ -160,7 +160,9 @@ export class Pools {
       let nodeLimit: number | null
       if (opts.adminSurface || actor.role === 'admin') nodeLimit = input.node_limit ?? plan.maxNodesPerPool
       else {
-        if (input.node_limit !== undefined) throw invalid('node_limit is set by your plan; only an admin can change it.')
+        if (input.node_limit !== undefined) {
+          throw invalid('body /node_limit: set by your plan; only an admin can change it.', { errors: [{ path: '/node_limit', message: 'set by your plan; only an admin can change it' }] })
+        }
         nodeLimit = plan.maxNodesPerPool // snapshot of the plan at creation
       }
       let slug: string

@@ -87,8 +87,13 @@ describe('registration', () => {
   })
 
   test('an expired or revoked join token is refused', async () => {
-    const { h, a, pool } = await setup()
+    const { h, a, b, pool } = await setup()
     const session = (await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body
+    // Someone outside the (private) pool learns what a made-up id tells them.
+    const real = await b.delete(`/api/v1/bootstrap/join-sessions/${session.id}`)
+    const madeUp = await b.delete(`/api/v1/bootstrap/join-sessions/${crypto.randomUUID()}`)
+    expect([real.status, real.body.detail]).toEqual([madeUp.status, madeUp.body.detail])
+    expect(real.status).toBe(404)
     expect((await a.delete(`/api/v1/bootstrap/join-sessions/${session.id}`)).status).toBe(204)
     expect((await register(h, session.join_token)).status).toBe(401)
     const later = await joinToken(a, pool.id)
@@ -495,6 +500,12 @@ describe('worker management', () => {
     expect((await a.post('/api/v1/workers/update', { pool_id: pool.id, version: '0.2.0' })).body).toEqual({ signalled: 1 })
     const pending = h.services.fellows.signals.takePending(f.fellow_id)
     expect(pending.map((s) => [s.signal, s.payload])).toEqual([['UPDATE', { version: '0.2.0' }]])
+    // One or the other (both signalled the fellow alone); neither is a 422 naming the field.
+    const both = await a.post('/api/v1/workers/update', { fellow_id: f.fellow_id, pool_id: pool.id })
+    expect([both.status, both.body.detail, both.body.errors]).toEqual([422, 'body: name a fellow_id or a pool_id, not both.', [{ path: '/pool_id', message: 'not with fellow_id' }]])
+    const neither = await a.post('/api/v1/workers/update', { version: '0.3.0' })
+    expect([neither.status, neither.body.detail]).toEqual([422, 'body: name a fellow_id or a pool_id.'])
+    expect(h.services.fellows.signals.takePending(f.fellow_id)).toEqual([])
     expect((await b.delete(`/api/v1/workers/${f.fellow_id}`)).status).toBe(404)
     expect((await a.delete(`/api/v1/workers/${f.fellow_id}`)).status).toBe(204)
     expect((await a.get('/api/v1/workers')).body.items).toEqual([])

@@ -78,7 +78,9 @@ describe('plans and quota', () => {
     const pub = await a.post('/api/v1/pools', { name: 'Open', visibility: 'public' })
     expect(pub.status).toBe(403)
     expect(pub.body.detail).toStartWith(PLAN)
-    expect((await a.post('/api/v1/pools', { name: 'Big', node_limit: 100 })).status).toBe(422)
+    const limited = await a.post('/api/v1/pools', { name: 'Big', node_limit: 100 })
+    // Like every 422: the field named, in `errors` too (a form places it beside the field).
+    expect([limited.status, limited.body.detail, limited.body.errors]).toEqual([422, 'body /node_limit: set by your plan; only an admin can change it.', [{ path: '/node_limit', message: 'set by your plan; only an admin can change it' }]])
   })
 
   test('role_limits are data: an edit applies at once, and existing pools keep their snapshot', async () => {
