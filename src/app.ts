@@ -121,8 +121,15 @@ export function createServices(ctx: Ctx): Services {
  * a `urn:uuid:` prefix, which passed the check and then found nothing: "Pool not found"). */
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
+/** A number in a query string as people write one: decimal digits (Elysia's formats took whatever
+ * Number() reads: "0x10" was page 16, "1e2" page 100, " 7 " page 7). */
+const DECIMAL_INTEGER = /^-?\d{1,16}$/
+const DECIMAL = /^-?(?:\d{1,16}(?:\.\d{1,16})?|\.\d{1,16})$/
+
 export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   FormatRegistry.Set('uuid', (v) => CANONICAL_UUID.test(v))
+  FormatRegistry.Set('integer', (v) => DECIMAL_INTEGER.test(v))
+  FormatRegistry.Set('numeric', (v) => DECIMAL.test(v))
   const index = new PolicyIndex()
   const resolve: CredentialResolver = (token, source) => {
     if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? services.accounts.resolveApiToken(token) : null

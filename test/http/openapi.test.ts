@@ -174,7 +174,7 @@ describe('query integers', () => {
   test('a missing, non-numeric or out-of-range ?page= says "must be an integer" and names the parameter', async () => {
     const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
     const a = tokenClient(h, admin.id)
-    for (const q of ['page=', 'page=abc', 'page=1.5', 'page=0']) {
+    for (const q of ['page=', 'page=abc', 'page=1.5', 'page=0', 'page=0x10', 'page=1e2', 'page=%207%20', 'page=Infinity']) {
       const r = await a.get(`/api/v1/admin/users?${q}`)
       expect(r.status).toBe(422)
       expect(r.body.detail).toBe('query /page: must be an integer from 1 to 1000000000')
