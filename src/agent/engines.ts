@@ -8,6 +8,7 @@
 import { countTokens, generate } from './textgen'
 import { Backoff } from './backoff'
 import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
+import { redactUrl } from './redact'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
@@ -167,7 +168,7 @@ export class OpenAiEngine implements Engine {
     this.failures = 0
     if (ok === this.ok) return
     this.ok = ok
-    this.deps.log[ok ? 'info' : 'warn'](ok ? 'engine healthy; model announced' : 'engine unhealthy; model withdrawn', { engine: this.spec.name, model: this.spec.model, url: this.base })
+    this.deps.log[ok ? 'info' : 'warn'](ok ? 'engine healthy; model announced' : 'engine unhealthy; model withdrawn', { engine: this.spec.name, model: this.spec.model, url: redactUrl(this.base) })
     this.deps.onHealth(this)
   }
 
@@ -201,7 +202,7 @@ export class OpenAiEngine implements Engine {
       return
     }
     this.proc = proc
-    log.info('engine started', { engine: spec.name, pid: proc.pid, url: this.base })
+    log.info('engine started', { engine: spec.name, pid: proc.pid, url: redactUrl(this.base) })
     void this.pipe(proc.stdout as ReadableStream<Uint8Array>, 'stdout')
     void this.pipe(proc.stderr as ReadableStream<Uint8Array>, 'stderr')
     void proc.exited.then((code) => {
@@ -257,7 +258,7 @@ export class OpenAiEngine implements Engine {
     } else if (this.ok) {
       if (++this.failures >= HEALTH_FAILURES) this.setHealthy(false)
     } else if (this.proc && this.deps.clock.now() - this.startedAt > this.spec.startTimeoutS * 1000) {
-      this.deps.log.warn('engine did not get healthy in time; restarting it', { engine: this.spec.name, start_timeout_s: this.spec.startTimeoutS, health: this.healthUrl() })
+      this.deps.log.warn('engine did not get healthy in time; restarting it', { engine: this.spec.name, start_timeout_s: this.spec.startTimeoutS, health: redactUrl(this.healthUrl()) })
       this.proc.kill('SIGKILL') // the exit handler restarts it
     }
     this.schedule(HEALTH_EVERY_MS)

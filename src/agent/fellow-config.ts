@@ -9,6 +9,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { Value } from '@sinclair/typebox/value'
 import { issueText as plainIssueText } from '../wire/issue-text'
+import { redactUrl } from './redact'
 
 /** The built-in Markov model, served when no engine is declared (or declared as NAME=builtin). */
 export const BUILTIN_MODEL = 'tiny-llm'
@@ -52,12 +53,15 @@ export interface EngineSpec {
 export class FellowConfigError extends Error {}
 
 const NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'
+const COMMAND_MAX = 8000
+const COMMAND_WORDS_MAX = 500
+const COMMAND_WORD_MAX = 4000
 const MODEL = '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$'
 
 const EngineTable = Type.Object(
   {
     url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
-    command: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 8000 }), Type.Array(Type.String({ maxLength: 4000 }), { minItems: 1, maxItems: 500 })])),
+    command: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: COMMAND_MAX }), Type.Array(Type.String({ maxLength: COMMAND_WORD_MAX }), { minItems: 1, maxItems: COMMAND_WORDS_MAX })])),
     model: Type.Optional(Type.String({ pattern: MODEL })),
     upstream_model: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
     max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
@@ -73,7 +77,7 @@ const EngineTable = Type.Object(
 )
 const RunnerTable = Type.Object(
   {
-    command: Type.Union([Type.String({ minLength: 1, maxLength: 8000 }), Type.Array(Type.String({ maxLength: 4000 }), { minItems: 1, maxItems: 500 })]),
+    command: Type.Union([Type.String({ minLength: 1, maxLength: COMMAND_MAX }), Type.Array(Type.String({ maxLength: COMMAND_WORD_MAX }), { minItems: 1, maxItems: COMMAND_WORDS_MAX })]),
     env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 100_000 }), { additionalProperties: false })),
     stop_grace_s: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
   },
@@ -161,34 +165,36 @@ function checkUrl(url: string, where: string, allowPort: boolean): void {
   try {
     u = new URL(allowPort ? url.replaceAll('{port}', '1') : url)
   } catch {
-    throw new FellowConfigError(`${where}: not a URL: ${JSON.stringify(url)}`)
+    throw new FellowConfigError(`${where}: not a URL: ${JSON.stringify(redactUrl(url))}`)
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new FellowConfigError(`${where}: the URL must be http or https, got ${u.protocol}`)
 }
 
 function spec(name: string, t: EngineTable, where: string): EngineSpec {
-  if (!new RegExp(NAME).test(name)) throw new FellowConfigError(`${where}: the engine name must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`)
+  if (!new RegExp(NAME).test(name)) throw new FellowConfigError(`${where}: the engine name must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit, got ${JSON.stringify(name)}`)
   let command: string[] | null = null
   if (t.command !== undefined) {
+    if (typeof t.command === 'string' && t.command.length > COMMAND_MAX) throw new FellowConfigError(`${where}: the command line is too long: ${t.command.length} characters, at most ${COMMAND_MAX}`)
     try {
       command = typeof t.command === 'string' ? splitWords(t.command) : t.command
     } catch (e) {
       throw new FellowConfigError(`${where}: the command cannot be split into words: ${(e as Error).message}`)
     }
-    if (command.length === 0) throw new FellowConfigError(`${where}: the command is empty`)
+    if (command.length === 0 || command[0] === '') throw new FellowConfigError(`${where}: the command is empty${command.length > 0 ? ' (its first word, the program, is "")' : ''}`)
   }
   if (command === null && t.url === undefined) throw new FellowConfigError(`${where}: give a url (an engine already running) or a command (one the agent starts)`)
   if (command !== null && !command.some((w) => w.includes('{port}')) && t.url === undefined) {
     throw new FellowConfigError(`${where}: the command must take {port} (the free loopback port the agent picks), or give the url it listens on`)
   }
   const url = t.url ?? 'http://127.0.0.1:{port}/v1'
+  // Before the URL is parsed: without a command, {port} would only read as "not a URL".
+  if (url.includes('{port}') && command === null) throw new FellowConfigError(`${where}: {port} in the url needs a command that listens on it (--engine-cmd, or command = ... in the config file)`)
   checkUrl(url, where, command !== null)
   if (url === 'builtin' && command !== null) throw new FellowConfigError(`${where}: the built-in engine takes no command`)
-  if (url.includes('{port}') && command === null) throw new FellowConfigError(`${where}: {port} in the url needs a command that listens on it`)
   if (t.model_artifact !== undefined && command === null) throw new FellowConfigError(`${where}: model_artifact needs a command (the engine the agent starts with the file)`)
   if (command?.some((w) => w.includes('{model_file}')) && t.model_artifact === undefined) throw new FellowConfigError(`${where}: {model_file} in the command needs model_artifact = "<artifact id>"`)
   const model = t.model ?? (url === 'builtin' ? BUILTIN_MODEL : name)
-  if (!new RegExp(MODEL).test(model)) throw new FellowConfigError(`${where}: the model name must be 1 to 200 letters, digits or ._:/@+- (set model = "...")`)
+  if (!new RegExp(MODEL).test(model)) throw new FellowConfigError(`${where}: the model name must be 1 to 200 characters: letters, digits and . _ : / @ + -, starting with a letter or digit (set model = "...")`)
   return {
     name,
     model,
@@ -214,15 +220,16 @@ function nameValue(flag: string, arg: string): [string, string] {
 }
 
 function runnerSpec(name: string, t: Static<typeof RunnerTable>, where: string): RunnerSpec {
-  if (!new RegExp(NAME).test(name)) throw new FellowConfigError(`${where}: the runner name must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`)
+  if (!new RegExp(NAME).test(name)) throw new FellowConfigError(`${where}: the runner name must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit, got ${JSON.stringify(name)}`)
   if (name === BUILTIN_RUNNER) throw new FellowConfigError(`${where}: '${BUILTIN_RUNNER}' is the built-in runner's name; give yours another`)
+  if (typeof t.command === 'string' && t.command.length > COMMAND_MAX) throw new FellowConfigError(`${where}: the command line is too long: ${t.command.length} characters, at most ${COMMAND_MAX}`)
   let command: string[]
   try {
     command = typeof t.command === 'string' ? splitWords(t.command) : t.command
   } catch (e) {
     throw new FellowConfigError(`${where}: the command cannot be split into words: ${(e as Error).message}`)
   }
-  if (command.length === 0) throw new FellowConfigError(`${where}: the command is empty`)
+  if (command.length === 0 || command[0] === '') throw new FellowConfigError(`${where}: the command is empty${command.length > 0 ? ' (its first word, the program, is "")' : ''}`)
   return { name, command, env: t.env ?? {}, stopGraceS: t.stop_grace_s ?? DEFAULT_STOP_GRACE_S }
 }
 
@@ -250,8 +257,14 @@ function issueText(e: ValueError): string {
     return known.length > 0 && e.schema !== FileShape ? `unknown setting (the settings are ${known.join(', ')})` : 'unknown setting (the file holds [engines.NAME] and [runners.NAME] tables)'
   }
   if (e.schema === RunnerTable.properties.command || e.schema === EngineTable.properties.command) {
+    const v = e.value as unknown
+    if (typeof v === 'string' && v.length > COMMAND_MAX) return `the command line is too long: ${v.length} characters, at most ${COMMAND_MAX}`
+    if (Array.isArray(v) && v.length > COMMAND_WORDS_MAX) return `the command has too many words: ${v.length}, at most ${COMMAND_WORDS_MAX}`
+    if (Array.isArray(v) && v.some((w) => typeof w === 'string' && w.length > COMMAND_WORD_MAX)) return `a word of the command is too long: at most ${COMMAND_WORD_MAX} characters each`
     return 'must be a command line (a string) or its words (a list of strings), not empty'
   }
+  if (e.schema === EngineTable.properties.model) return 'the model name must be 1 to 200 characters: letters, digits and . _ : / @ + -, starting with a letter or digit'
+  if (e.schema === EngineTable.properties.model_artifact) return 'must be an artifact id, a UUID like 0b6f3c1e-5d2a-4c8e-9f10-2a3b4c5d6e7f (svc artifacts list shows them)'
   return plainIssueText(e.schema, e.type, e.message)
 }
 

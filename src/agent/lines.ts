@@ -90,8 +90,9 @@ let setpriv: string | null | undefined
  */
 export function spawnChild(argv: string[], env: Record<string, string>, stdin: 'pipe' | 'ignore') {
   const [cmd, ...args] = argv
-  const path = cmd === undefined ? null : Bun.which(cmd, { PATH: env.PATH ?? '' })
-  if (path === null) throw new Error(`${cmd ?? '(empty command)'}: not found (on PATH) or not executable`)
+  if (cmd === undefined || cmd === '') throw new Error('the command is empty (its first word, the program, is "")')
+  const path = Bun.which(cmd, { PATH: env.PATH ?? '' })
+  if (path === null) throw new Error(`${cmd}: not found (on PATH) or not executable`)
   if (setpriv === undefined) setpriv = process.platform === 'linux' ? Bun.which('setpriv') : null
   const full = setpriv ? [setpriv, '--pdeathsig', 'TERM', '--', path, ...args] : [path, ...args]
   return Bun.spawn(full, { env, stdin, stdout: 'pipe', stderr: 'pipe' })

@@ -5,6 +5,7 @@
 // identity would evict each other forever, so this one stops for good.
 import { SIGNALS, type Signal } from '../wire/fellow'
 import { Backoff } from './backoff'
+import { redactUrl } from './redact'
 import type { TimerClock } from '../time'
 import type { Logger } from '../log'
 
@@ -107,7 +108,7 @@ export class SignalChannel {
       opened = true
       this.connected = true
       this.backoff.reset()
-      log.info('signals connected', { url: url.replace(/\/ws\/signals\/.*/, '/ws/signals/...') })
+      log.info('signals connected', { url: redactUrl(url.replace(/\/ws\/signals\/.*/, '/ws/signals/...')) })
     }
     ws.onmessage = (ev) => {
       const s = parseSignal(typeof ev.data === 'string' ? ev.data : new TextDecoder().decode(ev.data as ArrayBuffer))

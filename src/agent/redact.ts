@@ -1,0 +1,39 @@
+// URLs as the agent logs them: an engine's or the leader's URL may carry credentials
+// (`http://admin:s3cret@host/v1`, `?api_key=...`), and the agent's log lines reach the leader,
+// where pool members read them. The user name, the password and any query value whose name says
+// key, token, secret, password or auth become `***`; the rest stays readable.
+const SECRET_PARAM = /key|token|secret|pass|auth|sig|cred/i
+
+export function redactUrl(url: string): string {
+  let u: URL
+  try {
+    u = new URL(url.replaceAll('{port}', '1'))
+  } catch {
+    // Not parseable: still no userinfo and no secret-looking parameter in the line.
+    return url.replace(/\/\/[^/@\s]*@/, '//***@').replace(/([?&][^=&#]*(?:key|token|secret|pass|auth|sig|cred)[^=&#]*=)[^&#]*/gi, '$1***')
+  }
+  let out = url
+  if (u.username !== '' || u.password !== '') out = out.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/@]*@/, '$1***@')
+  if (u.search !== '') {
+    const q = out.indexOf('?')
+    const hash = out.indexOf('#', q)
+    const query = out.slice(q + 1, hash < 0 ? undefined : hash)
+    const clean = query
+      .split('&')
+      .map((kv) => {
+        const eq = kv.indexOf('=')
+        return eq > 0 && SECRET_PARAM.test(decodeURIComponentSafe(kv.slice(0, eq))) ? `${kv.slice(0, eq)}=***` : kv
+      })
+      .join('&')
+    out = out.slice(0, q + 1) + clean + (hash < 0 ? '' : out.slice(hash))
+  }
+  return out
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
