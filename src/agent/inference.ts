@@ -6,13 +6,13 @@
 //
 // Concurrency: as many long-polls as the engines take requests at once together (at most
 // MAX_SLOTS), and each engine never more than its max_concurrent (a request beyond waits here).
-import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Backoff } from './backoff'
 import { InferSocketClient } from './infer-socket'
 import { downloadVerified } from './checkpoints'
 import { createEngine, EngineError, type Engine, type EngineEvent } from './engines'
-import { LeaderError, isRetryable, type InferFrame, type LeaderClient } from './client'
+import { LeaderError, NetworkError, isRetryable, type InferFrame, type LeaderClient, type StoredArtifact } from './client'
 import { BUILTIN_MODEL, type EngineSpec } from './fellow-config'
 import { MODEL_BYTES } from './textgen'
 import { VERSION } from '../version'
@@ -71,6 +71,8 @@ export class InferenceServer {
   private readonly announced = new Set<string>()
   /** Sizes of the model files fetched from the store, for the catalog. */
   private readonly modelSizes = new Map<string, number>()
+  /** Kept model files whose bytes were checked against their name (their SHA-256) in this run. */
+  private readonly verified = new Set<string>()
   /** The inference channel, while it is open. */
   private socket: InferSocketClient | null = null
   /** Requests taken at once (MAX_SLOTS at most), and how many are being served now. */
@@ -134,20 +136,61 @@ export class InferenceServer {
   /**
    * A model file from the leader's artifact store (of this fellow's pool), downloaded once and
    * kept by its SHA-256: a restart or a second engine with the same file does not fetch it again.
+   * The leader is asked before every start (an artifact deleted or out of the pool's reach is not
+   * served); when it cannot be reached, the copy kept for the SHA-256 it last named starts the
+   * engine, checked again against that hash: an engine restarts while its leader is away.
    */
   private async fetchModel(id: string): Promise<string> {
     if (!this.deps.stateDir) throw new Error('no state directory to keep model files in')
-    const art = await this.deps.client.artifact(id)
-    this.modelSizes.set(id, art.size_bytes)
     const dir = join(this.deps.stateDir, 'models')
+    let art: StoredArtifact
+    try {
+      art = await this.deps.client.artifact(id)
+    } catch (e) {
+      const unreachable = e instanceof NetworkError || (e instanceof LeaderError && e.status >= 500)
+      if (!unreachable) throw e
+      const cached = await this.cachedModel(id, dir)
+      if (!cached) throw new Error(`${(e as Error).message}; and no copy of it kept on this fellow`)
+      this.deps.log.warn('leader not reachable; engine starts from the kept model file', { artifact_id: id, sha256: cached.sha256, error: (e as Error).message })
+      return cached.file
+    }
+    this.modelSizes.set(id, art.size_bytes)
     const file = join(dir, art.sha256)
-    if (existsSync(file) && statSync(file).size === art.size_bytes) return file
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    const part = `${file}.part`
-    this.deps.log.info('downloading model file', { artifact_id: id, name: art.name, bytes: art.size_bytes })
-    await downloadVerified({ client: this.deps.client, log: this.deps.log, clock: this.deps.clock, signal: this.deps.signal }, art, part)
-    renameSync(part, file)
+    if (!(existsSync(file) && statSync(file).size === art.size_bytes)) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 })
+      const part = `${file}.part`
+      this.deps.log.info('downloading model file', { artifact_id: id, name: art.name, bytes: art.size_bytes })
+      await downloadVerified({ client: this.deps.client, log: this.deps.log, clock: this.deps.clock, signal: this.deps.signal }, art, part)
+      renameSync(part, file)
+      this.verified.add(file)
+    }
+    // What the leader last said this artifact is: the kept copy to start from when it cannot be asked.
+    writeFileSync(join(dir, `${id}.json`), JSON.stringify({ sha256: art.sha256, size_bytes: art.size_bytes }), { mode: 0o600 })
     return file
+  }
+
+  /** The kept copy of an artifact, when its hash is the one the leader last named for it. */
+  private async cachedModel(id: string, dir: string): Promise<{ file: string; sha256: string } | null> {
+    let known: { sha256?: unknown; size_bytes?: unknown }
+    try {
+      known = JSON.parse(readFileSync(join(dir, `${id}.json`), 'utf8')) as typeof known
+    } catch {
+      return null
+    }
+    if (typeof known.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(known.sha256)) return null
+    const file = join(dir, known.sha256)
+    if (!existsSync(file)) return null
+    if (!this.verified.has(file)) {
+      const h = new Bun.CryptoHasher('sha256')
+      for await (const chunk of Bun.file(file).stream()) h.update(chunk)
+      if (h.digest('hex') !== known.sha256) {
+        this.deps.log.warn('kept model file does not match its SHA-256; not used', { artifact_id: id, file })
+        return null
+      }
+      this.verified.add(file)
+    }
+    if (typeof known.size_bytes === 'number') this.modelSizes.set(id, known.size_bytes)
+    return { file, sha256: known.sha256 }
   }
 
   /** The model in the leader's catalog, once per model per agent run. */
