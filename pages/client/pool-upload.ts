@@ -19,7 +19,8 @@ export function poolUploadClient(): void {
   const poolId = svc.data('pool-id')
   const SLICE = 8 << 20
   const ATTEMPTS = 5
-  const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+  // As the leader refuses them (src/wire/schema.ts): control characters and text-direction overrides.
+  const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
 
   let running = false
   let cancelled = false

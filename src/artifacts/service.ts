@@ -82,6 +82,8 @@ export class ArtifactService {
     if (input.kind === 'checkpoint' && (input.job_id === undefined || input.stage === undefined)) {
       throw invalid('body: a checkpoint names its job_id and stage, so a fellow taking the stage over can find it.', { errors: [{ path: '/job_id', message: 'required for a checkpoint' }] })
     }
+    // A name is saved as a file's name by whoever downloads it: "." and ".." name directories.
+    if (input.name === '.' || input.name === '..') throw invalid(`body /name: "${input.name}" names a directory, not a file.`, { errors: [{ path: '/name', message: 'must not be "." or ".."' }] })
     if (input.size_bytes > cfg.artifactMaxBytes) {
       throw new AppError('payload_too_large', `An artifact may hold at most ${cfg.artifactMaxBytes} bytes (SVC_ARTIFACT_MAX_BYTES); this one declares ${input.size_bytes}.`, { max_bytes: cfg.artifactMaxBytes })
     }

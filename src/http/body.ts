@@ -200,7 +200,27 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
     const at = protoKeyPath(value, '')
     if (at !== null) throw new AppError('validation_failed', `body ${at}: Unknown field.`, { errors: [{ path: at, message: 'Unknown field.' }] })
   }
+  // A \u escape can make half of a UTF-16 pair ("a\ud800b"), which is no text: it was stored and
+  // then broke whatever encoded it again (mail, logs, other JSON readers). Only a body with such an
+  // escape is walked.
+  if (/\\u[dD][89a-fA-F]/.test(text)) {
+    const at = brokenTextPath(value, '')
+    if (at !== null) throw new AppError('validation_failed', `body ${at}: holds half of a UTF-16 surrogate pair, which is no text.`, { errors: [{ path: at, message: 'holds half of a UTF-16 surrogate pair, which is no text' }] })
+  }
   return value
+}
+
+/** The JSON pointer of the first string (value or key) that is not well-formed UTF-16, or null. */
+function brokenTextPath(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.isWellFormed() ? null : path || '/'
+  if (value === null || typeof value !== 'object') return null
+  for (const [k, v] of Object.entries(value)) {
+    const at = `${path}/${k}`
+    if (!k.isWellFormed()) return at
+    const hit = brokenTextPath(v, at)
+    if (hit !== null) return hit
+  }
+  return null
 }
 
 /** The JSON pointer of the first own `__proto__` key, or null. Depth is bounded by MAX_JSON_DEPTH. */

@@ -19,9 +19,14 @@ export const Timestamp = Type.String({ format: 'date-time' })
  * the three parts cannot overlap, so one pass decides (TypeBox checks every rule of a refused
  * value, however long), and the fuzzers' generators, which know no lookahead, can build it.
  */
-const CONTROL = '\\u0000-\\u001f\\u007f-\\u009f'
-const SPACE = ' \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff'
-export const LABEL_PATTERN = `^[${SPACE}]*[^\\s${CONTROL}][^${CONTROL}]*$`
+// Control characters, and the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+// U+2066-U+2069), which make text display in another order than it is ("report\u202Efdp.exe"
+// shows as "reportexe.pdf"): a name holding one can pass for another.
+const CONTROL = '\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069'
+// Spaces, and what shows as nothing (zero-width space and joiners, direction marks, word joiner,
+// soft hyphen): a name of these alone is blank.
+const SPACE = ' \\u00a0\\u00ad\\u1680\\u180e\\u2000-\\u200f\\u2028\\u2029\\u202f\\u205f-\\u2064\\u3000\\ufeff'
+export const LABEL_PATTERN = `^[${SPACE}]*[^\\s${SPACE}${CONTROL}][^${CONTROL}]*$`
 export const Label = (maxLength: number, options: StringOptions = {}) => Type.String({ ...options, minLength: 1, maxLength, pattern: LABEL_PATTERN })
 /** Free text that is never blank-checked but must print safely: no control characters (a display name, a search). */
 export const NO_CONTROL_PATTERN = `^[^${CONTROL}]*$`

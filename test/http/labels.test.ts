@@ -43,6 +43,37 @@ describe('names', () => {
     expect(reg.status).toBe(201)
   })
 
+  test('a name of invisible characters alone is blank; a text-direction override is refused anywhere (a name could pass for another); marks and joiners inside text stay', async () => {
+    for (const bad of ['\u200b\u200d', '\u00ad', '\u2060\ufeff', 'report\u202efdp.exe', '\u2066isolated\u2069', 'a\u202ab']) {
+      const res = await alice.post('/api/v1/pools', { name: bad })
+      expect([JSON.stringify(bad), res.status, res.body.detail]).toEqual([JSON.stringify(bad), 422, 'body /name: must not be blank or hold control characters'])
+    }
+    const file = await alice.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'invoice\u202efdp.exe', size_bytes: 1, sha256: 'a'.repeat(64), pool_id: pool.id })
+    expect([file.status, file.body.detail]).toEqual([422, "body /name: must not hold '/' or control characters"])
+    for (const good of ['👩\u200d💻 lab', 'שלום\u200f team', 'Zero\u200bwidth']) {
+      const res = await alice.post('/api/v1/pools', { name: good })
+      expect([JSON.stringify(good), res.status]).toEqual([JSON.stringify(good), 201])
+    }
+  })
+
+  test('half of a UTF-16 surrogate pair (a \\ud800 escape) is no text: 422 naming the field, in a value or a key', async () => {
+    for (const [body, at] of [['{"name":"a\\ud800b"}', '/name'], ['{"name":"x\\uDC00"}', '/name'], ['{"name":"ok","\\ud83d":1}', '/\ud83d']] as const) {
+      const res = await alice.post('/api/v1/pools', body, { 'content-type': 'application/json' })
+      expect([body, res.status, res.body.errors?.[0]]).toEqual([body, 422, { path: at, message: 'holds half of a UTF-16 surrogate pair, which is no text' }])
+    }
+    // A whole pair, escaped, is an emoji like any other.
+    const rocket = await alice.post('/api/v1/pools', '{"name":"GPU \\ud83d\\ude80"}', { 'content-type': 'application/json' })
+    expect([rocket.status, rocket.body.name]).toEqual([201, 'GPU 🚀'])
+  })
+
+  test('an artifact named "." or ".." is refused: whoever downloads it saves it under that name', async () => {
+    for (const name of ['.', '..']) {
+      const res = await alice.post('/api/v1/artifacts/uploads', { kind: 'file', name, size_bytes: 1, sha256: 'a'.repeat(64), pool_id: pool.id })
+      expect([name, res.status, res.body.errors]).toEqual([name, 422, [{ path: '/name', message: 'must not be "." or ".."' }]])
+    }
+    expect((await alice.post('/api/v1/artifacts/uploads', { kind: 'file', name: '...', size_bytes: 1, sha256: 'a'.repeat(64), pool_id: pool.id })).status).toBe(201)
+  })
+
   test('a blank value far over the length limit gets the same words beside the length refusal', async () => {
     // TypeBox reports every rule a value breaks: the pattern runs on all 900 KiB of it.
     const res = await alice.post('/api/v1/pools', { name: ' '.repeat(900 * 1024) })
