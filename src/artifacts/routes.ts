@@ -5,7 +5,7 @@ import { AppError } from '../errors'
 import { BodyStream } from '../http/body'
 import { actorOf } from '../http/callers'
 import { problem } from '../http/problem'
-import { parseRange } from '../http/range'
+import { noneMatchHits, parseRange, rangeStillApplies } from '../http/range'
 import type { AppBase } from '../http/base'
 import type { Caller } from '../caller'
 import type { ArtifactService, Uploader } from './service'
@@ -72,10 +72,17 @@ export function artifactRoutes(app: AppBase, artifacts: ArtifactService) {
     .get(
       '/api/v1/artifacts/:id/content',
       async ({ caller, params, request }) => {
-        const size = artifacts.get(caller, params.id).size_bytes
+        const found = artifacts.get(caller, params.id)
+        const size = found.size_bytes
+        const etag = `"${found.sha256}"`
+        // The bytes of an artifact never change (the tag is their hash): a client holding them is
+        // told so, and a range is served only of the bytes the client holds a part of.
+        if (noneMatchHits(request.headers.get('if-none-match'), etag)) {
+          return new Response(null, { status: 304, headers: { etag, 'cache-control': 'private, no-cache' } })
+        }
         let range
         try {
-          range = parseRange(request.headers.get('range'), size)
+          range = rangeStillApplies(request.headers.get('if-range'), etag) ? parseRange(request.headers.get('range'), size) : null
         } catch (e) {
           if (e instanceof AppError) return problem(e.code, e.message, e.extra, { 'content-range': `bytes */${size}` })
           throw e

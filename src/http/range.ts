@@ -25,3 +25,25 @@ export function parseRange(header: string | null, size: number): { start: number
 function unsatisfiable(size: number): AppError {
   return new AppError('range_not_satisfiable', `The range lies outside the ${size} byte(s) there are.`, { size_bytes: size })
 }
+
+/**
+ * If-None-Match against an entity tag (weak comparison, RFC 9110 13.1.2): `*`, or the tag in its
+ * list, with or without W/. A client holding the same bytes is answered 304.
+ */
+export function noneMatchHits(header: string | null, etag: string): boolean {
+  if (header === null) return false
+  if (header.trim() === '*') return true
+  const opaque = etag.replace(/^W\//, '')
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === opaque)
+}
+
+/**
+ * Whether a Range is to be served (If-Range, RFC 9110 13.1.5): without If-Range, yes; with it, only
+ * when it is this entity tag exactly (strong comparison). A date, or another tag, means the copy the
+ * client holds a part of may have changed: the whole body is sent.
+ */
+export function rangeStillApplies(ifRange: string | null, etag: string): boolean {
+  if (ifRange === null) return true
+  const tag = ifRange.trim()
+  return !tag.startsWith('W/') && tag === etag
+}

@@ -178,10 +178,15 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
     errors: [409, 413, 415, 422],
   },
   'GET /api/v1/artifacts/{id}/content': {
-    parameters: [{ name: 'Range', in: 'header', description: 'One byte range (bytes=a-b, bytes=a-, bytes=-n), answered with 206; anything else is ignored.', schema: { type: 'string', pattern: '^[\\x20-\\x7e]{0,100}$' } }],
+    parameters: [
+      { name: 'Range', in: 'header', description: 'One byte range (bytes=a-b, bytes=a-, bytes=-n), answered with 206; anything else is ignored.', schema: { type: 'string', pattern: '^[\\x20-\\x7e]{0,100}$' } },
+      { name: 'If-Range', in: 'header', description: 'The ETag of the copy the range continues: another tag or a date sends the whole body (200).', schema: { type: 'string', pattern: '^[\\x20-\\x7e]{0,100}$' } },
+      { name: 'If-None-Match', in: 'header', description: 'ETags the client holds: the artifact\'s answers 304.', schema: { type: 'string', pattern: '^[\\x20-\\x7e]{0,1000}$' } },
+    ],
     responses: {
       200: media('The bytes; ETag is the quoted SHA-256, Content-Disposition an attachment.', 'application/octet-stream', { type: 'string', format: 'binary' }),
       206: media('The requested range; Content-Range says which.', 'application/octet-stream', { type: 'string', format: 'binary' }),
+      304: none('Not modified: If-None-Match names the ETag (the bytes never change).'),
     },
     errors: [410, 416, 503],
   },

@@ -474,6 +474,22 @@ describe('reading artifacts', () => {
     expect((await fa.c.get(`/api/v1/artifacts/${art.id}/content`, { range: 'items=0-1' })).status).toBe(200)
   })
 
+  test('If-Range and If-None-Match: a range of the same bytes is served, of other bytes the whole body; a client holding them gets 304 (both were ignored)', async () => {
+    const etag = `"${sha256(data)}"`
+    const url = `/api/v1/artifacts/${art.id}/content`
+    const same = await fa.c.get(url, { range: 'bytes=0-4', 'if-range': etag })
+    expect([same.status, same.body]).toEqual([206, data.subarray(0, 5)])
+    for (const other of ['"nope"', `W/${etag}`, 'Wed, 21 Oct 2015 07:28:00 GMT']) {
+      const whole = await fa.c.get(url, { range: 'bytes=0-4', 'if-range': other })
+      expect([other, whole.status, (whole.body as Uint8Array).byteLength]).toEqual([other, 200, 1000])
+    }
+    for (const held of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const cached = await fa.c.get(url, { 'if-none-match': held })
+      expect([held, cached.status, cached.headers.get('etag')]).toEqual([held, 304, etag])
+    }
+    expect((await fa.c.get(url, { 'if-none-match': '"other"' })).status).toBe(200)
+  })
+
   test("the latest checkpoint of a job's stage is its highest step, then the newest; for the job's pool only", async () => {
     const ck = (step: number, stage: number, seed: number) => upload(stage === 0 ? fa : fa2, bytes(32, seed), { kind: 'checkpoint', name: `s${stage}-${step}`, job_id: jobA.id, stage, step })
     await ck(500, 0, 20)
