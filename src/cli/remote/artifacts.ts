@@ -2,7 +2,7 @@
 // model files people put there for its engines). Uploads resume where the leader stands after a
 // broken connection; downloads are checked against the artifact's SHA-256 before they get their name.
 import { closeSync, existsSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
-import { basename } from 'node:path'
+import { basename, join } from 'node:path'
 import type { Static } from '@sinclair/typebox'
 import * as A from '../../artifacts/model'
 import type { Pool } from '../../pools/model'
@@ -159,11 +159,42 @@ export async function upload({ args, flags, usage }: Invocation): Promise<number
   return 0
 }
 
+/**
+ * The artifact's own name as a file name in a directory: refused when it is not one plain name
+ * (`.`, `..`, a slash, a control character) or is `-`, which would read as standard output. The
+ * leader refuses such names now, but an older store may hold them.
+ */
+const plainName = (n: string): boolean => !(n === '' || n === '.' || n === '..' || n === '-' || /[/\x00-\x1f\x7f]/.test(n))
+
+function fileNameOf(a: Artifact): string {
+  if (!plainName(a.name)) throw new CliError(`artifact ${a.id} is named ${JSON.stringify(a.name)}, which cannot be a file name here; give --output FILE`)
+  return a.name
+}
+
+const isDirectory = (path: string): boolean => {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+const why = (e: unknown): string => {
+  const code = (e as NodeJS.ErrnoException).code
+  return code === 'ENOENT' ? 'no such directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EISDIR' || code === 'EBUSY' || code === 'ENOTEMPTY' || code === 'EEXIST' ? 'it is a directory' : (e as Error).message
+}
+
 export async function download({ args, flags }: Invocation): Promise<number> {
   const c = clientFor(flags)
   const a = await resolveArtifact(c, args.ARTIFACT!)
-  const target = (flags.output as string | undefined) ?? a.name
-  const toStdout = target === '-'
+  // --output - is standard output; no --output saves <name> here. Only the operator's own `-`
+  // means standard output, and --output names a file, never a directory to save into.
+  const output = flags.output as string | undefined
+  const toStdout = output === '-'
+  const target = toStdout ? '-' : (output ?? fileNameOf(a))
+  if (!toStdout && isDirectory(target)) {
+    throw new CliError(`${target} is a directory; --output names the file to save it as${output !== undefined && plainName(a.name) ? ` (${JSON.stringify(join(output, a.name))}, say)` : ''}`)
+  }
   if (!toStdout && existsSync(target) && !flags.force) throw new CliError(`${target} already exists; --force replaces it, --output FILE names another`)
   const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, headers: { accept: 'application/octet-stream' } })
   if (!res.body) throw new CliError(`the leader sent no bytes for artifact ${a.id}`)
@@ -175,8 +206,7 @@ export async function download({ args, flags }: Invocation): Promise<number> {
     try {
       fd = openSync(part, 'w', 0o600)
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code
-      throw new CliError(`cannot write ${target}: ${code === 'ENOENT' ? 'no such directory' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}`)
+      throw new CliError(`cannot write ${target}: ${why(e)}`)
     }
   }
   const h = new Bun.CryptoHasher('sha256')
@@ -202,7 +232,13 @@ export async function download({ args, flags }: Invocation): Promise<number> {
     throw new CliError(`the bytes of ${a.name} received (${got}) hash to ${digest}, not its ${a.sha256}: nothing kept`)
   }
   if (toStdout) return 0
-  renameSync(part, target)
+  try {
+    renameSync(part, target)
+  } catch (e) {
+    // A directory put there meanwhile, a name the system keeps (EBUSY): nothing half kept.
+    rmSync(part, { force: true })
+    throw new CliError(`cannot save ${a.name} as ${target}: ${why(e)}; nothing kept`)
+  }
   printDone(modeOf(flags), a, a.id, `saved ${a.name} (${size(a.size_bytes)}, sha256 checked) as ${target}`)
   return 0
 }

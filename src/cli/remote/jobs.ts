@@ -12,6 +12,17 @@ import { onlyPool, poolLabel, resolveJob, resolvePool } from './refs'
 
 type Job = J.Job
 
+/** Where a parsed JSON value holds a number JSON cannot carry (Infinity from 1e400): its path, else null. */
+function nonFinite(v: unknown, path = ''): string | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? null : path === '' ? 'the value' : `the value at ${path}`
+  if (typeof v !== 'object' || v === null) return null
+  for (const [k, x] of Object.entries(v)) {
+    const found = nonFinite(x, Array.isArray(v) ? `${path}[${k}]` : path ? `${path}.${k}` : k)
+    if (found !== null) return found
+  }
+  return null
+}
+
 /** --config JSON or @FILE, then each --set KEY=VALUE on top (VALUE as JSON when it parses, else text). */
 function configOf(flags: Invocation['flags'], usage: string): Record<string, unknown> | undefined {
   let config: Record<string, unknown> | undefined
@@ -31,6 +42,8 @@ function configOf(flags: Invocation['flags'], usage: string): Record<string, unk
       throw new UsageError('--config must be a JSON object (or @FILE holding one)', usage)
     }
     if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new UsageError('--config must be a JSON object (or @FILE holding one)', usage)
+    const bad = nonFinite(config)
+    if (bad !== null) throw new UsageError(`--config: ${bad} is a number too large for JSON (it would be sent as null)`, usage)
   }
   for (const kv of (flags.set as string[] | undefined) ?? []) {
     const eq = kv.indexOf('=')
@@ -41,6 +54,11 @@ function configOf(flags: Invocation['flags'], usage: string): Record<string, unk
       value = JSON.parse(v)
     } catch {
       // plain text
+    }
+    // 1e400 parses to Infinity, which JSON sends as null: refused rather than sent as something else.
+    if (nonFinite(value) !== null) {
+      const shown = v.length > 40 ? `${v.slice(0, 40)}…` : v
+      throw new UsageError(`--set ${kv.slice(0, eq)}: ${shown} ${typeof value === 'number' ? 'is' : 'holds'} a number too large for JSON (it would be sent as null)`, usage)
     }
     config = { ...config, [kv.slice(0, eq)]: value }
   }
