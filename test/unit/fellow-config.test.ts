@@ -85,7 +85,7 @@ url = "http://127.0.0.1:11434/v1"
     expect(loaded('foo = 1')).toBe('fellow.toml: foo: unknown setting (the file holds [engines.NAME] and [runners.NAME] tables)')
     expect(loaded('[runners.torch]\ncommand = "a"\nstop_grace_s = -1')).toBe('fellow.toml: runners.torch.stop_grace_s: must be an integer from 0 to 3600')
     expect(loaded('[runners.torch]\ncommand = "a"\nenv = { "A-B" = "x" }')).toBe('fellow.toml: runners.torch.env.A-B: environment variable names are letters, digits and _, not starting with a digit')
-    expect(loaded('[runners.torch]\ncommand = "a"\nenv = { A = 1 }')).toBe('fellow.toml: runners.torch.env.A: expected string')
+    expect(loaded('[runners.torch]\ncommand = "a"\nenv = { A = 1 }')).toBe('fellow.toml: runners.torch.env.A: must be a string')
   })
 
   test('a declared program that is not there is refused at start, looked up as the child would be', () => {
