@@ -3,7 +3,7 @@
 // before the body is validated or the handler runs. A route without a class, and any path no route
 // matches, is treated as `admin` (default-deny), so forgetting the macro can only lock a route.
 import { Elysia } from 'elysia'
-import { AppError } from '../errors'
+import { AppError, invalid } from '../errors'
 import { safeEqual } from '../crypto'
 import { clientIpResolver } from './client-ip'
 import { cookieFrom } from './cookies'
@@ -33,6 +33,8 @@ export interface RouteMeta {
   bodyless: boolean
   /** Its body is a JSON object: a list is refused as such (Elysia took it for an object with keys 0, 1, ...). */
   objectBody: boolean
+  /** An API route that declares no query: a parameter sent to it is refused, not ignored. */
+  queryless: boolean
 }
 
 declare module 'elysia' {
@@ -45,13 +47,13 @@ declare module 'elysia' {
   }
 }
 
-const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false, bodyless: false, objectBody: false }
+const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false, bodyless: false, objectBody: false, queryless: false }
 
 /** Route classes by "METHOD path", filled once the app is composed. */
 export class PolicyIndex {
   private byRoute = new Map<string, RouteMeta>()
 
-  load(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown>; body?: unknown } }[]): void {
+  load(routes: readonly { method: string; path: string; hooks?: { detail?: Record<string, unknown>; body?: unknown; query?: unknown } }[]): void {
     for (const r of routes) {
       const declared = r.hooks?.detail?.['x-policy']
       const ok = typeof declared === 'string' && (POLICY_CLASSES as readonly string[]).includes(declared)
@@ -63,6 +65,7 @@ export class PolicyIndex {
         metricsToken: r.hooks?.detail?.['x-metrics-token'] === true,
         bodyless: r.hooks?.body === undefined && r.hooks?.detail?.['x-body'] !== 'binary',
         objectBody: (r.hooks?.body as { type?: unknown } | undefined)?.type === 'object',
+        queryless: r.path.startsWith('/api/') && r.method !== 'WS' && r.hooks?.query === undefined,
       })
     }
   }
@@ -200,6 +203,20 @@ export type RequestGate = (request: Request, route: string, server: { requestIP(
  * reads a byte (so an anonymous caller cannot park a 65 MiB upload in memory), the derive after it
  * for the routes that have no body. The answer (or the refusal) is kept per Request.
  */
+/**
+ * A route that takes no query parameters refuses any it is sent: `?force=1` on a delete, `?page=2`
+ * on an unpaged list or `?user_id=` on a list of one's own looked as if they had been applied. A
+ * WebSocket handshake may carry its `token`.
+ */
+function refuseParameters(url: string, upgrade: boolean): void {
+  const q = url.indexOf('?')
+  if (q < 0 || q === url.length - 1) return
+  const names = [...new Set(new URLSearchParams(url.slice(q + 1)).keys())].filter((k) => !(upgrade && k === 'token'))
+  if (names.length === 0) return
+  const shown = names.slice(0, 5).map((n) => (n.length > 40 ? `${n.slice(0, 40)}...` : n))
+  throw invalid(`query: this request takes no parameters (got ${shown.join(', ')}).`, { errors: shown.map((n) => ({ path: `/${n}`, message: 'is not a parameter this request takes' })) })
+}
+
 export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)
@@ -236,6 +253,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
     ) {
       throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
     }
+    if (meta.queryless) refuseParameters(request.url, upgrade)
     return { caller, clientIp: ip, routeClass: meta.policy }
   }
   return (request, route, server) => {

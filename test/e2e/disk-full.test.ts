@@ -41,9 +41,6 @@ test.skipIf(!canMount)('a full disk: 507 with Retry-After for a write and for an
   leader = await startLeader({}, dir, onPrivateTmpfs(join(dir, 'state')))
   const disk = `/proc/${leader.proc.pid}/root${dir}/state`
   const admin = await registerUser(leader.url, 'admin@example.com', 'a long password')
-  const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { body: { hostname: 'gpu' } })
-  expect(reg.status).toBe(201)
-  const node = reg.body.node_token as string
 
   // A pool the state file has no room for.
   let free = fill(`${disk}/filler`, 0)
@@ -52,7 +49,13 @@ test.skipIf(!canMount)('a full disk: 507 with Retry-After for a write and for an
   expect(leader.logs.some((l) => l.includes('"disk full: a write failed"'))).toBe(true)
   expect(leader.logs.some((l) => l.includes('unhandled error'))).toBe(false)
   free()
-  expect((await admin.call('POST', '/api/v1/pools', { name: 'Lab', description: 'd'.repeat(500) })).status).toBe(201)
+  const lab = await admin.call('POST', '/api/v1/pools', { name: 'Lab', description: 'd'.repeat(500) })
+  expect(lab.status).toBe(201)
+  // A fellow of the pool (one that joined without a token stores only its job stages' files).
+  const joinToken = (await admin.call('POST', '/api/v1/bootstrap/join-sessions', { pool_id: lab.body.id })).body.join_token as string
+  const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { bearer: joinToken, body: { hostname: 'gpu' } })
+  expect(reg.status).toBe(201)
+  const node = reg.body.node_token as string
 
   // An upload of 2 MiB onto a disk with room for about half of it.
   const data = Uint8Array.from({ length: 2 * 1024 * 1024 }, (_, i) => (i * 131) & 0xff)

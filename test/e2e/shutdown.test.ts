@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { killAll, poll, startCluster, startFellow, stopCluster, waitOnline } from '../helpers/cluster'
 import { SVC_BIN, startLeader } from '../helpers/leader'
-import { call } from '../helpers/e2e'
+import { call, registerUser } from '../helpers/e2e'
 import { until } from '../helpers/until'
 
 afterAll(killAll)
@@ -50,7 +50,11 @@ function slowPut(url: string, path: string, token: string, total: number, first:
 test('a request under way finishes within SVC_SHUTDOWN_GRACE_S; one still running after it is cut with a warning', async () => {
   for (const finishes of [true, false]) {
     const leader = await startLeader({ SVC_SHUTDOWN_GRACE_S: '2' })
-    const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { body: { hostname: 'gpu' } })
+    // A fellow of a pool (one that joined without a token stores only its job stages' files).
+    const admin = await registerUser(leader.url, 'admin@example.com', 'a long password')
+    const pool = (await admin.call('POST', '/api/v1/pools', { name: 'Lab' })).body.id as string
+    const join = (await admin.call('POST', '/api/v1/bootstrap/join-sessions', { pool_id: pool })).body.join_token as string
+    const reg = await call(leader.url, 'POST', '/api/v1/workers/register', { bearer: join, body: { hostname: 'gpu' } })
     const token = reg.body.node_token as string
     const size = 64 * 1024
     const sha256 = new Bun.CryptoHasher('sha256').update(new Uint8Array(size)).digest('hex')
@@ -75,7 +79,7 @@ test('a request under way finishes within SVC_SHUTDOWN_GRACE_S; one still runnin
   }
 })
 
-test('svc jobs watch and jobs logs --follow ride out a leader restart, then end with the job', async () => {
+test('svc jobs watch, jobs logs --follow and audit list --follow ride out a leader restart; the jobs ones then end with the job', async () => {
   const c = await startCluster('tunnel')
   startFellow(c, 'gpu-b')
   await waitOnline(c, 1)
@@ -87,17 +91,26 @@ test('svc jobs watch and jobs logs --follow ride out a leader restart, then end 
   const cli = (args: string[]) => {
     const proc = Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' })
     const lines: string[] = []
+    let err = ''
     const read = (async () => {
       for await (const chunk of proc.stdout) lines.push(...new TextDecoder().decode(chunk).split('\n').filter((l) => l !== ''))
     })()
-    return { proc, lines, done: Promise.all([proc.exited, read, new Response(proc.stderr).text()]) }
+    const readErr = (async () => {
+      for await (const chunk of proc.stderr) err += new TextDecoder().decode(chunk)
+      return err
+    })()
+    return { proc, lines, err: () => err, done: Promise.all([proc.exited, read, readErr]) }
   }
   const watch = cli(['jobs', 'watch', jobId])
   const follow = cli(['jobs', 'logs', jobId, '--follow'])
+  // It exited 1 at the first poll the restarting leader did not answer (its help says: until Ctrl-C).
+  const audit = cli(['audit', 'list', '--follow', '--json'])
   // The agent ships its log every 2 s.
   await until(() => follow.lines.length > 0 || null, 'log lines before the restart', poll(20_000))
+  await until(() => audit.lines.some((l) => JSON.parse(l).kind === 'job.submit') || null, 'the audit entries before the restart', poll(20_000))
   expect(await c.leader.stop()).toBe(0)
   const before = follow.lines.length
+  await until(() => audit.err().includes('still following') || null, 'the audit follower noticing the leader is away', poll(10_000))
   c.leader = await startLeader({ SVC_PORT: new URL(c.leader.url).port, SVC_BASE_URL: c.leader.url, SVC_HEARTBEAT_INTERVAL_S: '1', SVC_PIPELINE_TRANSPORT: 'tunnel' }, c.leader.dir)
   await waitOnline(c, 1)
   // Lines the fellow ships to the new leader reach the follower, which reconnected on its own.
@@ -107,5 +120,9 @@ test('svc jobs watch and jobs logs --follow ride out a leader restart, then end 
   expect([watchCode, watchErr.trim()]).toEqual([1, 'svc: job long cancelled: cancelled by a user'])
   const [followCode, , followErr] = await follow.done
   expect([followCode, followErr]).toEqual([0, ''])
+  await until(() => audit.lines.some((l) => JSON.parse(l).kind === 'job.cancel') || null, 'the cancel in the audit follower after the restart', poll(20_000))
+  expect(audit.err()).toContain('the leader answers again; following')
+  audit.proc.kill('SIGINT')
+  await audit.done
   await stopCluster(c)
 })

@@ -35,6 +35,22 @@ describe('validation in words', () => {
     expect(await refusal('PATCH', '/api/v1/admin/role-limits/user', { allowed_visibilities: ['private', 'private'] })).toBe('body /allowed_visibilities: must not name an item twice')
   })
 
+  test('a route that takes no query parameters refuses them, not ignores them (?force=1 on a delete, ?page=2 on an unpaged list looked applied)', async () => {
+    for (const path of [`/api/v1/pools/${pool.id}?foo=1`, '/api/v1/auth/me?verbose=true', '/api/v1/admin/pools?page=2']) {
+      const res = await admin.get(path)
+      expect([path, res.status, res.body.errors?.[0]?.message]).toEqual([path, 422, 'is not a parameter this request takes'])
+    }
+    const keep = await seedUser(h, 'keep@example.com')
+    const del = await admin.delete(`/api/v1/admin/users/${keep.id}?force=1&also=x`)
+    expect([del.status, del.body.detail]).toEqual([422, 'query: this request takes no parameters (got force, also).'])
+    expect((await admin.get('/api/v1/admin/users?q=keep@example.com')).body.total).toBe(1)
+    // An empty query string is no parameter; routes that take some still take them.
+    expect((await admin.get(`/api/v1/pools/${pool.id}?`)).status).toBe(200)
+    expect((await admin.get(`/api/v1/pools?mine=true`)).status).toBe(200)
+    // Anonymous callers are refused for the credential first, as before.
+    expect((await h.client().get('/api/v1/auth/me?x=1')).status).toBe(401)
+  })
+
   test('ids are UUIDs as the leader writes them: upper case or a urn: prefix is refused in words (it read as "not found")', async () => {
     expect(await refusal('GET', `/api/v1/pools/${pool.id.toUpperCase()}`)).toBe('params /id: must be an id in lower case, as the leader gives them (a UUID)')
     expect(await refusal('GET', `/api/v1/pools/urn:uuid:${pool.id}`)).toBe('params /id: must be an id (a UUID)')

@@ -1,7 +1,7 @@
 // `svc users ...` and `svc audit list` over the admin routes (admins only).
 import type { Static } from '@sinclair/typebox'
 import * as M from '../../admin/model'
-import { checkInput, clientFor } from '../client'
+import { checkInput, clientFor, LeaderUnreachable } from '../client'
 import { ago, clean, modeOf, out, printDone, printList } from '../output'
 import { promptHidden } from '../prompt'
 import type { Invocation } from '../spec'
@@ -116,11 +116,24 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
     else out(auditLine(e))
   }
   let items = [...res.items].reverse()
+  let last = items.at(-1)?.ts ?? query.since
+  let away = false
   for (;;) {
     for (const e of items) if (!seen.has(e.id)) print(e)
-    const last = items.at(-1)?.ts ?? query.since
+    last = items.at(-1)?.ts ?? last
     await Bun.sleep(2000)
-    const next = await c.get<M.AuditList>('/api/v1/admin/audit', { ...query, page: undefined, cursor: undefined, page_size: 200, ...(last ? { since: last } : {}) })
-    items = [...next.items].reverse()
+    try {
+      const next = await c.get<M.AuditList>('/api/v1/admin/audit', { ...query, page: undefined, cursor: undefined, page_size: 200, ...(last ? { since: last } : {}) })
+      items = [...next.items].reverse()
+      if (away) process.stderr.write('svc: the leader answers again; following\n')
+      away = false
+    } catch (e) {
+      // A leader restarting does not answer for a while: keep following (until Ctrl-C, as the help
+      // says), saying so once on stderr (the entries on stdout stay clean for a pipe).
+      if (!(e instanceof LeaderUnreachable)) throw e
+      if (!away) process.stderr.write(`svc: ${e.message}; still following, trying every 2 s\n`)
+      away = true
+      items = []
+    }
   }
 }
