@@ -3,6 +3,7 @@
 // ships its logs. Every loop here survives a leader restart: failures are retried with
 // backoff, and only a refusal that retrying cannot fix (a wrong join token, a full pool,
 // eviction by a newer agent) ends the process.
+import { redactUrl } from './redact'
 import { readTelemetry } from './telemetry'
 import { Backoff } from './backoff'
 import { LeaderClient, LeaderError, isAuthRefusal, isRetryable, type RegisterResult } from './client'
@@ -125,7 +126,7 @@ export class Agent {
       log.error('cannot listen for p2p frames', { host: this.o.listenHost, ports: [this.o.p2pPortBase, this.o.p2pPortBase + 1], error: (e as Error).message, hint })
       return 1
     }
-    log.info('agent starting', { version: VERSION, leader: this.o.leaderUrl, state_dir: this.o.stateDir, p2p: this.address, p2p_listen: this.o.listenHost, saved_identity: this.state?.fellow_id ?? null })
+    log.info('agent starting', { version: VERSION, leader: redactUrl(this.o.leaderUrl), state_dir: this.o.stateDir, p2p: this.address, p2p_listen: this.o.listenHost, saved_identity: this.state?.fellow_id ?? null })
     const up = await waitForLeader(this.o.leaderUrl, signal, (r, ms) => {
       log.warn('leader not reachable yet', { reason: r.reason, retry_ms: ms })
       // --once is a connectivity check: an unreachable leader is its answer, not a reason to wait.

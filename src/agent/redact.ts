@@ -10,10 +10,11 @@ export function redactUrl(url: string): string {
     u = new URL(url.replaceAll('{port}', '1'))
   } catch {
     // Not parseable: still no userinfo and no secret-looking parameter in the line.
-    return url.replace(/\/\/[^/@\s]*@/, '//***@').replace(/([?&][^=&#]*(?:key|token|secret|pass|auth|sig|cred)[^=&#]*=)[^&#]*/gi, '$1***')
+    return url.replace(/\/\/[^/?#\s]*@/, '//***@').replace(/([?&][^=&#]*(?:key|token|secret|pass|auth|sig|cred)[^=&#]*=)[^&#]*/gi, '$1***')
   }
   let out = url
-  if (u.username !== '' || u.password !== '') out = out.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/@]*@/, '$1***@')
+  // Up to the last @ of the authority, as URL parsers read it (a password may hold an "@").
+  if (u.username !== '' || u.password !== '') out = out.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, '$1***@')
   if (u.search !== '') {
     const q = out.indexOf('?')
     const hash = out.indexOf('#', q)

@@ -11,6 +11,7 @@ import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { iso } from '../time'
 import { memberRole } from '../pools/service'
+import { ACTIVE } from '../jobs/model'
 import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
@@ -95,14 +96,16 @@ export class ArtifactService {
     }
     return this.ctx.db.transaction((tx) => {
       let poolId: string
+      let tokenless = false
       if (by.kind === 'node') {
         const binding = tx.select({ poolId: poolNodes.poolId, owner: poolNodes.ownerUserId }).from(poolNodes).where(eq(poolNodes.fellowId, by.fellowId)).get()
         if (!binding) throw new AppError('forbidden', 'This fellow belongs to no pool, so it cannot store artifacts.')
         // A fellow nobody added (it registered without a join token, into the default pool) stores
         // only the files of the job stages it runs: anyone who can reach the leader can register
         // one, and it was free storage for anyone, up to the pool's quota.
-        if (binding.owner === null && input.job_id === undefined) {
-          throw new AppError('forbidden', "A fellow that joined without a join token stores only the files of the job stages it runs (send job_id and stage); a pool member's join token lets it store others.")
+        tokenless = binding.owner === null
+        if (tokenless && (input.kind !== 'checkpoint' || input.job_id === undefined)) {
+          throw new AppError('forbidden', "A fellow that joined without a join token stores only the checkpoints of the job stages it runs; a pool member's join token lets it store other files.")
         }
         poolId = binding.poolId
       } else {
@@ -110,12 +113,15 @@ export class ArtifactService {
         if (!inScope(scopeOf(tx, by), poolId) || !poolExists(tx, poolId)) throw notFound('Pool')
       }
       if (input.job_id !== undefined) {
-        const job = tx.select({ poolId: jobs.poolId, createdBy: jobs.createdBy, assignments: jobs.assignments }).from(jobs).where(eq(jobs.id, input.job_id)).get()
+        const job = tx.select({ poolId: jobs.poolId, createdBy: jobs.createdBy, assignments: jobs.assignments, status: jobs.status }).from(jobs).where(eq(jobs.id, input.job_id)).get()
         if (!job || job.poolId !== poolId) throw notFound('Job')
         // A job's files decide what its stages resume from (a checkpoint is unpacked and handed to
         // the runner of whichever fellow takes the stage over): only its own fellows, for the stage
         // they hold, and the people who may steer the job store them. Any member used to.
         if (by.kind === 'node') {
+          // A job's stages stay assigned once it ended: a fellow nobody added stores files only for
+          // a job under way (or one that ended was storage for it for good).
+          if (tokenless && !ACTIVE.has(job.status)) throw new AppError('forbidden', `The job is ${job.status}: a fellow that joined without a join token stores files only for a job under way.`)
           if (!job.assignments.some((a) => a.fellow_id === by.fellowId && (input.stage === undefined || a.stage === input.stage))) {
             throw new AppError('forbidden', input.stage === undefined ? 'This fellow has no stage of that job.' : `This fellow does not hold stage ${input.stage} of that job; only the fellow running a stage stores its checkpoints.`)
           }

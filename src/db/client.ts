@@ -31,6 +31,8 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
     throw new DbOpenError(`cannot open state database ${path}: ${(e as Error).message}`)
   }
   try {
+    // First: the checks below read and write, and a leader may be writing beside an admin command.
+    sqlite.exec('PRAGMA busy_timeout = 5000')
     // Another program's database (tables, none of ours) would be migrated, and changed, in place:
     // found out before anything is written to it, its mode and journal included.
     if (migrate && !isLeaderStateOrEmpty(sqlite)) throw new DbOpenError(`${path} is not a leader's state file (it holds tables but no __migrations table): give the leader its own file (SVC_JOIN_STATE_DB, SVC_STATE_DIR)`)
@@ -42,7 +44,6 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
     refuseReadOnly(sqlite, path)
     sqlite.exec('PRAGMA journal_mode = WAL')
     sqlite.exec('PRAGMA synchronous = NORMAL')
-    sqlite.exec('PRAGMA busy_timeout = 5000')
     sqlite.exec('PRAGMA foreign_keys = ON')
   } catch (e) {
     sqlite.close()

@@ -320,6 +320,11 @@ describe('uploads', () => {
     const own = await anon.post('/api/v1/artifacts/uploads', { ...body, kind: 'checkpoint', name: 'ckpt.tar', job_id: job.id, stage: 0 })
     expect(own.status).toBe(201)
     expect((await anon.call('PUT', `/api/v1/artifacts/uploads/${own.body.upload_id}?offset=0`, data, octets)).status).toBe(201)
+    // Only checkpoints, and only while the job is under way (its stages stay assigned after it).
+    expect((await anon.post('/api/v1/artifacts/uploads', { ...body, job_id: job.id, stage: 0 })).status).toBe(403)
+    h.ctx.db.update(jobs).set({ status: 'completed' }).where(eq(jobs.id, job.id)).run()
+    const late = await anon.post('/api/v1/artifacts/uploads', { ...body, kind: 'checkpoint', name: 'later.tar', job_id: job.id, stage: 0 })
+    expect([late.status, late.body.detail]).toEqual([403, 'The job is completed: a fellow that joined without a join token stores files only for a job under way.'])
   })
 
   test("a job's checkpoints come only from the fellow holding the stage, its creator, the pool owner or an admin (any member could plant the checkpoint a stage resumes from)", async () => {

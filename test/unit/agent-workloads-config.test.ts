@@ -62,6 +62,10 @@ describe('URLs as the agent logs them', () => {
     expect(redactUrl('http://127.0.0.1:{port}/v1')).toBe('http://127.0.0.1:{port}/v1')
     expect(redactUrl('http://u:p@[not a url')).toBe('http://***@[not a url')
     expect(redactUrl('http://127.0.0.1:1/v1')).toBe('http://127.0.0.1:1/v1')
+    // Up to the last @ of the authority, where URL parsers end the user part (it showed "ss@host").
+    expect(redactUrl('http://admin:p@ss@host:8000/v1')).toBe('http://***@host:8000/v1')
+    expect(redactUrl('http://admin:p@ss@[bad/v1?x=a@b')).toBe('http://***@[bad/v1?x=a@b')
+    expect(redactUrl('http://host:8000/v1?next=a@b')).toBe('http://host:8000/v1?next=a@b')
   })
 
   test('a URL refused as not a URL is not repeated with its password', () => {
