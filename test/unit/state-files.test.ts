@@ -117,6 +117,17 @@ describe('opening the state file', () => {
     rw.close()
   })
 
+  test('beside a leader in the middle of a write, an open waits its turn (it failed at once: "database is locked")', async () => {
+    const path = stateFile(dir())
+    // Another process holds the write lock for a moment, as a leader does while it writes.
+    const holder = Bun.spawn(['bun', '-e', `const { Database } = require('bun:sqlite'); const db = new Database(${JSON.stringify(path)}); db.exec('BEGIN IMMEDIATE'); db.exec('PRAGMA user_version = 0'); console.log('held'); setTimeout(() => { db.exec('COMMIT'); db.close() }, 400)`], { stdout: 'pipe', stderr: 'inherit' })
+    const reader = holder.stdout.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('held')
+    const opened = openDb(path)
+    opened.close()
+    expect(await holder.exited).toBe(0)
+  })
+
   test("another program's database is refused and left as it was; an empty file becomes a state file", () => {
     const d = dir()
     const other = join(d, 'other.sqlite3')
