@@ -120,7 +120,7 @@ describe('opening the state file', () => {
   test('beside a leader in the middle of a write, an open waits its turn (it failed at once: "database is locked")', async () => {
     const path = stateFile(dir())
     // Another process holds the write lock for a moment, as a leader does while it writes.
-    const holder = Bun.spawn(['bun', '-e', `const { Database } = require('bun:sqlite'); const db = new Database(${JSON.stringify(path)}); db.exec('BEGIN IMMEDIATE'); db.exec('PRAGMA user_version = 0'); console.log('held'); setTimeout(() => { db.exec('COMMIT'); db.close() }, 400)`], { stdout: 'pipe', stderr: 'inherit' })
+    const holder = Bun.spawn([process.execPath, '-e', `const { Database } = require('bun:sqlite'); const db = new Database(${JSON.stringify(path)}); db.exec('BEGIN IMMEDIATE'); db.exec('PRAGMA user_version = 0'); console.log('held'); setTimeout(() => { db.exec('COMMIT'); db.close() }, 400)`], { stdout: 'pipe', stderr: 'inherit' })
     const reader = holder.stdout.getReader()
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('held')
     const opened = openDb(path)
