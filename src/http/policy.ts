@@ -47,6 +47,9 @@ declare module 'elysia' {
   }
 }
 
+/** The OpenAI-compatible routes (Elysia's `:param` or OpenAPI's `{param}` paths alike). */
+export const isOpenAiPath = (path: string) => path === '/api/v1/models' || path.startsWith('/api/v1/models/') || path.startsWith('/api/v1/chat/') || path === '/api/v1/embeddings'
+
 const UNKNOWN_ROUTE: RouteMeta = { policy: 'admin', declared: false, binary: false, stream: false, metricsToken: false, bodyless: false, objectBody: false, queryless: false }
 
 /** Route classes by "METHOD path", filled once the app is composed. */
@@ -65,7 +68,9 @@ export class PolicyIndex {
         metricsToken: r.hooks?.detail?.['x-metrics-token'] === true,
         bodyless: r.hooks?.body === undefined && r.hooks?.detail?.['x-body'] !== 'binary',
         objectBody: (r.hooks?.body as { type?: unknown } | undefined)?.type === 'object',
-        queryless: r.path.startsWith('/api/') && r.method !== 'WS' && r.hooks?.query === undefined,
+        // OpenAI's clients add parameters of their own (Azure's ?api-version=): those routes take
+        // what OpenAI's would, as they do extra body fields.
+        queryless: r.path.startsWith('/api/') && !isOpenAiPath(r.path) && r.method !== 'WS' && r.hooks?.query === undefined,
       })
     }
   }
@@ -199,11 +204,6 @@ export type Admission = {
 export type RequestGate = (request: Request, route: string, server: { requestIP(r: Request): { address: string } | null } | null) => Admission
 
 /**
- * The credential and CSRF check of one request, decided once: the body parser calls it before it
- * reads a byte (so an anonymous caller cannot park a 65 MiB upload in memory), the derive after it
- * for the routes that have no body. The answer (or the refusal) is kept per Request.
- */
-/**
  * A route that takes no query parameters refuses any it is sent: `?force=1` on a delete, `?page=2`
  * on an unpaged list or `?user_id=` on a list of one's own looked as if they had been applied. A
  * WebSocket handshake may carry its `token`.
@@ -217,6 +217,11 @@ function refuseParameters(url: string, upgrade: boolean): void {
   throw invalid(`query: this request takes no parameters (got ${shown.join(', ')}).`, { errors: shown.map((n) => ({ path: `/${n}`, message: 'is not a parameter this request takes' })) })
 }
 
+/**
+ * The credential and CSRF check of one request, decided once: the body parser calls it before it
+ * reads a byte (so an anonymous caller cannot park a 65 MiB upload in memory), the derive after it
+ * for the routes that have no body. The answer (or the refusal) is kept per Request.
+ */
 export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)

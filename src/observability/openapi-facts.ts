@@ -81,7 +81,7 @@ export const OPENAI_ERROR = {
 }
 
 /** Routes that answer errors in OpenAI's shape (src/inference/routes.ts). */
-export const isOpenAiPath = (path: string) => path === '/api/v1/models' || path.startsWith('/api/v1/models/') || path.startsWith('/api/v1/chat/') || path === '/api/v1/embeddings'
+export { isOpenAiPath } from '../http/policy'
 
 const none = (description: string): ResponseFact => ({ description })
 const json = (description: string, schema: unknown = { type: 'object' }): ResponseFact => ({ description, content: { 'application/json': schema } })

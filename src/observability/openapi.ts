@@ -119,6 +119,8 @@ function errorStatuses(route: RouteFacts, method: string, path: string, querySch
   }
   // The OpenAI-compatible routes answer a refused field with 400, as OpenAI does (src/inference/openai.ts).
   if (route.body !== undefined || route.query || route.params) out.add(isOpenAiPath(path) ? 400 : 422)
+  // A route under /api/ that takes no query refuses a parameter sent to it (src/http/policy.ts).
+  else if (path.startsWith('/api/') && !isOpenAiPath(path)) out.add(422)
   if (path.includes('{') || namesAnId(route.body) || namesAnId(querySchema)) out.add(404)
   return [...out]
 }

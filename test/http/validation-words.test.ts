@@ -49,6 +49,12 @@ describe('validation in words', () => {
     expect((await admin.get(`/api/v1/pools?mine=true`)).status).toBe(200)
     // Anonymous callers are refused for the credential first, as before.
     expect((await h.client().get('/api/v1/auth/me?x=1')).status).toBe(401)
+    // The OpenAI-compatible routes take what OpenAI's clients add (Azure's ?api-version=).
+    expect((await admin.get('/api/v1/models?api-version=2024-06-01')).status).toBe(200)
+    // The document says so: every such route declares the 422.
+    const doc = (await admin.get('/api/v1/openapi.json')).body
+    expect(Object.keys(doc.paths['/api/v1/auth/me'].get.responses)).toContain('422')
+    expect(Object.keys(doc.paths['/api/v1/models'].get.responses)).not.toContain('422')
   })
 
   test('ids are UUIDs as the leader writes them: upper case or a urn: prefix is refused in words (it read as "not found")', async () => {
