@@ -29,7 +29,7 @@ import { LogRings } from './fellows/logs'
 import { JobService } from './jobs/service'
 import { JobMetrics } from './jobs/metrics'
 import { jobRoutes } from './jobs/routes'
-import { FormatRegistry } from '@sinclair/typebox'
+import { registerFormats } from './wire/formats'
 import { MemoryRelayHub, type RelayHub } from './relay/hub'
 import { relayDataRoutes, relayRoutes } from './relay/routes'
 import { ContributionMeter, ContributionRollup } from './stats/contribution'
@@ -117,19 +117,9 @@ export function createServices(ctx: Ctx): Services {
   }
 }
 
-/** An id as the leader writes them: a UUID in lower case (Elysia's format also takes upper case and
- * a `urn:uuid:` prefix, which passed the check and then found nothing: "Pool not found"). */
-const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-/** A number in a query string as people write one: decimal digits (Elysia's formats took whatever
- * Number() reads: "0x10" was page 16, "1e2" page 100, " 7 " page 7). */
-const DECIMAL_INTEGER = /^-?\d{1,16}$/
-const DECIMAL = /^-?(?:\d{1,16}(?:\.\d{1,16})?|\.\d{1,16})$/
-
 export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
-  FormatRegistry.Set('uuid', (v) => CANONICAL_UUID.test(v))
-  FormatRegistry.Set('integer', (v) => DECIMAL_INTEGER.test(v))
-  FormatRegistry.Set('numeric', (v) => DECIMAL.test(v))
+  // Again here: a module loaded since may have set its own (src/wire/formats.ts).
+  registerFormats()
   const index = new PolicyIndex()
   const resolve: CredentialResolver = (token, source) => {
     if (token.startsWith(TOKEN_PREFIX.apiToken)) return source === 'bearer' ? services.accounts.resolveApiToken(token) : null

@@ -7,15 +7,16 @@ import { Value } from '@sinclair/typebox/value'
 import { leaderBase, loadClientEnv } from '../config'
 import { isEmailAddress } from '../accounts/email'
 import { issueText } from '../wire/issue-text'
+import { UUID_ANY_CASE } from '../wire/formats'
 import { readConfigFile } from './config-file'
 import type { Values } from './spec'
 import { CliError, UsageError } from './usage'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export const isUuid = (s: string) => UUID.test(s)
+/** An id as a person may type it, in either case (refs lower-case it before it is sent). */
+export const isUuid = (s: string) => UUID_ANY_CASE.test(s)
 
-// The formats the routes' schemas name; Elysia registers its own only inside the server.
-if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', isUuid)
+// The formats the routes' schemas name (uuid and the query numbers: src/wire/formats.ts); Elysia
+// registers its own only inside the server.
 if (!FormatRegistry.Has('email')) FormatRegistry.Set('email', isEmailAddress)
 if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/i.test(v) && !Number.isNaN(Date.parse(v)))
 

@@ -13,6 +13,7 @@
 // query the schema refuses, another content type, a refused credential, a handshake the handler
 // refuses) is handed to Elysia before any body is read, which answers exactly as it does for any
 // route; the gate keeps its decision per Request, so nothing is decided twice.
+import { DECIMAL_INTEGER } from '../wire/formats'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Kind, OptionalKind, TransformKind, Type, type TSchema, type TObject, type Static } from '@sinclair/typebox'
 import type { Server } from 'bun'
@@ -127,8 +128,6 @@ export function dataRoute<P extends TSchema, Q extends TObject, B extends BodyKi
   return r
 }
 
-const INTEGER = /^-?\d{1,15}$/
-
 /**
  * The query as the route's schema has it, or null when it is not plainly valid (a repeated key, a
  * number that is not a plain integer, an unknown or refused field): Elysia answers those, so its
@@ -141,7 +140,7 @@ function queryOf(url: string, schema: TObject, valid: { Check(v: unknown): boole
     for (const [key, value] of new URLSearchParams(url.slice(q + 1))) {
       if (Object.hasOwn(out, key)) return null
       const type = schema.properties[key]?.[Kind]
-      out[key] = (type === 'Integer' || type === 'Number') && INTEGER.test(value) ? Number(value) : value
+      out[key] = (type === 'Integer' || type === 'Number') && DECIMAL_INTEGER.test(value) ? Number(value) : value
     }
   }
   return valid.Check(out) ? out : null

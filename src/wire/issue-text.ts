@@ -7,6 +7,7 @@
 // Names: a blank one read "Expected string to match '^[ \u00a0...'", the rule as a regex.
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import { FILE_NAME_PATTERN, LABEL_PATTERN, NO_CONTROL_PATTERN } from './schema'
+import { UUID_ANY_CASE } from './formats'
 
 type Loose = { [key: string]: unknown }
 const isRecord = (v: unknown): v is Loose => v !== null && typeof v === 'object'
@@ -109,7 +110,7 @@ export function stringIssueText(schema: unknown, type: unknown, value?: unknown)
   if (type === ValueErrorType.StringMaxLength && typeof schema.maxLength === 'number') return `must be at most ${schema.maxLength} characters`
   if (type === ValueErrorType.StringFormat && schema.format === 'email') return 'must be an email address (name@example.org)'
   if (type === ValueErrorType.StringFormat && schema.format === 'uuid') {
-    return typeof value === 'string' && /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(value) ? 'must be an id in lower case, as the leader gives them (a UUID)' : 'must be an id (a UUID)'
+    return typeof value === 'string' && UUID_ANY_CASE.test(value) ? 'must be an id in lower case, as the leader gives them (a UUID)' : 'must be an id (a UUID)'
   }
   return null
 }
