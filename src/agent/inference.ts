@@ -164,8 +164,15 @@ export class InferenceServer {
       renameSync(part, file)
       this.verified.add(file)
     }
-    // What the leader last said this artifact is: the kept copy to start from when it cannot be asked.
-    writeFileSync(join(dir, `${id}.json`), JSON.stringify({ sha256: art.sha256, size_bytes: art.size_bytes }), { mode: 0o600 })
+    // What the leader last said this artifact is: the kept copy to start from when it cannot be
+    // asked. Written whole or not at all; a disk that refuses it costs that fallback, not the start.
+    const note = join(dir, `${id}.json`)
+    try {
+      writeFileSync(`${note}.part`, JSON.stringify({ sha256: art.sha256, size_bytes: art.size_bytes }), { mode: 0o600 })
+      renameSync(`${note}.part`, note)
+    } catch (e) {
+      this.deps.log.warn('cannot note the model file for starts without the leader', { artifact_id: id, error: (e as Error).message })
+    }
     return file
   }
 
