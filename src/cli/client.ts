@@ -128,6 +128,11 @@ async function failure(res: Response, method: string, path: string): Promise<Cli
     detail = text.slice(0, 200)
   }
   detail = detail.replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
+  // A proxy in front of a leader that is restarting (or gone) answers for it, in its own words: the
+  // leader is away, which a follower waits out, not a refusal.
+  if ((res.status === 502 || res.status === 503 || res.status === 504) && code === null) {
+    return new LeaderUnreachable(`${method} ${path}: the leader did not answer its proxy (${res.status}${res.statusText ? ` ${res.statusText}` : ''})`)
+  }
   // A wrong password (svc login, a password asked for again) is no token's fault.
   if (res.status === 401 && code === 'invalid_credentials') return new LeaderRefused(detail, code, members)
   if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from '
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { COMMANDS, helpFor } from '../../src/cli/commands'
-import { Client, checkInput, resolveTarget } from '../../src/cli/client'
+import { Client, LeaderRefused, LeaderUnreachable, checkInput, resolveTarget } from '../../src/cli/client'
 import { SubmitBody } from '../../src/jobs/model'
 import { ChatCompletionBody } from '../../src/inference/model'
 import { allFlags, commandHelp, parseInvocation } from '../../src/cli/spec'
@@ -270,6 +270,32 @@ describe('the client names what the leader refused', () => {
       const message = async (path: string) => c.call('POST', path, { body: {} }).then(() => '', (e: Error) => e.message)
       expect(await message('/api/v1/auth/login')).toBe('Wrong email or password.')
       expect(await message('/api/v1/pools')).toBe('The credential is wrong, expired or revoked (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)')
+    } finally {
+      server.stop(true)
+    }
+  })
+})
+
+describe("a proxy's answer for a leader that is away", () => {
+  test('502, 503 and 504 in the proxy\'s words are an unreachable leader (followers wait it out); the leader\'s own 503 stays its refusal', async () => {
+    const server = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: (req) => {
+        const status = Number(new URL(req.url).searchParams.get('s'))
+        if (new URL(req.url).pathname === '/own') return Response.json({ type: 'about:blank', status: 503, detail: 'The artifact store does not answer.', code: 'service_unavailable' }, { status: 503 })
+        return new Response('<html><body>Bad Gateway</body></html>', { status, headers: { 'content-type': 'text/html' } })
+      },
+    })
+    try {
+      const c = new Client({ url: `http://127.0.0.1:${server.port}`, token: 'svc_pat_x', source: 'test' })
+      for (const s of [502, 503, 504]) {
+        const e = await c.get('/proxied', { s }).then(() => null, (x: Error) => x)
+        expect([s, e instanceof LeaderUnreachable]).toEqual([s, true])
+      }
+      const own = await c.get('/own').then(() => null, (x: Error) => x)
+      expect([own instanceof LeaderRefused, own instanceof LeaderUnreachable, own?.message]).toEqual([true, false, 'The artifact store does not answer.'])
+      expect((await c.get('/proxied', { s: 500 }).then(() => null, (x: Error) => x)) instanceof LeaderUnreachable).toBe(false)
     } finally {
       server.stop(true)
     }
