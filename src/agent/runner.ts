@@ -208,6 +208,8 @@ export class RunnerWorker {
     }
     if (j && typeof j.checkpoint === 'string') {
       if (this.status === 'checkpointing') this.status = 'running'
+      // It handled the signal: a later exit with 138 is its own, not the signal's.
+      this.checkpointAsked = false
       const step = typeof j.step === 'number' && Number.isSafeInteger(j.step) && j.step >= 0 ? j.step : this.step
       // Only what really lies in its own checkpoint directory leaves the machine: the path is
       // resolved through its links (a link in the directory to /home/someone/.ssh points outside).

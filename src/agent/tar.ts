@@ -164,7 +164,7 @@ export function untarInto(file: string, dir: string): void {
       const type = String.fromCharCode(h[156] || 48)
       const target = resolve(root, name)
       if (!Number.isSafeInteger(size) || size < 0 || pos + size > total) throw new Error('the checkpoint archive is cut short or damaged')
-      if (target !== root && !target.startsWith(root + sep)) throw new Error(`the checkpoint archive names a path outside its directory: ${name}`)
+      if (!isInside(root, target)) throw new Error(`the checkpoint archive names a path outside its directory: ${name}`)
       if (type === '5') mkdirSync(target, { recursive: true, mode: 0o700 })
       else if (type === '0') {
         mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
