@@ -28,10 +28,11 @@ export function artifactRoutes(app: AppBase, artifacts: ArtifactService) {
     .post(
       '/api/v1/artifacts/uploads',
       ({ caller, body, set }) => {
-        set.status = 201
-        return artifacts.beginUpload(uploader(caller), body)
+        const { resumed, ...state } = artifacts.beginUpload(uploader(caller), body)
+        set.status = resumed ? 200 : 201
+        return state
       },
-      { policy: 'member', body: M.UploadBody, response: { 201: M.UploadState } },
+      { policy: 'member', body: M.UploadBody, response: { 200: M.UploadState, 201: M.UploadState } },
     )
     .get('/api/v1/artifacts/uploads/:upload_id', ({ caller, params }) => artifacts.uploadState(uploader(caller), params.upload_id), {
       policy: 'member',

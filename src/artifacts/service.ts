@@ -3,7 +3,7 @@
 // pool and its fellows read them, and a loop drops idle uploads and blobs no artifact names. Rows
 // live in the state database; bytes in the blob store (store.ts) and, while an upload is under
 // way, in its temp file (upload-files.ts).
-import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
+import { and, desc, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import { join } from 'node:path'
 import { artifacts, artifactUploads, jobs, poolNodes } from '../db/schema'
 import { AppError, invalid, isStorageFull, notFound, storageFull } from '../errors'
@@ -77,7 +77,7 @@ export class ArtifactService {
    * body); a person names one of their pools (any member may add to it; an admin, any pool). The
    * quota check runs in the same transaction as the insert it guards.
    */
-  beginUpload(by: Uploader, input: UploadInput): UploadState {
+  beginUpload(by: Uploader, input: UploadInput): UploadState & { resumed: boolean } {
     const { cfg, clock } = this.ctx
     if (input.stage !== undefined && input.job_id === undefined) throw invalid('body /stage: a stage belongs to a job; send job_id too.', { errors: [{ path: '/stage', message: 'needs job_id' }] })
     if (input.kind === 'checkpoint' && (input.job_id === undefined || input.stage === undefined)) {
@@ -129,6 +129,31 @@ export class ArtifactService {
           throw new AppError('forbidden', "Only the job's creator, the pool owner or an admin can store files for a job.")
         }
       }
+      // The same file opened again by the same uploader (a CLI run again after it was killed, a
+      // browser tab reloaded): the upload under way is resumed where it stands. A second one took
+      // the file's size from the quota again, for a day, and started from byte 0.
+      const same = tx
+        .select()
+        .from(artifactUploads)
+        .where(
+          and(
+            eq(artifactUploads.poolId, poolId),
+            by.kind === 'node' ? eq(artifactUploads.fellowId, by.fellowId) : eq(artifactUploads.userId, by.userId),
+            eq(artifactUploads.kind, input.kind),
+            eq(artifactUploads.name, input.name),
+            eq(artifactUploads.sizeBytes, input.size_bytes),
+            eq(artifactUploads.sha256, input.sha256),
+            input.job_id === undefined ? isNull(artifactUploads.jobId) : eq(artifactUploads.jobId, input.job_id),
+            input.stage === undefined ? isNull(artifactUploads.stage) : eq(artifactUploads.stage, input.stage),
+            input.step === undefined ? isNull(artifactUploads.step) : eq(artifactUploads.step, input.step),
+          ),
+        )
+        .all()
+        .find((u) => !this.writing.has(u.id))
+      if (same) {
+        tx.update(artifactUploads).set({ updatedAt: clock.now() }).where(eq(artifactUploads.id, same.id)).run()
+        return { upload_id: same.id, offset: same.receivedBytes, size_bytes: same.sizeBytes, resumed: true }
+      }
       const stored = tx.select({ n: sql<number>`coalesce(sum(${artifacts.sizeBytes}), 0)` }).from(artifacts).where(eq(artifacts.poolId, poolId)).get()?.n ?? 0
       const pending = tx.select({ n: sql<number>`coalesce(sum(${artifactUploads.sizeBytes}), 0)` }).from(artifactUploads).where(eq(artifactUploads.poolId, poolId)).get()?.n ?? 0
       const used = stored + pending
@@ -158,7 +183,7 @@ export class ArtifactService {
         updatedAt: now,
       }
       tx.insert(artifactUploads).values(row).run()
-      return { upload_id: row.id, offset: 0, size_bytes: row.sizeBytes }
+      return { upload_id: row.id, offset: 0, size_bytes: row.sizeBytes, resumed: false }
     })
   }
 

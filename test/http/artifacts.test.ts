@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { eq } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { listen } from '../helpers/listen'
 import { until } from '../helpers/until'
@@ -195,6 +195,27 @@ describe('uploads', () => {
     expect(content.status).toBe(200)
   })
 
+  test('the same file opened again by the same uploader resumes the upload under way (a CLI killed and run again started over, and the first held quota for a day)', async () => {
+    const data = bytes(5000, 21)
+    const open = (c: Client, over: Record<string, unknown> = {}) => c.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'again.bin', size_bytes: data.byteLength, sha256: sha256(data), pool_id: poolA.id, ...over })
+    const first = await open(a)
+    expect(first.status).toBe(201)
+    expect((await a.call('PUT', `/api/v1/artifacts/uploads/${first.body.upload_id}?offset=0`, data.subarray(0, 2000), octets)).body.offset).toBe(2000)
+    const again = await open(a)
+    expect([again.status, again.body]).toEqual([200, { upload_id: first.body.upload_id, offset: 2000, size_bytes: 5000 }])
+    const pending = () => h.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.name, 'again.bin')).all().length
+    expect(pending()).toBe(1)
+    // Another file, another name or another person: an upload of its own.
+    expect((await open(a, { name: 'other.bin' })).status).toBe(201)
+    expect((await open(c)).status).toBe(201)
+    expect(pending()).toBe(2)
+    const done = await a.call('PUT', `/api/v1/artifacts/uploads/${first.body.upload_id}?offset=2000`, data.subarray(2000), octets)
+    expect(done.status).toBe(201)
+    // Once it is an artifact, opening the file again is a new upload.
+    expect((await open(a)).status).toBe(201)
+    h.ctx.db.delete(artifactUploads).where(inArray(artifactUploads.name, ['again.bin', 'other.bin'])).run()
+  })
+
   test('one request writes an upload at a time: a second one meanwhile is 409 with the offset', async () => {
     const data = bytes(1000, 12)
     const id = (await fa.c.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'busy', size_bytes: 1000, sha256: sha256(data) })).body.upload_id
@@ -263,7 +284,8 @@ describe('uploads', () => {
       const stored = h.ctx.db.select().from(artifacts).where(eq(artifacts.poolId, poolB.id)).all().reduce((n, r) => n + r.sizeBytes, 0)
       return stored + h.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.poolId, poolB.id)).all().reduce((n, r) => n + r.sizeBytes, 0)
     }
-    const declare = (size: number) => fb.c.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'm', size_bytes: size, sha256: 'b'.repeat(64) })
+    let n = 0
+    const declare = (size: number) => fb.c.post('/api/v1/artifacts/uploads', { kind: 'model', name: `m${n++}`, size_bytes: size, sha256: 'b'.repeat(64) })
     while (used() + MAX <= QUOTA) expect((await declare(MAX)).status).toBe(201)
     const before = used()
     const refused = await declare(QUOTA - before + 1)
