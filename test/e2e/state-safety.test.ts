@@ -4,7 +4,7 @@
 // as it was. Requires `bun run build` first.
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SVC_BIN, runSvc, startLeader } from '../helpers/leader'
@@ -179,12 +179,16 @@ describe('svc serve on shared or foreign state', () => {
     const d = mkdtempSync('/tmp/svc-ro-') // outside the run's owner-only temp root: the other user must reach it
     try {
       chmodSync(d, 0o755)
+      // A copy of the binary the other user can reach (a checkout may lie under an owner-only dir).
+      const bin = join(d, 'svc')
+      copyFileSync(SVC_BIN, bin)
+      chmodSync(bin, 0o755)
       const db = await seeded(d)
       chownSync(join(d, 'state'), 65534, 65534)
       chownSync(db, 65534, 65534)
       chmodSync(db, 0o400)
       const asNobody = (env: Record<string, string>) =>
-        Bun.spawnSync(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', 'PATH=/usr/bin:/bin', 'SVC_PORT=0', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), SVC_BIN, 'serve'], { cwd: d, stdout: 'pipe', stderr: 'pipe', timeout: 15_000 })
+        Bun.spawnSync(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', 'PATH=/usr/bin:/bin', 'SVC_PORT=0', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), bin, 'serve'], { cwd: d, stdout: 'pipe', stderr: 'pipe', timeout: 15_000 })
       const r = asNobody({ SVC_STATE_DIR: join(d, 'state'), SVC_SECRET_KEY: 'k'.repeat(40) })
       expect([r.exitCode, oneLine(r.stderr.toString())]).toEqual([1, `svc: cannot write the state database ${db} (read-only for this process, uid 65534): give the user the leader runs as write access to it and its directory`])
       expect(r.stdout.toString()).not.toContain('leader listening')
