@@ -202,7 +202,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: ['artifacts', 'upload'],
-    summary: 'Upload a file to a pool (any member may); it resumes where it broke off. Prints the artifact id an engine\'s model_artifact takes.',
+    summary: 'Upload a file to a pool (any member may); it resumes where it broke off, also when run again after it was stopped. Prints the artifact id an engine\'s model_artifact takes.',
     args: [{ name: 'FILE', help: 'the file to upload' }],
     flags: [
       { name: 'pool', type: 'string', value: 'POOL', help: 'the pool that keeps it (slug, name or id); may be left out when you see one pool only' },
@@ -218,7 +218,7 @@ export const COMMANDS: Command[] = [
     summary: 'Download an artifact, checked against its SHA-256; the file appears only whole.',
     args: [ARTIFACT],
     flags: [
-      { name: 'output', type: 'string', value: 'FILE', help: 'where to save it (default: its name, here); - for standard output' },
+      { name: 'output', type: 'string', value: 'FILE', help: 'where to save it (default: its name, here; not a directory); - for standard output' },
       { name: 'force', type: 'boolean', help: 'replace FILE if it exists' },
     ],
     shared: R,
