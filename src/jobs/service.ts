@@ -473,6 +473,8 @@ export class JobService {
       const updated = { ...r, assignments: next }
       // The newcomer gets START for its stage; the rest get RECONFIGURE with their new neighbours.
       this.startAll(updated, next, 'START', {}, next.filter((a) => a.fellow_id === replacement))
+      // A paused job's moved stage stays paused, as on a fellow that registered again (it ran).
+      if (r.status === 'paused') this.signals.send(replacement, 'PAUSE', { jobId: r.id, payload: {} })
       this.startAll(updated, next, 'RECONFIGURE', { reconfigured: true }, next.filter((a) => a.fellow_id !== replacement))
     }
   }

@@ -177,6 +177,21 @@ describe('job lifecycle', () => {
     expect(failed.reason).toContain('went offline')
   })
 
+  test("a paused job's stage moved to a spare stays paused (the spare ran it while the job said paused)", async () => {
+    const { h, A, pool, fellows, signalsOf } = await cluster(3)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    const [s0, s1] = job.assignments.map((a: { fellow_id: string }) => fellows.find((f) => f.fellow_id === a.fellow_id)!)
+    const spare = fellows.find((f) => f !== s0 && f !== s1)!
+    expect((await A.post(`/api/v1/jobs/${job.id}/pause`, {})).status).toBe(200)
+    fellows.forEach(signalsOf)
+    h.clock.advance(61_000)
+    await s0.hb()
+    await spare.hb()
+    for (const f of h.services.fellows.registry.tick(h.clock.now())) h.services.jobs.onFellowOffline(f.id)
+    expect(signalsOf(spare).map((s) => [s.signal, s.job_id])).toEqual([['START', job.id], ['PAUSE', job.id]])
+    expect((await A.get(`/api/v1/jobs/${job.id}`)).body.status).toBe('paused')
+  })
+
   test('a fellow whose agent restarts before its heartbeats are missed gets its stage again (it used to sit idle while the job hung "running")', async () => {
     const { h, A, pool, fellows, signalsOf } = await cluster(2)
     const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
