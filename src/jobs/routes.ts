@@ -69,7 +69,7 @@ export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
       '/api/v1/jobs/:job_id/metrics/stream',
       ({ caller, params, headers, request }) => {
         jobs.visible(caller, params.job_id)
-        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request))
+        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), () => !jobs.exists(params.job_id))
       },
       { policy: 'operator', params: M.JobParams },
     )

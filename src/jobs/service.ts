@@ -115,6 +115,11 @@ export class JobService {
     return this.byId.get({ id })
   }
 
+  /** Whether the job is still there (a purge deletes every job). */
+  exists(id: string): boolean {
+    return this.row(id) !== undefined
+  }
+
   /** A job the caller may see (its pools; admins all); anything else is "not found". */
   visible(caller: Caller, id: string): JobRow {
     const r = this.row(id)

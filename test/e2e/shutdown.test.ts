@@ -126,3 +126,31 @@ test('svc jobs watch, jobs logs --follow and audit list --follow ride out a lead
   await audit.done
   await stopCluster(c)
 })
+
+test('a purge while jobs watch and jobs logs --follow run ends both (they waited for an end that never came)', async () => {
+  const c = await startCluster('tunnel')
+  startFellow(c, 'gpu-p')
+  await waitOnline(c, 1)
+  const token = (await c.api<{ token: string }>('POST', '/api/v1/api-tokens', { name: 'cli' })).body.token
+  const job = await c.api<{ id: string }>('POST', '/api/v1/jobs', { name: 'doomed', pool_id: c.poolId, stages: 1, config: { steps: 100_000_000, report_every: 100 } })
+  expect(job.status).toBe(201)
+  await until(async () => (await c.api<{ step: number }>('GET', `/api/v1/jobs/${job.body.id}`)).body.step > 0 || null, 'the job running', poll(20_000))
+  const cli = (args: string[]) => {
+    const proc = Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' })
+    let printed = 0
+    const read = (async () => {
+      for await (const chunk of proc.stdout) printed += chunk.byteLength
+    })()
+    return { proc, printed: () => printed, done: Promise.all([proc.exited, read, new Response(proc.stderr).text()]) }
+  }
+  const watch = cli(['jobs', 'watch', job.body.id])
+  const follow = cli(['jobs', 'logs', job.body.id, '--follow'])
+  // Both have found the job and print: the progress line, the stage's log.
+  await until(() => (watch.printed() > 0 && follow.printed() > 0) || null, 'both following', poll(20_000))
+  expect((await c.api<{ purged: number }>('DELETE', '/api/v1/jobs')).body.purged).toBe(1)
+  const [watchCode, , watchErr] = await watch.done
+  expect([watchCode, watchErr.trim()]).toEqual([1, 'svc: job doomed no longer exists: it was deleted (an admin\'s purge) while it was watched'])
+  const [followCode, , followErr] = await follow.done
+  expect([followCode, followErr.trim()]).toEqual([0, `job ${job.body.id} no longer exists (deleted); stopped following`])
+  await stopCluster(c)
+}, 60_000)

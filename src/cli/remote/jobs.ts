@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import type { Static } from '@sinclair/typebox'
 import * as J from '../../jobs/model'
 import type { NodeView } from '../../fellows/model'
-import { LeaderUnreachable, checkInput, clientFor, type Client } from '../client'
+import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, type Client } from '../client'
 import { ago, clean, modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
@@ -229,6 +229,7 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
         )
         job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
       } catch (e) {
+        if (isGone(e)) throw gone(job)
         // A leader restarting does not answer for a moment: wait it out within the attempts.
         if (!(e instanceof LeaderUnreachable) || attempt >= 20) throw e
         await Bun.sleep(1000)
@@ -242,7 +243,9 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
     // The stream ends when the job does; its record may lag a moment behind the last report.
     for (let i = 0; i < 20 && !TERMINAL.has(job.status); i++) {
       await Bun.sleep(250)
-      job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
+      job = await c.get<Job>(`/api/v1/jobs/${job.id}`).catch((e) => {
+        throw isGone(e) ? gone(job) : e
+      })
     }
   } finally {
     process.off('SIGINT', onSigint)
@@ -323,8 +326,17 @@ async function followJobEnd(c: Client, jobId: string, ctl: AbortController): Pro
         await Bun.sleep(1000) // the last lines a fellow ships after the end
         return ctl.abort()
       }
-    } catch {
-      // a failed poll is retried; the log streams report a lost leader themselves
+    } catch (e) {
+      // Deleted (an admin's purge): nothing more will come; it was retried for good.
+      if (isGone(e)) {
+        note(`job ${jobId} no longer exists (deleted); stopped following`)
+        return ctl.abort()
+      }
+      // any other failed poll is retried; the log streams report a lost leader themselves
     }
   }
 }
+
+/** The leader says the job is not there (any more). */
+const isGone = (e: unknown) => e instanceof LeaderRefused && e.code === 'not_found'
+const gone = (job: Job) => new CliError(`job ${job.name} no longer exists: it was deleted (an admin's purge) while it was watched`)
