@@ -60,7 +60,9 @@ export class BuiltinEngine implements Engine {
       tokens++
     }
     if (signal.aborted) return
-    yield { finish: req.max_tokens !== null && tokens >= req.max_tokens ? 'length' : 'stop' }
+    // Its words never run out: what ends them is a token limit, the caller's, the default or the
+    // cap (it said "stop" when the default or the cap cut it).
+    yield { finish: tokens >= maxTokens ? 'length' : 'stop' }
     yield { usage: { prompt_tokens: countTokens(prompt), completion_tokens: tokens } }
   }
 

@@ -48,6 +48,15 @@ describe('serving the built-in model', () => {
     expect(frames.at(-1)).toMatchObject({ done: true, finish_reason: 'length', usage: { prompt_tokens: 5, completion_tokens: 40 } })
   })
 
+  test('the finish reason is "length" whatever limit cut the words: the default (64) and the cap (4096) too (they said "stop")', async () => {
+    for (const [max, words] of [[null, 64], [5000, 4096], [3, 3]] as const) {
+      const { c, posts } = client(() => {})
+      await serve(c, request(max))
+      const last = posts.flat().at(-1)
+      expect([max, last?.finish_reason, last?.usage?.completion_tokens]).toEqual([max, 'length', words])
+    }
+  })
+
   test('410 Gone (the client went away) stops generation at once', async () => {
     const { c, posts } = client((_, calls) => {
       if (calls === 2) throw new LeaderError(410, 'gone', 'client left', null)
