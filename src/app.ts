@@ -3,7 +3,7 @@ import { Elysia, type AnyElysia } from 'elysia'
 import { bodyLimits, createBase, type AppBase } from './http/base'
 import { compressionPlugin } from './http/compress'
 import { errorPlugin, problemFrom } from './http/problem'
-import { PolicyIndex, authorize, presentedCredential, requestGate, SESSION_COOKIE } from './http/policy'
+import { PolicyIndex, asUnknownRoute, authorize, presentedCredential, requestGate, SESSION_COOKIE } from './http/policy'
 import { nativeDataRoutes, nativeUpgradeRoutes } from './http/native'
 import { cookieFrom } from './http/cookies'
 import type { CredentialResolver } from './caller'
@@ -134,7 +134,11 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       // A person who mistypes a URL in a browser gets a readable 404 page; API clients (and any
       // Accept that does not prefer HTML) keep the admin-only answer below.
       if (isBrowserNavigation(request)) return notFoundResponse(ctx, request, authorize('page', presented, ctx.cfg))
-      authorize('admin', presented, ctx.cfg)
+      try {
+        authorize('admin', presented, ctx.cfg)
+      } catch (e) {
+        throw asUnknownRoute(e)
+      }
       return null
     } catch (e) {
       // Socket paths answer a refused credential with 403, upgrade or plain GET (docs/api.md, Signals).

@@ -47,6 +47,15 @@ declare module 'elysia' {
   }
 }
 
+/**
+ * The refusal of a route nobody declared: an unknown path is admin-only (a non-admin learns
+ * nothing of what exists), but "Admins only." sent people looking for admin rights for a route
+ * that is not there.
+ */
+export function asUnknownRoute(e: unknown): unknown {
+  return e instanceof AppError && e.code === 'forbidden' ? new AppError('forbidden', 'No such route, or one for admins only.') : e
+}
+
 /** The OpenAI-compatible routes (Elysia's `:param` or OpenAPI's `{param}` paths alike). */
 export const isOpenAiPath = (path: string) => path === '/api/v1/models' || path.startsWith('/api/v1/models/') || path.startsWith('/api/v1/chat/') || path === '/api/v1/embeddings'
 
@@ -247,7 +256,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
       // A refused WebSocket handshake answers the upgrade with 403 (SPEC: close code 4401 is not
       // reachable before accept). A plain GET on a socket path is refused alike (src/app.ts).
       if ((upgrade || route.startsWith('/ws/')) && e instanceof AppError && e.code === 'unauthorized') throw new AppError('forbidden', e.message)
-      throw e
+      throw meta.declared ? e : asUnknownRoute(e)
     }
     if (
       cfg.requireCsrf &&

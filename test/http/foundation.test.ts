@@ -52,6 +52,16 @@ describe('errors are problem+json', () => {
     expect(typeof res.body.detail).toBe('string')
   })
 
+  test('an unknown route says so to a signed-in non-admin, without saying which it is (it said "Admins only.")', async () => {
+    const user = sessionClient(h, (await seedUser(h, `plain-${Date.now()}@example.com`)).id)
+    for (const [method, path] of [['POST', '/api/v1/completions'], ['GET', '/api/v1/does-not-exist']] as const) {
+      const res = await user.call(method, path, method === 'POST' ? {} : undefined)
+      expect([path, res.status, res.body.detail]).toEqual([path, 403, 'No such route, or one for admins only.'])
+    }
+    // A route that is there and for admins says just that.
+    expect((await user.get('/api/v1/admin/users')).body.detail).toBe('Admins only.')
+  })
+
   test('malformed JSON answers 400 without echoing internals', async () => {
     const res = await h.client().post('/api/v1/auth/login', '{"email":', { 'content-type': 'application/json' })
     expect(res.status).toBe(400)
