@@ -82,7 +82,13 @@ export function createServices(ctx: Ctx): Services {
   ctx.stopping.addEventListener('abort', () => signals.closeAll(), { once: true })
   const relay = new MemoryRelayHub({ maxQueueBytes: ctx.cfg.relayMaxQueueBytes, maxTotalBytes: ctx.cfg.relayMaxTotalBytes, maxPoolBytes: ctx.cfg.relayMaxPoolBytes })
   const jobs = new JobService(ctx, registry, signals, relay, new JobMetrics(() => ctx.clock.now()))
-  const fellows = new Fellows(ctx, registry, signals, { onOffline: (id, why) => jobs.onFellowOffline(id, why), onRestarted: (id) => jobs.onFellowRestarted(id) })
+  const fellows = new Fellows(ctx, registry, signals, {
+    onOffline: (id, why) => {
+      jobs.onFellowOffline(id, why)
+      inference.hub.abandon(id, why ?? 'went offline')
+    },
+    onRestarted: (id) => jobs.onFellowRestarted(id),
+  })
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
   const rollup = new ContributionRollup(ctx, meter)
   const servables = new Servables(ctx)

@@ -67,6 +67,8 @@ export interface InferenceHub {
   inFlight(fellowId: string): number
   /** Ends requests no fellow picked up, or whose fellow went silent, for timeoutMs; returns how many. */
   expire(now: number): number
+  /** Ends the requests queued for or served by a fellow that is gone (offline, detached): returns how many. */
+  abandon(fellowId: string, why: string): number
   stats(): InferenceStats
   closeAll(): void
 }

@@ -221,6 +221,17 @@ export class MemoryInferenceHub implements InferenceHub {
     return n
   }
 
+  abandon(fellowId: string, why: string): number {
+    let n = 0
+    for (const l of [...this.live.values()]) {
+      if (l.fellowId !== fellowId) continue
+      n++
+      // Its caller hears it now, not when the timeout runs out.
+      this.finish(l, { ok: false, code: 'fellow_timeout', message: `The fellow serving ${l.job.model} ${why} before it answered.` })
+    }
+    return n
+  }
+
   stats(): InferenceStats {
     let queued = 0
     for (const q of this.queues.values()) queued += q.length

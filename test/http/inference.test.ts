@@ -245,6 +245,20 @@ describe('the transport', () => {
     expect(await f.poll(0)).toBeNull() // the expired request is no longer handed out
   })
 
+  test('a fellow marked offline ends the requests it was serving at once, not when the timeout runs out (fake clock)', async () => {
+    const { h, alice, a, poolA, openai, fellow } = await setup({ SVC_HEARTBEAT_INTERVAL_S: '1' })
+    const f = await fellow(a, poolA.id, ['tiny-llm'])
+    const answer = openai(alice.id).chat.completions.create({ model: 'tiny-llm', messages: ask('hi') }).catch((e) => e)
+    expect(await f.poll()).not.toBeNull()
+    // Six heartbeat intervals without a word: offline, long before the request's own 30 s.
+    h.clock.advance(6_001)
+    loopOf(h, 'liveness').run()
+    const err = await answer
+    expect(err.status).toBe(504)
+    expect(err.error).toMatchObject({ code: 'fellow_timeout', message: 'The fellow serving tiny-llm went offline before it answered.' })
+    expect(h.services.inference.hub.stats().open).toBe(0)
+  })
+
   test('a fellow that goes silent mid-stream ends the stream with an error event', async () => {
     const { h, alice, a, poolA, openai, fellow } = await setup({ SVC_INFER_DISPATCH_TIMEOUT_S: '1' })
     const f = await fellow(a, poolA.id, ['tiny-llm'])
