@@ -263,14 +263,14 @@ export function PoolPage(props: PoolPageProps) {
         <a href="/dashboard" safe>{t.dashboard}</a> / <span safe>{t.crumb}</span>
       </p>
       <h1 id="pool-name" safe>{p.name}</h1>
-      {p.description ? <p class="lead" id="pool-description" safe>{p.description}</p> : ''}
+      <p class="lead" id="pool-description" hidden={!p.description} safe>{p.description ?? ''}</p>
       <dl class="facts card">
         <dt safe>{t.slug}</dt>
         <dd class="mono" safe>{p.slug}</dd>
         <dt safe>{t.visibility}</dt>
-        <dd safe>{(t.vis[p.visibility] ?? p.visibility) + (p.visibility === 'public' && p.open_join ? t.openJoin : '')}</dd>
+        <dd id="pool-visibility-fact" data-open-join={t.openJoin} safe>{(t.vis[p.visibility] ?? p.visibility) + (p.visibility === 'public' && p.open_join ? t.openJoin : '')}</dd>
         <dt safe>{t.nodeLimit}</dt>
-        <dd safe>{p.node_limit === null ? t.unlimited : String(p.node_limit)}</dd>
+        <dd id="pool-limit-fact" data-unlimited={t.unlimited} safe>{p.node_limit === null ? t.unlimited : String(p.node_limit)}</dd>
         <dt safe>{t.yourRole}</dt>
         <dd safe>{role}</dd>
       </dl>

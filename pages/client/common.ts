@@ -73,6 +73,17 @@ export function commonClient(): void {
   }
 
   /** A form field's own message (the element `<id>-error`) and aria-invalid; true when the text is empty (the field is fine). */
+  /**
+   * An error under a form is taken down once the form is changed: the browser's own checks may
+   * block the next submit, and the old message stayed as if it were about the new input.
+   */
+  function clearOnInput(form: string, msg: string): void {
+    document.getElementById(form)?.addEventListener('input', () => {
+      const node = document.getElementById(msg)
+      if (node?.classList.contains('error')) say(node, '')
+    })
+  }
+
   function fieldError(id: string, text: string): boolean {
     const input = document.getElementById(id)
     const msg = document.getElementById(id + '-error')
@@ -209,7 +220,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, fieldError, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, el, say, fieldError, clearOnInput, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Times the server wrote (UTC) are shown like every other time on the page.
@@ -228,8 +239,10 @@ export function commonClient(): void {
     const t = e.target instanceof Element ? e.target.closest('[data-logout],[data-copy]') : null
     if (!t) return
     if (t.hasAttribute('data-logout')) {
+      // To the landing page of the language in use: '/' is the English one, and visiting it
+      // stores English (a German user was switched to English by logging out).
       void api('POST', '/api/v1/auth/logout').then(() => {
-        location.href = '/'
+        location.href = document.documentElement.lang === 'de' ? '/de' : '/'
       })
     } else {
       const src = document.getElementById(t.getAttribute('data-copy') ?? '')

@@ -12,6 +12,8 @@ export function inferenceClient(): void {
   const send = $('chat-send') as HTMLButtonElement
   const stop = $('chat-stop') as HTMLButtonElement
   const messages: { role: string; content: string }[] = []
+  /** Counts the conversations: "Clear" starts a new one. */
+  let conversation = 0
   let abort: AbortController | null = null
 
   /**
@@ -138,18 +140,27 @@ export function inferenceClient(): void {
     if (!content) return
     if (!f.model) return svc.say('chat-msg', t('chat.chooseModel'), 'error')
     messages.push({ role: 'user', content })
-    bubble(t('chat.you'), content)
+    const asked = bubble(t('chat.you'), content).parentElement
+    const mine = conversation
     prompt.value = ''
     send.disabled = true
     stop.disabled = false
     svc.say('chat-msg', t('chat.waiting'))
     ask(String(f.model), String(f.token ?? ''))
       .then((answer) => {
-        messages.push({ role: 'assistant', content: answer })
+        // A conversation cleared meanwhile does not get an answer to a question it no longer has.
+        if (mine === conversation) messages.push({ role: 'assistant', content: answer })
         svc.say('chat-msg', '')
       })
       .catch((err: Error) => {
+        if (mine !== conversation) return // cleared: the log says so already
         messages.pop()
+        if (err.name !== 'AbortError') {
+          // Refused or failed: the question was not asked. It leaves the log and goes back into the
+          // box, to be sent again (it was lost, and its bubble stayed without its turn).
+          asked?.remove()
+          if (prompt.value === '') prompt.value = content
+        }
         svc.say('chat-msg', err.name === 'AbortError' ? t('chat.stopped') : err.message, err.name === 'AbortError' ? '' : 'error')
         void loadModels()
       })
@@ -166,6 +177,8 @@ export function inferenceClient(): void {
   })
   stop.addEventListener('click', () => abort?.abort())
   $('chat-clear')?.addEventListener('click', () => {
+    conversation++
+    abort?.abort()
     messages.length = 0
     log.replaceChildren(el('p', { class: 'empty', text: t('chat.noMessages') }))
     svc.say('chat-msg', t('chat.cleared'))

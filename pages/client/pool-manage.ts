@@ -120,7 +120,12 @@ export function poolManageClient(): void {
     const form = e.currentTarget as HTMLFormElement
     const email = String(svc.formJson(form).email)
     void svc.api('POST', `${base}/invites`, { email }).then((r) => {
-      if (!r.ok) return svc.say('invite-form-msg', r.error ?? '', 'error')
+      // The link on show is the last invite's: it does not belong to this attempt.
+      if (!r.ok) {
+        const box = $('invite-link-box')
+        if (box) box.hidden = true
+        return svc.say('invite-form-msg', r.error ?? '', 'error')
+      }
       // Say what really happened: mailed, not mailed (no mail server), or already open.
       const key = r.status !== 201 ? 'invite.alreadyOpen' : r.data.mailed ? 'invite.mailed' : 'invite.notMailed'
       svc.say('invite-form-msg', t(key, { email }), 'ok')
@@ -135,6 +140,8 @@ export function poolManageClient(): void {
     })
   })
 
+  svc.clearOnInput('edit-form', 'edit-msg')
+  svc.clearOnInput('invite-form', 'invite-form-msg')
   $('edit-form')?.addEventListener('submit', (e) => {
     e.preventDefault()
     const body: Record<string, unknown> = svc.formJson(e.currentTarget as HTMLFormElement)
@@ -144,6 +151,17 @@ export function poolManageClient(): void {
       const h = $('pool-name')
       if (h) h.textContent = r.data.name
       document.title = `${r.data.name} · svc leader`
+      // The page's facts say what was saved (only the title did; the rest waited for a reload).
+      const desc = $('pool-description')
+      if (desc) {
+        desc.textContent = r.data.description ?? ''
+        desc.hidden = !r.data.description
+      }
+      const vis = $('pool-visibility-fact')
+      const label = ($('edit-visibility') as HTMLSelectElement | null)?.querySelector(`option[value="${r.data.visibility}"]`)?.textContent
+      if (vis && label) vis.textContent = label + (r.data.visibility === 'public' && r.data.open_join ? (vis.dataset.openJoin ?? '') : '')
+      const limit = $('pool-limit-fact')
+      if (limit) limit.textContent = r.data.node_limit === null ? (limit.dataset.unlimited ?? '') : String(r.data.node_limit)
       svc.say('edit-msg', t('common.saved'), 'ok')
     })
   })

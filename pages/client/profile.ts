@@ -42,6 +42,7 @@ export function profileClient(): void {
     svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: t('tokens.none') }))]))
   }
 
+  svc.clearOnInput('token-form', 'token-msg')
   $('token-form')?.addEventListener('submit', (e) => {
     e.preventDefault()
     const form = e.currentTarget as HTMLFormElement

@@ -19,6 +19,8 @@ export interface Svc {
   say(target: string | Element | null, text: string, kind?: 'ok' | 'error' | ''): void
   /** Sets the message beside a form field (`<id>-error`) and its aria-invalid; true when `text` is empty. */
   fieldError(id: string, text: string): boolean
+  /** Takes an error under the form (the element `msg`) down once the form is changed. */
+  clearOnInput(form: string, msg: string): void
   poll(fn: () => Promise<void>, ms: number): { now(): void }
   /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
   render(container: Element | null, key: unknown, build: () => Child[]): void

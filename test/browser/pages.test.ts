@@ -321,6 +321,36 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await p.close()
   }, T)
 
+  test("the pool's settings: what was saved shows at once, an old error goes once the form is changed, a failed invite takes the last invite's link down", async () => {
+    await page.goto(poolUrl)
+    // A blank name is refused; typing takes the refusal down (the browser's own checks may block
+    // the next submit, and the old message stayed as if it were about the new input).
+    const name = await page.locator('#edit-name').inputValue()
+    await page.fill('#edit-name', '   ')
+    await page.click('#edit-form button[type=submit]')
+    await page.waitForSelector('#edit-msg.error')
+    await page.fill('#edit-name', name)
+    await page.waitForSelector('#edit-msg:not(.error)', { state: 'attached' })
+    expect(await page.locator('#edit-msg').innerText()).toBe('')
+    // Saved: the description and the limit on the page say so (only the title did until a reload).
+    await page.fill('#edit-description', 'GPUs for <everyone>')
+    await page.fill('#edit-limit', '7')
+    await page.click('#edit-form button[type=submit]')
+    await page.waitForSelector('#edit-msg.ok')
+    expect([await page.locator('#pool-description').innerText(), await page.locator('#pool-limit-fact').innerText()]).toEqual(['GPUs for <everyone>', '7'])
+    await page.fill('#edit-limit', '')
+    await page.click('#edit-form button[type=submit]')
+    await page.waitForSelector('#pool-limit-fact:has-text("no limit")')
+    // An invite refused: the link on show was the previous person's.
+    await page.fill('#invite-email', 'carol@example.com')
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#invite-link-box:not([hidden])')
+    await page.fill('#invite-email', 'not-an-address@x')
+    await page.click('#invite-form button[type=submit]')
+    await page.waitForSelector('#invite-form-msg.error')
+    expect(await page.locator('#invite-link-box').isHidden()).toBe(true)
+  }, T)
+
   test('an admin deactivates a user, whose session ends', async () => {
     await page.goto(leader.url + '/admin/users')
     const row = page.locator('#users-body tr[data-user="bob@example.com"]')
@@ -385,6 +415,22 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.click('footer a[data-lang="en"]')
     await page.waitForSelector('html[lang="en"]')
     expect(await page.locator('[data-logout]').innerText()).toBe('Log out')
+    // Logging out in German ends on the German landing page (it went to '/', which stores English).
+    const other = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    other.setDefaultTimeout(T - 5000)
+    try {
+      const p = await other.newPage()
+      expect((await p.request.post(leader.url + '/api/v1/auth/login', { data: { email: 'ada@example.com', password: PASSWORD } })).status()).toBe(200)
+      await p.goto(leader.url + '/dashboard')
+      await p.click('footer a[data-lang="de"]')
+      await p.waitForSelector('html[lang="de"]')
+      await p.click('[data-logout]')
+      await p.waitForURL((u) => u.pathname === '/de')
+      expect(await p.locator('html').getAttribute('lang')).toBe('de')
+      expect((await other.cookies()).find((c) => c.name === 'svc_lang')?.value).toBe('de')
+    } finally {
+      await other.close()
+    }
   }, T)
 
   test('the profile mints an API token shown once, lists it and revokes it', async () => {
@@ -428,6 +474,17 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     // The words can arrive a chunk before [DONE], which clears the waiting message.
     await until(async () => ((await page.locator('#chat-msg').innerText()) === '' ? true : null), 'the end of the stream', { timeoutMs: 5000, everyMs: 50 })
     await expectAccessible(page, 'inference with a fellow')
+    // A refused question goes back into the box and leaves the log (it was lost, and its bubble
+    // stayed though it was no longer part of the conversation).
+    const bubbles = await page.locator('#chat-log .msg').count()
+    await page.click('#chat-form details summary')
+    await page.fill('#chat-token', 'svc_pat_bogus')
+    await page.fill('#chat-prompt', 'my important question')
+    await page.click('#chat-send')
+    await page.waitForSelector('#chat-msg.error')
+    expect(await page.locator('#chat-prompt').inputValue()).toBe('my important question')
+    expect(await page.locator('#chat-log .msg').count()).toBe(bubbles)
+    await page.fill('#chat-token', '')
   }, 45_000) // a fellow agent starts, joins and serves within it
 
   test('the admin user list opened past its last page shows the last page (it said "No users match" under "Page 5 of 1")', async () => {
