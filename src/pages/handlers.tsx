@@ -7,7 +7,7 @@ import { toMe } from '../accounts/service'
 import { getVisiblePool, memberRole, planFor } from '../pools/service'
 import { jobPoolOf } from '../jobs/service'
 import { fellowPoolOf } from '../fellows/service'
-import { view, securityHeaders, securityHeadersOf, pageContext, sameOriginPath, originsOf, takeNext, type PageRequest } from './view'
+import { view, securityHeaders, securityHeadersOf, pageContext, sameOriginPath, originsOf, takeNext, NEXT_COOKIE, type PageRequest } from './view'
 import { isLang, LANG_COOKIE, type Lang } from '../../pages/i18n'
 import { ASSETS, ASSET_VERSION } from '../../pages/assets'
 import { LandingPage, NotFoundPage, type NotFoundWhat } from '../../pages/landing'
@@ -149,10 +149,19 @@ export function pageHandlers(ctx: Ctx) {
       return v.html(<ForgotPasswordPage ctx={v.page} mail={ctx.cfg.smtp !== null} />)
     },
     // Accounts.
+    // Where the login is to go comes in a cookie (the page that sent the visitor here) and moves
+    // into the address, where a reload, or coming back to the tab later, still finds it (the
+    // cookie was gone after the first view, and the invitation with it).
     '/login': (r) => {
       const v = view(ctx, r)
       if (v.user) return v.redirect('/dashboard')
-      return v.html(<LoginPage ctx={v.page} next={takeNext(r)} />)
+      const url = new URL(r.request.url)
+      if (r.cookie[NEXT_COOKIE]?.value) {
+        const next = takeNext(r)
+        if (next !== '/dashboard') return v.redirect(`/login?next=${encodeURIComponent(next)}`)
+      }
+      const next = sameOriginPath(url.searchParams.get('next'), [url.origin]) ?? '/dashboard'
+      return v.html(<LoginPage ctx={v.page} next={next} />)
     },
     // From the login page, `?next=` carries where the login was to go (an invite link): a new
     // account registered and logged in goes there, as a login would.

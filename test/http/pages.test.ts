@@ -124,7 +124,9 @@ describe('access rules and redirects', () => {
     const c = h.client()
     const wanted = '/dashboard?invite=01a20184-99e9-7296-9fc7-75b6e5358e98&token=abc'
     await c.get(wanted)
-    const login = await c.get('/login')
+    const moved = await c.get('/login')
+    expect([moved.status, moved.headers.get('location')]).toEqual([303, `/login?next=${encodeURIComponent(wanted)}`])
+    const login = await c.get(moved.headers.get('location')!)
     expect(login.body).toContain(`href="/register?next=${encodeURIComponent(wanted).replace(/&/g, '&amp;')}"`)
     const reg = await c.get(`/register?next=${encodeURIComponent(wanted)}`)
     expect(reg.body).toContain(`data-next="${wanted.replace(/&/g, '&amp;')}"`)
@@ -138,9 +140,17 @@ describe('access rules and redirects', () => {
     const c = h.client()
     await c.get(`/pools/${userPool.id}?tab=x`)
     expect(c.cookies.get('svc_next')).toBeDefined()
-    const login = await c.get('/login')
-    expect(login.body).toContain(`data-next="/pools/${userPool.id}?tab=x"`)
+    // It moves into the address: a reload of the login page still has it (it was gone after the
+    // first view, and an invitation with it).
+    const moved = await c.get('/login')
+    expect(moved.status).toBe(303)
     expect(c.cookies.has('svc_next')).toBe(false)
+    for (let view = 0; view < 2; view++) {
+      const login = await c.get(moved.headers.get('location')!)
+      expect(login.body).toContain(`data-next="/pools/${userPool.id}?tab=x"`)
+    }
+    // Only a path of this leader is taken from the address.
+    for (const bad of ['https://evil.example/x', '//evil.example/x']) expect((await h.client().get(`/login?next=${encodeURIComponent(bad)}`)).body).toContain('data-next="/dashboard"')
   })
 })
 
