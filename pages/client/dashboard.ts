@@ -151,6 +151,12 @@ export function dashboardClient(): void {
       const card = $('invite-link-card')
       if (card) card.hidden = true
       history.replaceState(null, '', '/dashboard')
+      // The button that had focus is gone with its card: focus goes to what happened (it fell to the page).
+      const msg = $('invite-msg')
+      if (msg) {
+        msg.tabIndex = -1
+        msg.focus()
+      }
     }
     pools.now()
     invites.now()

@@ -313,6 +313,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await expectAccessible(p, 'dashboard')
     await accept.click()
     await p.waitForSelector('#invite-msg:has-text("You joined")')
+    // The button went with its card: focus is on what happened, not dropped to the page.
+    expect(await p.evaluate('document.activeElement?.id')).toBe('invite-msg')
     await p.waitForSelector(`#pools-body a:has-text("${POOL}")`)
     expect(new URL(p.url()).search).toBe('')
     // A plain user's plan allows private pools only: no hint about public ones.
