@@ -73,7 +73,9 @@ export function authClient(): void {
     if (!r.ok) return svc.say('reset-msg', r.error ?? '', 'error')
     form.reset()
     const msg = document.getElementById('reset-msg')
-    svc.say(msg, t('auth.passwordSet'), 'ok')
+    // A new password opens only an active account: said here, not at the next login's refusal.
+    const status = String(r.data?.account_status ?? 'active')
+    svc.say(msg, status === 'active' ? t('auth.passwordSet') : t('auth.passwordSetInactive', { status: t('state.' + status) }), 'ok')
     msg?.append(' ', svc.el('a', { href: '/login', text: t('auth.login') }))
   })
 }

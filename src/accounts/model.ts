@@ -46,6 +46,8 @@ export const ResetPasswordBody = t.Object(
   { additionalProperties: false },
 )
 export const StatusResult = t.Object({ status: UserStatus })
+/** A reset's answer: whether the new password opens the account now (only an active one). */
+export const ResetResult = t.Object({ account_status: UserStatus })
 
 export const ApiTokenRecord = t.Object({
   id: t.String(),

@@ -74,11 +74,8 @@ export function accountRoutes(app: AppBase, ctx: Ctx, accounts: Accounts) {
     })
     .post(
       '/api/v1/auth/reset-password',
-      async ({ body, clientIp, set }) => {
-        await accounts.resetPassword(body.token, body.new_password, { clientIp })
-        set.status = 204
-      },
-      { policy: 'public', body: M.ResetPasswordBody },
+      async ({ body, clientIp }) => ({ account_status: await accounts.resetPassword(body.token, body.new_password, { clientIp }) }),
+      { policy: 'public', body: M.ResetPasswordBody, response: { 200: M.ResetResult } },
     )
     .post(
       '/api/v1/api-tokens',

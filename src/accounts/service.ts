@@ -304,7 +304,8 @@ export class Accounts {
     return { status }
   }
 
-  async resetPassword(token: string, next: string, req: RequestInfo): Promise<void> {
+  /** Sets the new password; answers the account's status (a new password opens only an active one). */
+  async resetPassword(token: string, next: string, req: RequestInfo): Promise<UserStatus> {
     const { ctx } = this
     // Check the token before the slow hash, then consume it in the transaction that sets the hash.
     const peek = ctx.db.select().from(actionTokens).where(eq(actionTokens.tokenHash, sha256(token))).get()
@@ -335,6 +336,7 @@ export class Accounts {
       })
     })
     ctx.mail.wake()
+    return u.status
   }
 
   /** `svc admin create-user`: an active admin, created directly in the state file. */

@@ -276,7 +276,7 @@ describe('rate limit and lockout', () => {
     await Promise.all(holders)
     expect(pool.load).toBe(0)
     // The reset link was not used up: it works once the line has room.
-    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(204)
+    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(200)
   })
 
   test('the pair locks after N failures (N-th is 401, then 429 even with the right password) and unlocks after the lockout', async () => {
@@ -419,7 +419,7 @@ describe('password change and reset', () => {
     const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
     const c = h.client({ ip: freshIp() })
     expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'short' })).status).toBe(422)
-    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(204)
+    expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(200)
     expect((await s.get('/api/v1/auth/me')).status).toBe(401)
     expect((await c.post('/api/v1/auth/reset-password', { token, new_password: 'another reset password' })).body.code).toBe('invalid_token')
     expect((await c.post('/api/v1/auth/login', { email: 'reset@example.com', password: 'the reset password' })).status).toBe(200)
@@ -450,7 +450,7 @@ describe('password change and reset end API tokens too (issue 26)', () => {
     const t2 = tokenClient(h, u.id)
     expect((await t1.get('/api/v1/auth/me')).status).toBe(200)
     const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
-    expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(204)
+    expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(200)
     expect([(await t1.get('/api/v1/auth/me')).status, (await t2.get('/api/v1/auth/me')).status, (await s.get('/api/v1/auth/me')).status]).toEqual([401, 401, 401])
     expect(JSON.parse(audits(h, 'auth.password_reset')[0]!.detail!)).toEqual({ sessions_revoked: 1, api_tokens_revoked: 2 })
   })

@@ -226,9 +226,15 @@ describe('password reset issued by an admin', () => {
     expect(JSON.parse(audits(h, 'admin.user.reset_password')[0]!.detail!)).toEqual({ delivery: 'link' })
     const token = new URL(r.body.link, 'http://x').searchParams.get('token')!
     const anon = h.client({ ip: '198.51.100.20' })
-    expect((await anon.post('/api/v1/auth/reset-password', { token, new_password: 'a brand new password' })).status).toBe(204)
+    const done = await anon.post('/api/v1/auth/reset-password', { token, new_password: 'a brand new password' })
+    expect([done.status, done.body]).toEqual([200, { account_status: 'active' }])
     expect((await anon.post('/api/v1/auth/reset-password', { token, new_password: 'yet another password' })).body.code).toBe('invalid_token')
     expect((await anon.post('/api/v1/auth/login', { email: 'alice@example.com', password: 'a brand new password' })).status).toBe(200)
+    // A disabled account's reset says so: the new password opens it only once it is active again
+    // (the page promised a login that was then refused).
+    expect((await A.post(`/api/v1/admin/users/${alice.id}/status`, { status: 'disabled' })).status).toBe(200)
+    const again = new URL((await A.post(`/api/v1/admin/users/${alice.id}/reset-password`)).body.link, 'http://x').searchParams.get('token')!
+    expect((await anon.post('/api/v1/auth/reset-password', { token: again, new_password: 'the third password' })).body).toEqual({ account_status: 'disabled' })
   })
 
   test('with mail the link goes out by mail only', async () => {
