@@ -49,8 +49,22 @@ export function adminUsersClient(): void {
     } else {
       svc.say('users-msg', t('users.done', { action: label, email: u.email }), 'ok')
     }
-    void load()
     void loadPending()
+    // The row is drawn anew with the buttons its new state takes: focus goes to its first one (it
+    // fell to the page), or to the message when the row is gone (a deleted user).
+    const focused = document.activeElement
+    await load()
+    if (focused && !document.contains(focused)) {
+      const next = document.querySelector(`#users-body tr[data-user="${CSS.escape(u.email)}"] button`) as HTMLElement | null
+      if (next) next.focus()
+      else {
+        const msg = $('users-msg')
+        if (msg) {
+          msg.tabIndex = -1
+          msg.focus()
+        }
+      }
+    }
   }
 
   const actions = (u: any) => {

@@ -86,6 +86,12 @@ export function poolUploadClient(): void {
       const r = await send(file, uploadId, offset)
       if (r.status === 201) {
         svc.say('upload-msg', t('upload.done', { name, size: svc.fmtBytes(file.size) }), 'ok')
+        // The button that started it was disabled and the form reset: focus goes to what happened.
+        const done = $('upload-msg')
+        if (done) {
+          done.tabIndex = -1
+          done.focus()
+        }
         document.dispatchEvent(new CustomEvent('svc:files-changed'))
         return
       }

@@ -261,6 +261,7 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     await page.selectOption('#upload-kind-input', 'model')
     await page.click('#upload-button')
     await page.waitForSelector('#upload-msg:has-text("weights <v2>.bin uploaded (9 MiB).")', { timeout: 15_000 })
+    expect(await page.evaluate('document.activeElement?.id')).toBe('upload-msg')
     await page.unroute('**/api/v1/artifacts/uploads/*')
     expect(puts).toEqual(['0', String(4 << 20), String(4 << 20)])
     expect(opened).toBe(1)
@@ -363,6 +364,8 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     page.once('dialog', (d) => void d.accept())
     await row.getByRole('button', { name: 'Deactivate bob@example.com' }).click()
     await page.waitForSelector('#users-body tr[data-user="bob@example.com"] .state-disabled')
+    // The row was drawn anew: focus is on its first button, not dropped to the page.
+    await until(async () => ((await page.evaluate("document.activeElement?.getAttribute('aria-label')")) === 'Reactivate bob@example.com' ? true : null), 'focus on the new row', { timeoutMs: 5000, everyMs: 50 })
     const p = await bob.newPage()
     await p.goto(leader.url + '/dashboard')
     expect(new URL(p.url()).pathname).toBe('/login')
