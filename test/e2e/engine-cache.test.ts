@@ -5,32 +5,17 @@
 // the kept file while the leader cannot be reached.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { killAll, poll, startCluster, startFellow, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
+import { STANDIN, startStandin } from '../helpers/standin'
 import { until } from '../helpers/until'
 
-const STANDIN = resolve(import.meta.dir, '../fixtures/engine-standin.ts')
 const external: { proc: ReturnType<typeof Bun.spawn> | null } = { proc: null }
 
 afterAll(async () => {
   external.proc?.kill('SIGKILL')
   await killAll()
 })
-
-async function startStandin(args: string[]): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
-  const proc = Bun.spawn([process.execPath, STANDIN, '--port', '0', ...args], { stdout: 'pipe', stderr: 'ignore', stdin: 'ignore' })
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-  let text = ''
-  while (!/listening on (\S+)/.test(text)) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the stand-in exited before listening: ${text}`)
-    text += new TextDecoder().decode(value)
-  }
-  void (async () => {
-    for (;;) if ((await reader.read()).done) break
-  })()
-  return { proc, url: /listening on (\S+)/.exec(text)![1]! }
-}
 
 type Line = { msg?: string; engine?: string; pid?: number; url?: string; artifact_id?: string }
 const lines = (f: Fellow): Line[] =>

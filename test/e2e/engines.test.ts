@@ -7,12 +7,12 @@
 // (--config). The official `openai` client talks to the leader.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import OpenAI from 'openai'
 import { killAll, poll, processAlive, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
+import { STANDIN, startStandin } from '../helpers/standin'
 import { until } from '../helpers/until'
 
-const STANDIN = resolve(import.meta.dir, '../fixtures/engine-standin.ts')
 const MODEL = 'standin'
 const external: { proc: ReturnType<typeof Bun.spawn> | null; url: string } = { proc: null, url: '' }
 
@@ -21,22 +21,6 @@ afterAll(async () => {
   await killAll()
 })
 
-/** The stand-in on a free port; resolves with its base URL once it says where it listens. */
-async function startStandin(args: string[]): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
-  const proc = Bun.spawn([process.execPath, STANDIN, '--port', '0', ...args], { stdout: 'pipe', stderr: 'ignore', stdin: 'ignore' })
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-  let text = ''
-  while (!/listening on (\S+)/.test(text)) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the stand-in exited before listening: ${text}`)
-    text += new TextDecoder().decode(value)
-  }
-  // Keep draining its output so it never blocks on a full pipe.
-  void (async () => {
-    for (;;) if ((await reader.read()).done) break
-  })()
-  return { proc, url: /listening on (\S+)/.exec(text)![1]! }
-}
 
 type Stats = { requests: number; active: number; aborted: number; completed: number; last_request: Record<string, unknown> | null }
 const stats = async (base: string): Promise<Stats> => (await (await fetch(`${base}/_standin/stats`)).json()) as Stats
