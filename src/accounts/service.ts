@@ -29,6 +29,16 @@ export type UserStatus = UserRow['status']
 
 export { normalizeEmail }
 
+/**
+ * The name a mail greets its reader by. Anyone can sign up with someone else's address and a
+ * display name of their choosing ("Hello your account is locked, call ..."), and the leader would
+ * deliver it from its own sender: until the address is proven (its verify link was opened), a mail
+ * greets the address itself.
+ */
+export function mailName(u: Pick<UserRow, 'displayName' | 'email' | 'emailVerifiedAt'>): string {
+  return u.emailVerifiedAt !== null && u.displayName ? u.displayName : u.email
+}
+
 export function toMe(u: UserRow): Me {
   return {
     id: u.id,
@@ -169,9 +179,9 @@ export class Accounts {
       const session = row.status === 'active' ? createSession(ctx, row.id, req.clientIp, tx) : null
       if (row.status === 'unverified') {
         const token = issueActionToken(tx, now, row.id, 'verify')
-        ctx.mail.enqueue(tx, 'verify-email', email, { link: `${ctx.cfg.baseUrl}/verify-email?token=${token}`, name: displayName ?? email })
+        ctx.mail.enqueue(tx, 'verify-email', email, { link: `${ctx.cfg.baseUrl}/verify-email?token=${token}`, name: mailName(row) })
       } else if (row.status === 'pending_approval') {
-        ctx.mail.enqueue(tx, 'pending-approval', email, { name: displayName ?? email })
+        ctx.mail.enqueue(tx, 'pending-approval', email, { name: mailName(row) })
       }
       recordAudit(tx, ctx.clock, {
         kind: 'auth.register',
@@ -269,7 +279,7 @@ export class Accounts {
       // minted by whoever knew the old password must not outlive it).
       const sessionsRevoked = revokeUserSessions(tx, now, userId, sessionId)
       const tokensRevoked = revokeUserApiTokens(tx, now, userId)
-      ctx.mail.enqueue(tx, 'password-changed', u.email, { name: u.displayName ?? u.email })
+      ctx.mail.enqueue(tx, 'password-changed', u.email, { name: mailName(u) })
       recordAudit(tx, ctx.clock, {
         kind: 'auth.password_change',
         actorUserId: userId,
@@ -296,7 +306,7 @@ export class Accounts {
       if (u.status !== 'unverified') return u.status
       const next: UserStatus = ctx.cfg.requireAdminApproval ? 'pending_approval' : 'active'
       tx.update(users).set({ status: next, updatedAt: now }).where(eq(users.id, userId)).run()
-      if (next === 'pending_approval') ctx.mail.enqueue(tx, 'pending-approval', u.email, { name: u.displayName ?? u.email })
+      if (next === 'pending_approval') ctx.mail.enqueue(tx, 'pending-approval', u.email, { name: mailName({ ...u, emailVerifiedAt: now }) })
       recordAudit(tx, ctx.clock, { kind: 'auth.email_verified', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId, detail: { status: next } })
       return next
     })
@@ -325,7 +335,7 @@ export class Accounts {
       const sessionsRevoked = revokeUserSessions(tx, now, userId)
       const tokensRevoked = revokeUserApiTokens(tx, now, userId)
       clearAccountFailures(tx, u.email)
-      ctx.mail.enqueue(tx, 'password-changed', u.email, { name: u.displayName ?? u.email })
+      ctx.mail.enqueue(tx, 'password-changed', u.email, { name: mailName(u) })
       recordAudit(tx, ctx.clock, {
         kind: 'auth.password_reset',
         actorUserId: userId,

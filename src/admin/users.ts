@@ -7,7 +7,7 @@ import { and, count, eq, isNull, or, sql } from 'drizzle-orm'
 import { actionTokens, apiTokens, loginFailures, mailOutbox, poolInvites, poolMembers, pools, sessions, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { recordAudit } from '../audit/service'
-import { findUserByEmail, getUser, issueActionToken, normalizeEmail, type UserRow, type UserStatus } from '../accounts/service'
+import { findUserByEmail, getUser, issueActionToken, mailName, normalizeEmail, type UserRow, type UserStatus } from '../accounts/service'
 import { revokeUserSessions } from '../accounts/sessions'
 import { revokeUserApiTokens } from '../accounts/api-tokens'
 import { deletePoolRow, detachNodesOf, revokeJoinTokensOf } from '../pools/service'
@@ -57,7 +57,6 @@ function requireSessionForSelf(actor: AdminActor, targetId: string): void {
   }
 }
 
-const nameOf = (u: UserRow) => u.displayName ?? u.email
 const audit = (ctx: Ctx, tx: Db, actor: AdminActor, kind: string, targetId: string, detail?: Record<string, unknown>) =>
   recordAudit(tx, ctx.clock, { kind, actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'user', targetId, detail })
 
@@ -144,7 +143,7 @@ export class AdminUsers {
         // Its join tokens too: they failed while it was disabled and worked again once it was back.
         const joinRevoked = revokeJoinTokensOf(tx, now, id)
         retireActionTokens(tx, now, id)
-        ctx.mail.enqueue(tx, 'account-deactivated', u.email, { name: nameOf(u) })
+        ctx.mail.enqueue(tx, 'account-deactivated', u.email, { name: mailName(u) })
         detail = { ...detail, sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked, join_sessions_revoked: joinRevoked }
       } else {
         if (u.status !== 'disabled') {
@@ -169,7 +168,7 @@ export class AdminUsers {
       // proves the address, which invites by email need (it used to die here, and nothing could
       // send another).
       tx.update(users).set({ status: 'active', updatedAt: now }).where(eq(users.id, id)).run()
-      ctx.mail.enqueue(tx, 'account-approved', u.email, { name: nameOf(u) })
+      ctx.mail.enqueue(tx, 'account-approved', u.email, { name: mailName(u) })
       audit(ctx, tx, actor, 'admin.user.approve', id, { from: u.status })
       return userView(tx, id)
     })
@@ -183,7 +182,7 @@ export class AdminUsers {
       const token = issueActionToken(tx, now, id, 'reset')
       const path = `/reset-password?token=${token}`
       const delivery = ctx.mail.enabled ? 'mail' : 'link'
-      if (delivery === 'mail') ctx.mail.enqueue(tx, 'password-reset', u.email, { name: nameOf(u), link: `${ctx.cfg.baseUrl}${path}` })
+      if (delivery === 'mail') ctx.mail.enqueue(tx, 'password-reset', u.email, { name: mailName(u), link: `${ctx.cfg.baseUrl}${path}` })
       audit(ctx, tx, actor, 'admin.user.reset_password', id, { delivery })
       const expires_at = iso(now + DAY_MS)
       return delivery === 'mail' ? { delivery, expires_at } : { delivery, link: path, expires_at }
@@ -199,7 +198,7 @@ export class AdminUsers {
       if (u.emailVerifiedAt !== null) throw new AppError('conflict', 'The address is already verified.', { account_status: u.status })
       if (u.status === 'disabled') throw new AppError('conflict', 'The account is disabled; reactivate it first.', { account_status: u.status })
       const token = issueActionToken(tx, now, id, 'verify')
-      ctx.mail.enqueue(tx, 'verify-email', u.email, { name: nameOf(u), link: `${ctx.cfg.baseUrl}/verify-email?token=${token}` })
+      ctx.mail.enqueue(tx, 'verify-email', u.email, { name: mailName(u), link: `${ctx.cfg.baseUrl}/verify-email?token=${token}` })
       audit(ctx, tx, actor, 'admin.user.resend_verification', id)
       return { delivery: 'mail' as const, expires_at: iso(now + DAY_MS) }
     })

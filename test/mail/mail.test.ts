@@ -14,6 +14,7 @@ import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
 import { silentLogger } from '../../src/log'
 import { AppError } from '../../src/errors'
+import { issueActionToken } from '../../src/accounts/service'
 import { createOutbox, MAIL_TEMPLATES, type MailTemplate } from '../../src/mail/outbox'
 import { renderMail } from '../../src/mail/templates'
 import { createTransport, deliverDue, mailStatus, sendTestMail, backoffMs, mailLoop } from '../../src/mail/sender'
@@ -195,6 +196,28 @@ describe('mail sender', () => {
     for (const t of msg.texts) expect(t).toContain(`${BASE}/verify-email?token=tok-verify`)
     expect(mailStatus(h.ctx)).toEqual({ configured: true, pending: 0, failed: 0, sent: 1 })
     expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 0, failed: 0, retried: 0 })
+  })
+
+  test('a sign-up\'s mails greet the address, not the display name whoever signed up chose, until the address is proven', async () => {
+    const inbox = track(await startSmtp())
+    const h = track(makeHarness(smtpEnv(inbox.port, 'none', { SVC_BASE_URL: BASE, SVC_REQUIRE_EMAIL_VERIFICATION: '1', SVC_REQUIRE_ADMIN_APPROVAL: '1' }), { mailEnabled: true }))
+    await seedUser(h, 'root@example.com', { role: 'admin' }) // the first account is the admin, active at once
+    const lure = 'your account is locked. Unlock: call +1-555-0100'
+    const r = await h.client({ ip: '203.0.113.7' }).post('/api/v1/auth/register', { email: 'target@example.net', password: 'a long password', display_name: lure })
+    expect(r.status).toBe(201)
+    const texts = async () => {
+      await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))
+      return parseMime(inbox.messages.at(-1)!.raw).texts
+    }
+    for (const t of await texts()) {
+      expect(t).toContain('Hello target@example.net,')
+      expect(t).not.toContain('locked')
+    }
+    // The mailbox's owner opened the link: the account, name and all, is theirs now.
+    const token = issueActionToken(h.ctx.db, h.clock.now(), r.body.user.id, 'verify')
+    expect((await h.client({ ip: '203.0.113.7' }).post('/api/v1/auth/verify-email', { token })).body).toEqual({ status: 'pending_approval' })
+    for (const t of await texts()) expect(t).toContain(`Hello ${lure},`)
+    expect(inbox.messages).toHaveLength(2)
   })
 
   test('inviting one address to a pool again and again delivers one mail, with a fixed subject and the invite link (issue 26, item 6)', async () => {
