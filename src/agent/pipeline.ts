@@ -31,6 +31,8 @@ export interface WorkerDeps {
   stateDir: string
   counters: Counters
   clock: TimerClock
+  /** The leader refused a status report: this fellow is off the job (StatusReporter). */
+  onGone?: (reason: string) => void
 }
 
 /** Where a stage's frames, reports and checkpoints go. */

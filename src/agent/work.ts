@@ -151,13 +151,23 @@ export class Work {
     // The leader places a job only on fellows that offer its runner; one it sent anyway is refused.
     if (runner !== BUILTIN_RUNNER && !spec) return this.refuse(s.job_id, `this fellow does not offer the runner '${runner}' (its operator declares runners with --runner or [runners.NAME])`)
     try {
-      const deps: WorkerDeps = { jobId: s.job_id, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock }
+      const jobId = s.job_id
+      // Only this worker: a later START for the same job has a worker of its own.
+      const onGone = (reason: string) => {
+        const mine = this.worker
+        if (mine !== worker || !mine || mine.status === 'stopped') return
+        log.warn('stopping the stage: the leader no longer has this fellow on the job', { job_id: jobId, reason })
+        this.end(mine, reason)
+      }
+      let worker: StageWorker | null = null
+      const deps: WorkerDeps = { jobId, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock, onGone }
       // The built-in MLP is a runner like any other (`svc runner mlp`), unless told to run in process.
       if (runner === BUILTIN_RUNNER) parseTrainConfig(a.config) // a bad config fails at START with its reason
-      this.worker = spec
+      worker = spec
         ? new RunnerWorker({ ...deps, leaderUrl: this.d.leaderUrl ?? client.leaderUrl, nodeToken: this.d.nodeToken ?? (() => null) }, a, spec)
         : new PipelineWorker(deps, a)
-      this.worker.start()
+      this.worker = worker
+      worker.start()
     } catch (e) {
       this.worker = null
       this.refuse(s.job_id, (e as Error).message)

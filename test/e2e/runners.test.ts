@@ -109,6 +109,27 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     expect((await nodes(c)).find((n) => n.fellow_id === py.id())?.state).toBe('online')
   }, 60_000)
 
+  test('a fellow away while its stage moved on stops its runner once it is back, instead of training on for no one', async () => {
+    const j = await submit({ name: 'away', runner: 'toy', stages: 1, config: { steps: 1_000_000, lr: 0.5, step_ms: 20 } })
+    await until(async () => ((await job(j.id)).step >= 5 ? true : null), 'the job past step 5', poll(30_000))
+    const holder = (await job(j.id)).assignments[0]!.fellow_id
+    const away = [py, ts].find((f) => f.id() === holder)!
+    const runnerPid = lastRunnerPid(away.logs, j.id)
+    // The agent stops answering (its runner goes on): offline after missed heartbeats, the stage
+    // moves to the other fellow.
+    away.proc.kill('SIGSTOP')
+    try {
+      await until(async () => ((await job(j.id)).assignments[0]!.fellow_id !== holder ? true : null), 'the stage moved', poll(30_000))
+    } finally {
+      away.proc.kill('SIGCONT')
+    }
+    // Its next progress report is refused (not assigned): it stops the stage, once.
+    await until(() => (alive(runnerPid) ? null : true), 'the returned fellow\'s runner stopped', poll(15_000))
+    expect(away.logs.filter((l) => l.includes('"stopping the stage: the leader no longer has this fellow on the job"'))).toHaveLength(1)
+    await until(async () => ((await nodes(c)).find((n) => n.fellow_id === holder)?.status === 'idle' ? true : null), 'the returned fellow idle', poll(15_000))
+    expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
+  }, 90_000)
+
   test('CHECKPOINT stores both stages in the artifact store; a stage re-placed after its fellow dies resumes from its checkpoint and the job completes', async () => {
     const j = await submit({ name: 'resumable', runner: 'toy', stages: 2, config: { steps: 300, lr: 0.5, step_ms: 20 } })
     await until(async () => ((await job(j.id)).step >= 30 ? true : null), 'the job past step 30', poll(30_000))
