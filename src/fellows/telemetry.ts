@@ -124,6 +124,23 @@ interface Open {
   quarter: Acc
 }
 
+/** A stored bucket and the same bucket's newer samples, as the write merges them (figures weighed by samples). */
+function mergePoints(a: BucketPoint, b: BucketPoint): BucketPoint {
+  const n = a.samples + b.samples
+  const mean = (x: number | null, y: number | null) => (x === null ? y : y === null ? x : Math.round(((x * a.samples + y * b.samples) / n) * 10) / 10)
+  return {
+    ts: a.ts,
+    samples: n,
+    cpu_pct: mean(a.cpu_pct, b.cpu_pct),
+    mem_free_mb: mean(a.mem_free_mb, b.mem_free_mb),
+    mem_total_mb: mean(a.mem_total_mb, b.mem_total_mb),
+    gpu_util_pct: mean(a.gpu_util_pct, b.gpu_util_pct),
+    gpu_free_mb: mean(a.gpu_free_mb, b.gpu_free_mb),
+    gpu_total_mb: mean(a.gpu_total_mb, b.gpu_total_mb),
+    gpu_temp_c: a.gpu_temp_c === null ? b.gpu_temp_c : b.gpu_temp_c === null ? a.gpu_temp_c : Math.max(a.gpu_temp_c, b.gpu_temp_c),
+  }
+}
+
 type Row = { ts: number; samples: number; cpu_pct: number | null; mem_free_mb: number | null; mem_total_mb: number | null; gpu_util_pct: number | null; gpu_free_mb: number | null; gpu_total_mb: number | null; gpu_temp_c: number | null }
 
 export class TelemetryHistory {
@@ -191,12 +208,23 @@ export class TelemetryHistory {
     if (this.retentionDays === 0) return 0
     // A row names the fellow's pool as the state file has it, and is skipped for a fellow removed
     // since its bucket closed (the foreign key would refuse it and with it the whole flush).
+    // A bucket already in the file (written by the leader before a restart, or before a clean
+    // stop's flush) is merged with, not replaced: its samples count, its figures weigh by them.
+    const mean = (col: string) =>
+      `${col} = CASE WHEN excluded.${col} IS NULL THEN ${col} WHEN ${col} IS NULL THEN excluded.${col} ELSE round((${col} * samples + excluded.${col} * excluded.samples) / (samples + excluded.samples), 1) END`
     this.insert ??= this.sqlite.prepare(
-      `INSERT OR REPLACE INTO telemetry_buckets (fellow_id, pool_id, res, ts, samples, cpu_pct, mem_free_mb, mem_total_mb, gpu_util_pct, gpu_free_mb, gpu_total_mb, gpu_temp_c)
-       SELECT ?1, (SELECT pool_id FROM pool_nodes WHERE fellow_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 WHERE EXISTS (SELECT 1 FROM fellows WHERE id = ?1)`,
+      `INSERT INTO telemetry_buckets (fellow_id, pool_id, res, ts, samples, cpu_pct, mem_free_mb, mem_total_mb, gpu_util_pct, gpu_free_mb, gpu_total_mb, gpu_temp_c)
+       SELECT ?1, (SELECT pool_id FROM pool_nodes WHERE fellow_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 WHERE EXISTS (SELECT 1 FROM fellows WHERE id = ?1)
+       ON CONFLICT (fellow_id, res, ts) DO UPDATE SET pool_id = excluded.pool_id, samples = samples + excluded.samples,
+         ${['cpu_pct', 'mem_free_mb', 'mem_total_mb', 'gpu_util_pct', 'gpu_free_mb', 'gpu_total_mb'].map(mean).join(', ')},
+         gpu_temp_c = CASE WHEN excluded.gpu_temp_c IS NULL THEN gpu_temp_c WHEN gpu_temp_c IS NULL THEN excluded.gpu_temp_c ELSE max(gpu_temp_c, excluded.gpu_temp_c) END`,
     )
     const take = all ? this.closed.splice(0) : this.closed.splice(0, WRITES_PER_FLUSH)
-    if (all) for (const o of this.open.values()) take.push(o.minute, o.quarter)
+    if (all) {
+      // The open buckets are written as they stand and start again empty: what comes after merges.
+      for (const o of this.open.values()) take.push(o.minute, o.quarter)
+      this.open.clear()
+    }
     // A row written now expires no sooner than a day (a minute bucket) from its start.
     if (take.length > 0 && this.nextPrune === Infinity) this.nextPrune = Math.min(...take.map((a) => a.ts)) + DAY_MS + MINUTE_MS
     for (const a of take) {
@@ -235,7 +263,11 @@ export class TelemetryHistory {
       )
       .all(fellowId, resMs / 1000, since)
     for (const r of rows) byTs.set(r.ts, r)
-    for (const a of this.unwritten(fellowId, resMs)) if (a.ts >= since && a.n > 0) byTs.set(a.ts, a.point())
+    for (const a of this.unwritten(fellowId, resMs)) {
+      if (a.ts < since || a.n === 0) continue
+      const stored = byTs.get(a.ts)
+      byTs.set(a.ts, stored ? mergePoints(stored, a.point()) : a.point())
+    }
     return [...byTs.values()].sort((a, b) => a.ts - b.ts)
   }
 

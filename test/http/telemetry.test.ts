@@ -133,4 +133,37 @@ describe('telemetry history', () => {
     expect((await a.get(`/api/v1/workers/${cpu.id}/telemetry?range=1h`)).body.points).toHaveLength(4)
     expect((await a.get(`/api/v1/workers/${cpu.id}/telemetry?range=1d`)).body.points).toEqual([])
   })
+
+  test('a leader restart inside a bucket adds to it: the samples from before and after both count', async () => {
+    const { h, a, pool } = await setup()
+    const join = (await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    const r = await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'cpu-box' })
+    const { fellow_id: id, node_token: token } = r.body as { fellow_id: string; node_token: string }
+    const beat = async (hh: Harness, cpu: number) => expect((await hh.client({ bearer: token }).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [], cpu_pct: cpu, mem_total_mb: 8000 } })).status).toBe(200)
+    h.clock.advance(MIN - (h.clock.now() % MIN))
+    const minute = h.clock.now()
+    for (let i = 0; i < 3; i++) {
+      await beat(h, 10)
+      h.clock.advance(10_000)
+    }
+    // A clean stop half-way through the minute writes the open bucket; a new leader opens the file.
+    await h.services.close()
+    h.close()
+    all.splice(all.indexOf(h), 1)
+    const h2 = makeHarness({ SVC_STATE_DIR: h.dir })
+    all.push(h2)
+    h2.clock.advance(h.clock.now() - h2.clock.now())
+    for (let i = 0; i < 3; i++) {
+      await beat(h2, 20)
+      h2.clock.advance(10_000)
+    }
+    const day = async () => (await sessionClient(h2, (await h2.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM users WHERE email = 'alice@example.com'").get())!.id).get(`/api/v1/workers/${id}/telemetry?range=1d`)).body.points
+    // Read while the new samples are still in memory, and after the next minute's heartbeat wrote them.
+    expect((await day())[0]).toMatchObject({ ts: new Date(minute).toISOString(), cpu_pct: 15 })
+    await beat(h2, 30)
+    h2.services.fellows.registry.flush()
+    const row = h2.ctx.sqlite.query<{ samples: number; cpu_pct: number; mem_total_mb: number }, [number]>('SELECT samples, cpu_pct, mem_total_mb FROM telemetry_buckets WHERE res = 60 AND ts = ?').get(minute)
+    expect(row).toEqual({ samples: 6, cpu_pct: 15, mem_total_mb: 8000 })
+    expect((await day())[0]).toMatchObject({ cpu_pct: 15 })
+  })
 })
