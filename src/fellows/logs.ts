@@ -4,8 +4,12 @@
 // Two bounds: LINES_PER_FELLOW per ring, and a byte budget for all rings together
 // (SVC_LOG_MAX_TOTAL_BYTES, 16 MiB by default). The per-ring bound alone let memory grow with the
 // number of fellows: 1000 lines of 4096 characters is 8 MiB a fellow, and anyone may register
-// fellows without a token (issue 26). Past the budget, the fellow that wrote least recently loses
-// its oldest lines first, ring after ring, until the total fits again.
+// fellows without a token (issue 26). Past the budget, lines go by fair share: each fellow with
+// lines may keep the budget divided by their number. The fellow that wrote loses its own oldest
+// lines first while it holds more than that, then the others above their share, least recently
+// written first, then (only if still over) anyone, least recently written first. With the least
+// recently written alone, a few fellows registered without a token and writing without pause
+// emptied every other pool's machines' logs.
 import { EventRings } from '../events'
 import { sseStream } from '../http/sse'
 
@@ -51,22 +55,32 @@ export class LogRings {
     bytes += added
     this.total += added
     if (this.rings.held(fellowId).length > 0) this.order.set(fellowId, bytes)
-    this.evict()
+    if (this.total <= this.maxTotalBytes) return
+    const share = this.maxTotalBytes / this.order.size
+    this.trim(fellowId, share)
+    for (const keep of [share, 0]) {
+      for (const id of this.order.keys()) {
+        if (this.total <= this.maxTotalBytes) return
+        this.trim(id, keep)
+      }
+    }
   }
 
-  /** Past the budget, the fellow that wrote least recently loses its oldest lines first. */
-  private evict(): void {
-    for (const [fellowId, bytes] of this.order) {
-      if (this.total <= this.maxTotalBytes) return
-      const held = this.rings.held(fellowId)
-      let n = 0
-      let freed = 0
-      while (n < held.length && this.total - freed > this.maxTotalBytes) freed += lineBytes(held[n++]!.line)
-      this.rings.trim(fellowId, n)
-      this.total -= freed
-      if (this.rings.held(fellowId).length === 0) this.order.delete(fellowId)
-      else this.order.set(fellowId, bytes - freed)
-    }
+  /** The fellow's oldest lines, while the total is over the budget and it holds more than `keep` bytes. */
+  private trim(fellowId: string, keep: number): void {
+    let bytes = this.order.get(fellowId)
+    if (bytes === undefined || bytes <= keep) return
+    const held = this.rings.held(fellowId)
+    let n = 0
+    let freed = 0
+    while (n < held.length && this.total - freed > this.maxTotalBytes && bytes - freed > keep) freed += lineBytes(held[n++]!.line)
+    if (n === 0) return
+    this.rings.trim(fellowId, n)
+    this.total -= freed
+    bytes -= freed
+    // Trimmed, not written: it keeps its place in the eviction order.
+    if (this.rings.held(fellowId).length === 0) this.order.delete(fellowId)
+    else this.order.set(fellowId, bytes)
   }
 
   since(fellowId: string, afterId: number): LogLine[] {
