@@ -27,7 +27,7 @@ export function parseAddress(addr: string | null | undefined): { host: string; p
 export interface P2PLimits {
   /** A socket that has not completed the handshake by then is closed. */
   handshakeTimeoutMs: number
-  /** Sockets still in the handshake, per listener; more are closed at once. */
+  /** Sockets still in the handshake, per listener; past it the busiest address's oldest is closed. */
   maxPendingHandshakes: number
   /** Authenticated streams per listener; a newer one closes the oldest (a neighbour reconnecting). */
   maxConnections: number
@@ -126,10 +126,7 @@ export class P2PListeners {
   }
 
   private accept(l: Listener, sock: net.Socket): void {
-    if (l.pending.size >= this.limits.maxPendingHandshakes) {
-      sock.destroy()
-      return this.refused(l, sock, 'too many connections in the handshake')
-    }
+    if (l.pending.size >= this.limits.maxPendingHandshakes) this.makeRoom(l)
     l.pending.add(sock)
     this.sockets.add(sock)
     sock.setNoDelay(true)
@@ -170,6 +167,28 @@ export class P2PListeners {
       if (conn && l.conns.delete(conn)) l.held -= conn.held
     })
     sock.write(hello.bytes)
+  }
+
+  /**
+   * Every handshake slot is taken: the oldest socket of the address holding the most slots goes.
+   * Refusing the newcomer instead let anyone who reaches the port hold the slots with silent
+   * sockets, renewed every few seconds, and keep the real neighbour out for as long as they liked;
+   * now strangers crowd out only each other, and a neighbour's hello, answered within a round
+   * trip, gets through.
+   */
+  private makeRoom(l: Listener): void {
+    const byAddress = new Map<string, net.Socket[]>()
+    for (const s of l.pending) {
+      const from = byAddress.get(s.remoteAddress ?? '') ?? []
+      if (from.push(s) === 1) byAddress.set(s.remoteAddress ?? '', from)
+    }
+    let busiest: net.Socket[] = []
+    for (const from of byAddress.values()) if (from.length > busiest.length) busiest = from
+    const oldest = busiest[0]
+    if (!oldest) return
+    l.pending.delete(oldest)
+    oldest.destroy()
+    this.refused(l, oldest, 'handshake slots full: the oldest silent socket of the busiest address made room')
   }
 
   private admit(l: Listener, sock: net.Socket, jobId: string, job: JobKey): Conn {

@@ -114,12 +114,20 @@ describe('p2p listeners and strangers', () => {
     expect(clock.pending).toBe(0)
   })
 
-  test('sockets beyond the handshake limit are closed at once, the others keep their time', async () => {
-    const { activations } = await listener({ maxPendingHandshakes: 2, handshakeTimeoutMs: 5000 })
-    const first = [await connect(activations), await connect(activations)]
-    const extra = await connect(activations)
-    await until(() => extra.isClosed(), 'the listener to close it')
-    expect(first.map((r) => r.isClosed())).toEqual([false, false])
+  test('sockets in the handshake stay bounded: past the limit the oldest silent one makes room, and a neighbour still gets through', async () => {
+    const { l, delivered, activations } = await listener({ maxPendingHandshakes: 2, handshakeTimeoutMs: 5000 })
+    const strangers = [] as Raw[]
+    for (let i = 0; i < 5; i++) strangers.push(await connect(activations))
+    await until(() => (strangers.slice(0, 3).every((r) => r.isClosed()) ? true : null), 'the three oldest closed')
+    expect(strangers.slice(3).map((r) => r.isClosed())).toEqual([false, false])
+    expect(l.stats().pending).toBe(2)
+    // Strangers holding every slot (renewed before their deadline) do not keep the neighbour out.
+    const sender = new P2PSender('127.0.0.1', activations, { jobId: 'job-1', key: KEY, channel: 'activations', stage: 1 }, silentLogger)
+    cleanups.push(() => sender.close())
+    await sender.send([frame(1)], 1000)
+    await until(() => (delivered.length === 1 ? true : null), 'the frame delivered')
+    expect(strangers[3]!.isClosed()).toBe(true)
+    expect(strangers[4]!.isClosed()).toBe(false)
   })
 
   test('a peer with the wrong key is refused, and so is the right key for another stage, channel or job', async () => {
