@@ -5,6 +5,7 @@ import { JOB_STATUSES } from '../jobs/model'
 import { USER_SORT_KEYS } from '../admin/model'
 import { commandHelp, groupHelp, parseInvocation, type Command, type Group, type Invocation } from './spec'
 import { UsageError } from './usage'
+import { Ended, note } from './output'
 
 type Handler = (inv: Invocation) => Promise<number>
 const lazy =
@@ -156,15 +157,17 @@ export const COMMANDS: Command[] = [
     flags: [
       { name: 'follow', short: 'f', type: 'boolean', help: 'keep printing new lines until the job ends (or Ctrl-C)' },
       { name: 'stage', type: 'int', min: 0, help: 'only the fellow of this stage' },
+      // Log lines have no ids for --quiet to print.
+      { name: 'json', type: 'boolean', help: 'print each line as a JSON object {stage, fellow_id, ts, line}' },
     ],
-    shared: R,
+    shared: ['remote'],
     examples: ['svc jobs logs toy', 'svc jobs logs toy --follow --stage 1'],
     run: lazy(jobs, 'logs'),
   },
   {
     path: ['jobs', 'watch'],
     summary: 'Follow a job\'s step and loss live until it ends: a progress bar on a terminal, a line per step otherwise.',
-    description: 'Exits 0 when the job completes, 1 when it fails or is cancelled (the reason on stderr). --json prints each metrics event as a JSON line, then the final job.',
+    description: 'Exits 0 when the job completes, 1 when it fails or is cancelled (the reason on stderr). --json prints each metrics event as a JSON line, then the final job as one more; --quiet prints nothing while it runs, then the job\'s id.',
     args: [JOB],
     flags: [],
     shared: R,
@@ -215,7 +218,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: ['artifacts', 'download'],
-    summary: 'Download an artifact, checked against its SHA-256; the file appears only whole.',
+    summary: 'Download an artifact, checked against its SHA-256; the file appears only whole. Stopped (Ctrl-C, a lost connection), the same command again resumes from the FILE.part it left.',
     args: [ARTIFACT],
     flags: [
       { name: 'output', type: 'string', value: 'FILE', help: 'where to save it (default: its name, here; not a directory); - for standard output' },
@@ -370,9 +373,19 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (second === undefined || second.startsWith('-')) throw new UsageError(`missing ${group.name} command`, gh)
     const cmd = findCommand(argv)
     if (!cmd) throw new UsageError(`unknown ${group.name} command: ${second}`, gh)
-    return cmd.run!(parseInvocation(cmd, argv.slice(2)))
+    return run(cmd, argv.slice(2))
   }
   const cmd = findCommand(argv)
   if (!cmd || cmd.external || !cmd.run) throw new UsageError(`unknown command: ${first}`)
-  return cmd.run(parseInvocation(cmd, argv.slice(1)))
+  return run(cmd, argv.slice(1))
+}
+
+async function run(cmd: Command, argv: string[]): Promise<number> {
+  try {
+    return await cmd.run!(parseInvocation(cmd, argv))
+  } catch (e) {
+    if (!(e instanceof Ended)) throw e
+    if (e.message) note(`svc: ${e.message}`)
+    return e.status
+  }
 }

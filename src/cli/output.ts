@@ -1,6 +1,8 @@
 // How remote commands print: an aligned table (or key: value lines for one record) for people,
 // the API's JSON as it is with --json, ids only with --quiet.
+import { writeSync } from 'node:fs'
 import type { Values } from './spec'
+import { CliError } from './usage'
 
 export type Mode = 'table' | 'json' | 'quiet'
 
@@ -10,9 +12,41 @@ export function modeOf(flags: Values): Mode {
   return 'table'
 }
 
-export const out = (s: string): void => void process.stdout.write(s.endsWith('\n') ? s : s + '\n')
+/** A command ended by its user (Ctrl-C at a prompt) or its reader, not failed: runCommand exits with `status`, saying `message` (if any). */
+export class Ended extends CliError {
+  constructor(
+    readonly status: number,
+    message = '',
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * Writes to standard output at once, so that a failure is known where it happens: process.stdout
+ * turns a reader gone (`| head -1`) into an uncaught error with a stack trace, and loses a full
+ * disk without a word (a shown-once token with it). A reader gone ends the command quietly with
+ * 141, as SIGPIPE ends other tools; any other failure is one line and exit 1.
+ */
+export function writeOut(data: string | Uint8Array): void {
+  const bytes = typeof data === 'string' ? Buffer.from(data) : data
+  for (let at = 0; at < bytes.byteLength; ) {
+    try {
+      at += writeSync(1, bytes, at)
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code
+      if (code === 'EAGAIN') Bun.sleepSync(1) // a pipe Bun made non-blocking is full: its reader is slow
+      else if (code === 'EPIPE') throw new Ended(141)
+      else throw new CliError(`cannot write the output: ${(e as Error).message.replace(/, write$/, '')}`)
+    }
+  }
+}
+
+export const out = (s: string): void => writeOut(s.endsWith('\n') ? s : s + '\n')
 export const note = (s: string): void => void process.stderr.write(s.endsWith('\n') ? s : s + '\n')
 export const printJson = (v: unknown): void => out(JSON.stringify(v, null, 2))
+/** One JSON value a line: what streams print with --json. */
+export const printJsonLine = (v: unknown): void => out(JSON.stringify(v))
 
 /** Control characters from the leader (hostnames, names) must not drive the terminal. */
 export const clean = (v: unknown): string => {

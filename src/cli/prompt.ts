@@ -1,4 +1,5 @@
 // Reads a password: one line from stdin with --password-stdin, else a no-echo prompt on a TTY.
+import { Ended } from './output'
 import { UsageError } from './usage'
 
 export async function readLine(): Promise<string> {
@@ -12,7 +13,8 @@ export async function readLine(): Promise<string> {
   return (nl === -1 ? text : text.slice(0, nl)).replace(/\r$/, '')
 }
 
-export function promptHidden(question: string): Promise<string> {
+/** A line typed on the terminal, not shown unless `echo` (a yes, not a secret); Ctrl-C cancels (exit 130). */
+export function promptHidden(question: string, echo = false): Promise<string> {
   const stdin = process.stdin
   if (!stdin.isTTY) throw new UsageError('no terminal to prompt on; pass --password-stdin and pipe the password in')
   process.stderr.write(question)
@@ -32,9 +34,14 @@ export function promptHidden(question: string): Promise<string> {
     const onData = (s: string) => {
       for (const ch of s) {
         if (ch === '\r' || ch === '\n') return done()
-        if (ch === '\u0003') return done(new UsageError('cancelled'))
-        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1)
-        else value += ch
+        if (ch === '\u0003') return done(new Ended(130, 'cancelled'))
+        if (ch === '\u007f' || ch === '\b') {
+          if (echo && value !== '') process.stderr.write('\b \b')
+          value = value.slice(0, -1)
+        } else {
+          if (echo) process.stderr.write(ch)
+          value += ch
+        }
       }
     }
     stdin.on('data', onData)

@@ -4,10 +4,11 @@
 // may hold; the leader refuses them now): whatever the leader says, the file lands where the
 // operator expects, or nowhere, and no `.part` file stays behind.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runSvc } from '../helpers/leader'
+import { SVC_BIN, runSvc } from '../helpers/leader'
+import { until } from '../helpers/until'
 
 const BYTES = new TextEncoder().encode('the bytes of the artifact\n')
 const SHA = new Bun.CryptoHasher('sha256').update(BYTES).digest('hex')
@@ -20,20 +21,71 @@ const ids: Record<string, string> = {
 const artifact = (name: string) => ({ id: ids[name], pool_id: '55555555-5555-4555-8555-555555555555', job_id: null, stage: null, kind: 'model', name, size_bytes: BYTES.length, sha256: SHA, step: null, fellow_id: null, user_id: null, created_at: '2026-01-01T00:00:00Z' })
 const byId = new Map(Object.keys(ids).map((n) => [ids[n]!, artifact(n)]))
 
+// A big artifact, sent slowly enough to be stopped in the middle; resumed with Range + If-Range.
+const BIG = new Uint8Array(4 << 20).map((_, i) => (i * 7) % 251)
+ids['big.bin'] = '66666666-6666-4666-8666-666666666666'
+byId.set(ids['big.bin'], { ...artifact('big.bin'), size_bytes: BIG.length, sha256: new Bun.CryptoHasher('sha256').update(BIG).digest('hex') })
+const ranges: (string | null)[] = []
+const job = { id: '77777777-7777-4777-8777-777777777777', name: 'toy', pool_id: null, status: 'completed', reason: null, runner: 'mlp', stages: 1, min_free_vram_mb: 0, transport: 'relay', step: 200, loss: 0.01, assignments: [], config: { a: 1 }, created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z' }
+
+/** The bytes of `body` from `from` on, 64 KiB every 20 ms. */
+const slowly = (body: Uint8Array, from: number) => {
+  let at = from
+  return new ReadableStream<Uint8Array>({
+    async pull(ctl) {
+      await Bun.sleep(20)
+      if (at >= body.length) return ctl.close()
+      ctl.enqueue(body.slice(at, (at += 65536)))
+    },
+  })
+}
+
 const leader = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
   fetch(req) {
-    const m = /^\/api\/v1\/artifacts\/([0-9a-f-]{36})(\/content)?$/.exec(new URL(req.url).pathname)
+    const path = new URL(req.url).pathname
+    if (path === `/api/v1/jobs/${job.id}`) return Response.json(job)
+    // A server on the port that is not a leader: an HTML page, an answer of the wrong shape.
+    if (path === '/api/v1/auth/me') return Response.json({})
+    if (path.startsWith('/api/v1/pools')) return new Response('<!DOCTYPE HTML><html><body><h1>Error response</h1><p>Error code: 404</p></body></html>', { status: 404, headers: { 'content-type': 'text/html' } })
+    if (path === '/api/v1/chat/completions') {
+      const enc = new TextEncoder()
+      let n = 0
+      const events = new ReadableStream<Uint8Array>({
+        async pull(ctl) {
+          await Bun.sleep(5)
+          ctl.enqueue(enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: `word${n++} ` }, finish_reason: null }] })}\n\n`))
+        },
+      })
+      return new Response(events, { headers: { 'content-type': 'text/event-stream' } })
+    }
+    const m = /^\/api\/v1\/artifacts\/([0-9a-f-]{36})(\/content)?$/.exec(path)
     const a = m ? byId.get(m[1]!) : undefined
     if (!a) return Response.json({ title: 'Not found', status: 404 }, { status: 404, headers: { 'content-type': 'application/problem+json' } })
-    return m![2] ? new Response(BYTES, { headers: { 'content-type': 'application/octet-stream' } }) : Response.json(a)
+    if (!m![2]) return Response.json(a)
+    if (a.name !== 'big.bin') return new Response(BYTES, { headers: { 'content-type': 'application/octet-stream' } })
+    ranges.push(req.headers.get('range'))
+    const from = req.headers.get('if-range') === `"${a.sha256}"` ? Number(/^bytes=(\d+)-$/.exec(req.headers.get('range') ?? '')?.[1] ?? 0) : 0
+    const headers = { 'content-type': 'application/octet-stream', 'content-length': String(BIG.length - from), ...(from > 0 ? { 'content-range': `bytes ${from}-${BIG.length - 1}/${BIG.length}` } : {}) }
+    return new Response(slowly(BIG, from), { status: from > 0 ? 206 : 200, headers })
   },
 })
 afterAll(() => leader.stop(true))
 
 const env = { SVC_LEADER_URL: `http://127.0.0.1:${leader.port}`, SVC_TOKEN: `svc_pat_${'a'.repeat(43)}`, HOME: mkdtempSync(join(tmpdir(), 'svc-dl-home-')) }
 const download = (cwd: string, args: string[]) => runSvc(['artifacts', 'download', ...args], { cwd, env })
+
+/** `svc ARGS | READER` in bash: svc's exit status and what it said on stderr. */
+async function piped(args: string[], reader: string) {
+  const err = join(mkdtempSync(join(tmpdir(), 'svc-pipe-')), 'stderr')
+  const proc = Bun.spawn(['bash', '-c', `"$SVC" "$@" 2>"$ERR" | ${reader} >/dev/null; echo "\${PIPESTATUS[0]}"`, 'bash', ...args], {
+    env: { ...env, PATH: process.env.PATH ?? '', SVC: SVC_BIN, ERR: err },
+    stdout: 'pipe',
+  })
+  const status = Number((await new Response(proc.stdout).text()).trim())
+  return { status, stderr: readFileSync(err, 'utf8') }
+}
 
 describe('svc artifacts download', () => {
   test("an artifact named '..', '.' or '-' is not saved under its name (nor sent to standard output): one line, nothing left behind", async () => {
@@ -75,6 +127,54 @@ describe('svc artifacts download', () => {
     expect([ok.code, ok.stderr]).toEqual([0, ''])
     expect(readFileSync(join(cwd, 'models', 'w.bin'))).toEqual(Buffer.from(BYTES))
     expect(existsSync(join(cwd, 'models', 'w.bin.part'))).toBe(false)
+  }, 30_000)
+})
+
+describe('svc artifacts download, stopped and run again', () => {
+  test('its reader gone (--output - | head -c 10), it ends quietly with 141, as SIGPIPE ends other tools', async () => {
+    expect(await piped(['artifacts', 'download', ids['big.bin']!, '--output', '-'], 'head -c 10')).toEqual({ status: 141, stderr: '' })
+  }, 30_000)
+
+  test('Ctrl-C keeps FILE.part, and the next run resumes from it (Range + If-Range), checked whole', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'svc-dl-'))
+    const proc = Bun.spawn([SVC_BIN, 'artifacts', 'download', ids['big.bin']!], { cwd, env: { ...env, PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' })
+    await until(() => statSync(join(cwd, 'big.bin.part')).size > 256 << 10, 'a part of big.bin downloaded')
+    proc.kill('SIGINT')
+    await proc.exited
+    const held = statSync(join(cwd, 'big.bin.part')).size
+    expect(held).toBeLessThan(BIG.length)
+    ranges.length = 0
+    const r = await download(cwd, [ids['big.bin']!])
+    expect([r.code, r.stderr, ranges]).toEqual([0, '', [`bytes=${held}-`]])
+    expect(readFileSync(join(cwd, 'big.bin')).equals(Buffer.from(BIG))).toBe(true)
+    expect(readdirSync(cwd)).toEqual(['big.bin'])
+  }, 30_000)
+})
+
+describe('streams and output', () => {
+  test('chat whose reader is gone (| head -c 5) ends quietly with 141: no stack trace', async () => {
+    expect(await piped(['chat', 'tiny-llm', 'It was'], 'head -c 5')).toEqual({ status: 141, stderr: '' })
+  }, 30_000)
+
+  test('jobs watch --json prints the final job as one JSON line; --quiet prints its id', async () => {
+    const json = await runSvc(['jobs', 'watch', job.id, '--json'], { env })
+    expect([json.code, json.stdout]).toEqual([0, `${JSON.stringify(job)}\n`])
+    const quiet = await runSvc(['jobs', 'watch', job.id, '--quiet'], { env })
+    expect([quiet.code, quiet.stdout]).toEqual([0, `${job.id}\n`])
+  }, 30_000)
+
+  test('a server that is not a leader is named as such: its HTML page is not echoed, its {} is no login', async () => {
+    const html = await runSvc(['pools', 'list'], { env })
+    expect([html.code, html.stderr]).toEqual([1, `svc: GET /api/v1/pools: the answer (404 Not Found) is not a leader's: is ${env.SVC_LEADER_URL} a leader?\n`])
+    const home = mkdtempSync(join(tmpdir(), 'svc-notleader-'))
+    const login = await runSvc(['login', env.SVC_LEADER_URL, '--token', env.SVC_TOKEN], { env: { HOME: home } })
+    expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `svc: GET /api/v1/auth/me: the answer is not the one a leader gives (is ${env.SVC_LEADER_URL} a leader?)\n`])
+    expect(existsSync(join(home, '.config', 'svc', 'config.toml'))).toBe(false)
+  }, 30_000)
+
+  test('audit list --page with --cursor is bad usage (exit 2), said before any call', async () => {
+    const r = await runSvc(['audit', 'list', '--page', '2', '--cursor', 'x'], { env })
+    expect([r.code, r.stderr.split('\n')[0]]).toEqual([2, 'svc: --page and --cursor do not go together (a cursor already says where the page starts)'])
   }, 30_000)
 })
 

@@ -60,7 +60,7 @@ export async function usersDelete({ args, flags, usage }: Invocation): Promise<n
   const id = await resolveUserId(c, args.USER!)
   if (flags.yes !== true) {
     if (!process.stdin.isTTY) throw new UsageError('deleting a user cannot be undone: pass --yes', usage)
-    const answer = await promptHidden(`Delete ${args.USER} with their pools, memberships and tokens? Type yes: `)
+    const answer = await promptHidden(`Delete ${args.USER} with their pools, memberships and tokens? Type yes: `, true)
     if (answer.trim() !== 'yes') throw new CliError('not deleted')
   }
   const r = await c.call<Static<typeof M.DeleteResult>>('DELETE', `/api/v1/admin/users/${id}`)
@@ -85,6 +85,7 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
     page_size: flags['page-size'] as number | undefined,
     cursor: flags.cursor as string | undefined,
   }
+  if (query.page !== undefined && query.cursor !== undefined) throw new UsageError('--page and --cursor do not go together (a cursor already says where the page starts)', usage)
   checkInput(M.AuditQuery, JSON.parse(JSON.stringify(query)), usage)
   const mode = modeOf(flags)
   const res = await c.get<M.AuditList>('/api/v1/admin/audit', query)

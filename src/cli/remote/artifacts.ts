@@ -7,7 +7,7 @@ import type { Static } from '@sinclair/typebox'
 import * as A from '../../artifacts/model'
 import type { Pool } from '../../pools/model'
 import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, isUuid, type Client } from '../client'
-import { ago, modeOf, note, printDone, printList } from '../output'
+import { ago, modeOf, note, printDone, printList, writeOut } from '../output'
 import { CliError, UsageError } from '../usage'
 import type { Invocation } from '../spec'
 import { onlyPool, resolveJob, resolvePool } from './refs'
@@ -68,6 +68,16 @@ export async function list({ flags }: Invocation): Promise<number> {
 function progress(label: string, total: number): { at(done: number): void; end(): void } {
   if (process.stderr.isTTY !== true) return { at() {}, end() {} }
   let shown = 0
+  // Ctrl-C clears the line too, or the shell's prompt follows it.
+  const stop = (signal: NodeJS.Signals) => {
+    end()
+    process.exit(signal === 'SIGINT' ? 130 : 143)
+  }
+  const end = () => {
+    process.off('SIGINT', stop).off('SIGTERM', stop)
+    process.stderr.write('\r\x1b[2K')
+  }
+  process.on('SIGINT', stop).on('SIGTERM', stop)
   return {
     at(done) {
       const now = Date.now()
@@ -76,7 +86,7 @@ function progress(label: string, total: number): { at(done: number): void; end()
       const pct = total === 0 ? 100 : Math.floor((done / total) * 100)
       process.stderr.write(`\r\x1b[2K${label} ${pct} % (${size(done)} of ${size(total)})`)
     },
-    end: () => void process.stderr.write('\r\x1b[2K'),
+    end,
   }
 }
 
@@ -196,40 +206,58 @@ export async function download({ args, flags }: Invocation): Promise<number> {
     throw new CliError(`${target} is a directory; --output names the file to save it as${output !== undefined && plainName(a.name) ? ` (${JSON.stringify(join(output, a.name))}, say)` : ''}`)
   }
   if (!toStdout && existsSync(target) && !flags.force) throw new CliError(`${target} already exists; --force replaces it, --output FILE names another`)
-  const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, headers: { accept: 'application/octet-stream' } })
-  if (!res.body) throw new CliError(`the leader sent no bytes for artifact ${a.id}`)
   // Into FILE.part first: FILE appears only whole and checked; standard output gets the bytes as
-  // they come, and a mismatch is said (and the exit status 1) at the end.
+  // they come, and a mismatch is said (and the exit status 1) at the end. A FILE.part that a
+  // stopped run left is resumed: its bytes are hashed again and the leader sends the rest, only
+  // while the artifact is the one they came from (If-Range on its sha256).
   const part = `${target}.part`
+  const held = toStdout ? 0 : partSize(part, a.size_bytes)
+  const range: Record<string, string> = held > 0 ? { range: `bytes=${held}-`, 'if-range': `"${a.sha256}"` } : {}
+  const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, headers: { accept: 'application/octet-stream', ...range } })
+  if (!res.body) throw new CliError(`the leader sent no bytes for artifact ${a.id}`)
+  const from = res.status === 206 ? held : 0
+  const h = new Bun.CryptoHasher('sha256')
+  if (from > 0) for await (const chunk of Bun.file(part).slice(0, from).stream()) h.update(chunk)
   let fd = 1
   if (!toStdout) {
     try {
-      fd = openSync(part, 'w', 0o600)
+      fd = openSync(part, from > 0 ? 'a' : 'w', 0o600)
     } catch (e) {
       throw new CliError(`cannot write ${target}: ${why(e)}`)
     }
   }
-  const h = new Bun.CryptoHasher('sha256')
-  const p = progress(`downloading ${a.name}`, a.size_bytes)
-  let got = 0
-  try {
-    for await (const chunk of res.body) {
-      h.update(chunk)
+  const write = (chunk: Uint8Array) => {
+    if (toStdout) return writeOut(chunk)
+    try {
       for (let at = 0; at < chunk.byteLength; ) at += writeSync(fd, chunk, at)
-      p.at((got += chunk.byteLength))
+    } catch (e) {
+      throw new CliError(`cannot write ${part}: ${why(e)}`)
     }
-  } catch (e) {
-    p.end()
-    if (!toStdout) rmSync(part, { force: true })
-    throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${(e as Error).message}`)
+  }
+  const p = progress(`downloading ${a.name}`, a.size_bytes)
+  let got = from
+  try {
+    const reader = res.body.getReader()
+    for (;;) {
+      let next
+      try {
+        next = await reader.read()
+      } catch (e) {
+        throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${(e as Error).message}${toStdout ? '' : `; the same command resumes from ${part}`}`)
+      }
+      if (next.done) break
+      h.update(next.value)
+      write(next.value)
+      p.at((got += next.value.byteLength))
+    }
   } finally {
+    p.end()
     if (!toStdout) closeSync(fd)
   }
-  p.end()
   const digest = h.digest('hex')
   if (digest !== a.sha256 || got !== a.size_bytes) {
     if (!toStdout) rmSync(part, { force: true })
-    throw new CliError(`the bytes of ${a.name} received (${got}) hash to ${digest}, not its ${a.sha256}: nothing kept`)
+    throw new CliError(`the bytes of ${a.name} received (${got}) hash to ${digest}, not its ${a.sha256}: nothing kept${from > 0 ? ` (it went on from ${part}, which held other bytes: run it again to start afresh)` : ''}`)
   }
   if (toStdout) return 0
   try {
@@ -241,6 +269,16 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   }
   printDone(modeOf(flags), a, a.id, `saved ${a.name} (${size(a.size_bytes)}, sha256 checked) as ${target}`)
   return 0
+}
+
+/** The bytes a FILE.part holds that are worth resuming from: 0 when there is none, or it is whole (or more). */
+function partSize(part: string, total: number): number {
+  try {
+    const st = statSync(part)
+    return st.isFile() && st.size < total ? st.size : 0
+  } catch {
+    return 0
+  }
 }
 
 export async function remove({ args, flags }: Invocation): Promise<number> {

@@ -3,7 +3,7 @@ import type { Static } from '@sinclair/typebox'
 import * as I from '../../inference/model'
 import { checkInput, clientFor } from '../client'
 import { readLine } from '../prompt'
-import { modeOf, out, printJson, printList } from '../output'
+import { modeOf, out, printJson, printList, writeOut } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
 import { resolvePool } from './refs'
@@ -64,7 +64,7 @@ export async function chat({ args, flags, usage }: Invocation): Promise<number> 
       const choice = chunk.choices?.[0]
       const text = choice?.delta?.content
       if (text) {
-        process.stdout.write(text)
+        writeOut(text)
         wrote = true
       }
       if (choice?.finish_reason) finish = choice.finish_reason

@@ -5,7 +5,7 @@ import type { Static } from '@sinclair/typebox'
 import * as J from '../../jobs/model'
 import type { NodeView } from '../../fellows/model'
 import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, type Client } from '../client'
-import { ago, clean, modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
+import { ago, clean, modeOf, note, out, printDone, printJsonLine, printList, printRecord, writeOut, type Mode } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
 import { onlyPool, poolLabel, resolveJob, resolvePool } from './refs'
@@ -171,8 +171,9 @@ function bar(step: number, total: number | null, loss: number | null, status: st
 }
 
 /** How a finished job ends a watch: 0 completed; 1 failed or cancelled, with the reason. */
-function finish(j: Job, json: boolean): number {
-  if (json) printJson(j)
+function finish(j: Job, mode: Mode): number {
+  if (mode === 'json') printJsonLine(j)
+  else if (mode === 'quiet') out(j.id)
   else if (j.status === 'completed') out(`job ${j.name} completed at step ${j.step}${j.loss === null ? '' : `, loss ${j.loss.toPrecision(4)}`}`)
   if (j.status === 'completed') return 0
   note(`svc: job ${j.name} ${j.status}${j.reason ? `: ${j.reason}` : ''}`)
@@ -184,9 +185,9 @@ type MetricEvent = { fellow_id: string; stage: number; step: number | null; loss
 export async function watch({ args, flags }: Invocation): Promise<number> {
   const c = clientFor(flags)
   let job = await resolveJob(c, args.JOB!)
-  const json = flags.json === true
-  if (TERMINAL.has(job.status)) return finish(job, json)
-  const tty = process.stdout.isTTY === true && !json
+  const mode = modeOf(flags)
+  if (TERMINAL.has(job.status)) return finish(job, mode)
+  const tty = process.stdout.isTTY === true && mode === 'table'
   const total = totalSteps(job)
   let step = job.step
   let loss = job.loss
@@ -194,18 +195,18 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
   let lastPrinted = ''
   const show = () => {
     const line = bar(step, total, loss, status)
-    if (tty) process.stdout.write(`\r\x1b[2K${line}`)
-    else if (!json && line !== lastPrinted) out(line)
+    if (tty) writeOut(`\r\x1b[2K${line}`)
+    else if (mode === 'table' && line !== lastPrinted) out(line)
     lastPrinted = line
   }
   const onSigint = () => {
-    if (tty) process.stdout.write('\n')
+    if (tty) writeOut('\n')
     process.exit(130)
   }
   process.on('SIGINT', onSigint)
   let lastId: string | null = null
   try {
-    if (!json) show()
+    if (mode === 'table') show()
     for (let attempt = 0; ; attempt++) {
       let ended = false
       try {
@@ -216,7 +217,7 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
             if (event === 'end') return ((ended = true), false)
             if (event !== 'metrics') return
             const e = JSON.parse(data) as MetricEvent
-            if (json) return void out(JSON.stringify(e))
+            if (mode === 'json') return void printJsonLine(e)
             // Stages report the same step; the pipeline is as far as its furthest report.
             if (e.step !== null && e.step >= step) {
               step = e.step
@@ -254,9 +255,9 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
     step = Math.max(step, job.step)
     status = job.status
     show()
-    process.stdout.write('\n')
+    writeOut('\n')
   }
-  return finish(job, json)
+  return finish(job, mode)
 }
 
 type LogEvent = { ts: string; line: string }
@@ -279,7 +280,7 @@ export async function logs({ args, flags }: Invocation): Promise<number> {
   await Promise.all(
     placed.map((a) =>
       streamLogs(c, a.fellow_id, follow, ctl.signal, (e) => {
-        if (flags.json) out(JSON.stringify({ stage: a.stage, fellow_id: a.fellow_id, ...e }))
+        if (flags.json) printJsonLine({ stage: a.stage, fellow_id: a.fellow_id, ...e })
         else out(placed.length > 1 ? `[stage ${a.stage} ${clean(host(a.fellow_id))}] ${clean(e.line)}` : clean(e.line))
       }),
     ),
