@@ -585,15 +585,17 @@ export function loadFellowConfig(env: Env = process.env, flags: FellowFlags = {}
 export interface ClientEnv {
   token: string | null
   leader: string | null
-  configFile: string
+  /** null: neither SVC_CLI_CONFIG, XDG_CONFIG_HOME nor HOME is set (tokens are not written into the current directory). */
+  configFile: string | null
 }
 
 export function loadClientEnv(env: Env = process.env): ClientEnv {
-  const xdg = str(env, 'XDG_CONFIG_HOME')
-  const home = str(env, 'HOME') ?? '.'
+  const home = str(env, 'HOME')
+  const dir = str(env, 'XDG_CONFIG_HOME') ?? (home === null ? null : join(home, '.config'))
+  const file = str(env, 'SVC_CLI_CONFIG') ?? (dir === null ? null : join(dir, 'svc', 'config.toml'))
   return {
     token: str(env, 'SVC_TOKEN'),
     leader: str(env, 'SVC_LEADER_URL'),
-    configFile: resolve(str(env, 'SVC_CLI_CONFIG') ?? join(xdg ?? join(home, '.config'), 'svc', 'config.toml')),
+    configFile: file === null ? null : resolve(file),
   }
 }

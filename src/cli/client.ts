@@ -8,7 +8,7 @@ import { leaderBase, loadClientEnv } from '../config'
 import { isEmailAddress } from '../accounts/email'
 import { issueText } from '../wire/issue-text'
 import { UUID_ANY_CASE } from '../wire/formats'
-import { readConfigFile } from './config-file'
+import { configPath, readConfigFile } from './config-file'
 import type { Values } from './spec'
 import { CliError, UsageError } from './usage'
 
@@ -68,7 +68,7 @@ export function resolveTarget(flags: Values): Target {
       // "ftp://x", "leader.example.org": a URL meant, but not one a leader answers on.
       const urlish = /^[a-z][a-z0-9+.-]*:\/\//i.test(wanted) || wanted.includes('.') || wanted.includes(':')
       if (urlish) throw new UsageError(`${from}: not a leader URL: ${JSON.stringify(wanted)} (want http://HOST:PORT or https://HOST, or the name of a leader you logged in to)`)
-      throw new CliError(`no leader named "${wanted}" in ${env.configFile}${names.length ? ` (known: ${names.join(', ')})` : ''} (${from}); give a URL (http://HOST:PORT) or run svc login`)
+      throw new CliError(`no leader named "${wanted}" in ${configPath(env.configFile)}${names.length ? ` (known: ${names.join(', ')})` : ''} (${from}); give a URL (http://HOST:PORT) or run svc login`)
     }
   } else {
     const names = Object.keys(file.leaders)
@@ -77,6 +77,7 @@ export function resolveTarget(flags: Values): Target {
     }
     const name = file.default ?? (names.length === 1 ? names[0]! : null)
     const entry = name === null ? undefined : file.leaders[name]
+    if (!entry && env.configFile === null) throw new CliError('no leader: pass --leader URL (or set SVC_LEADER_URL); there is no config file, as HOME is not set (SVC_CLI_CONFIG names one)')
     if (!entry) throw new CliError(names.length > 1 ? `several leaders in ${env.configFile} (${names.join(', ')}) and none is the default: pass --leader NAME` : 'no leader: run `svc login URL`, or pass --leader URL (or set SVC_LEADER_URL)')
     ;({ url, token: fileToken } = entry)
     source = `leader "${name}"`
@@ -105,34 +106,36 @@ export interface CallOptions {
   /** No bearer token, even when one is configured. */
   anonymous?: boolean
   signal?: AbortSignal
+  /** The answer's schema: one that does not fit is no leader's answer (another server on the port). */
+  shape?: TSchema
 }
 
 /** One line for a refusal: the problem's `detail` (or OpenAI's `error.message`), with a hint for 401. */
-async function failure(res: Response, method: string, path: string): Promise<CliError> {
+async function failure(res: Response, method: string, path: string, base: string): Promise<CliError> {
   let text = ''
   try {
     text = await res.text()
   } catch {
     // the body is a nicety
   }
-  let detail = ''
-  let code: string | null = null
-  let members: Record<string, unknown> = {}
+  let o: { detail?: string; title?: string; code?: string; error?: { message?: string; code?: string } } | null = null
   try {
-    const o = JSON.parse(text) as { detail?: string; title?: string; code?: string; error?: { message?: string; code?: string } }
-    detail = o.detail ?? o.error?.message ?? o.title ?? ''
-    const c = o.code ?? o.error?.code
-    code = typeof c === 'string' ? c : null
-    members = o
+    o = JSON.parse(text)
   } catch {
-    detail = text.slice(0, 200)
+    // not the leader's words
   }
-  detail = detail.replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
+  const status = `${res.status}${res.statusText ? ` ${res.statusText}` : ''}`
   // A proxy in front of a leader that is restarting (or gone) answers for it, in its own words: the
   // leader is away, which a follower waits out, not a refusal.
+  const c = o?.code ?? o?.error?.code
+  const code = typeof c === 'string' ? c : null
   if ((res.status === 502 || res.status === 503 || res.status === 504) && code === null) {
-    return new LeaderUnreachable(`${method} ${path}: the leader did not answer its proxy (${res.status}${res.statusText ? ` ${res.statusText}` : ''})`)
+    return new LeaderUnreachable(`${method} ${path}: the leader did not answer its proxy (${status})`)
   }
+  // The leader says every refusal in JSON; an HTML page is some other server's (a wrong port).
+  if (text.trim() !== '' && (typeof o !== 'object' || o === null)) return new CliError(`${method} ${path}: the answer (${status}) is not a leader's: is ${base} a leader?`)
+  const members: Record<string, unknown> = o ?? {}
+  const detail = (o?.detail ?? o?.error?.message ?? o?.title ?? '').replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
   // A wrong password (svc login, a password asked for again) is no token's fault.
   if (res.status === 401 && code === 'invalid_credentials') return new LeaderRefused(detail, code, members)
   if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)
@@ -195,7 +198,7 @@ export class Client {
       if (err.name === 'AbortError') throw new CliError('cancelled')
       throw new LeaderUnreachable(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${err.code ?? err.message ?? 'connection failed'}`)
     }
-    if (res.status >= 400) throw await failure(res, method, path)
+    if (res.status >= 400) throw await failure(res, method, path, this.target.url)
     if (res.status >= 300) throw new CliError(`${method} ${path}: the leader answered ${res.status} (a redirect: is ${this.target.url} the leader's base URL?)`)
     return res
   }
@@ -205,11 +208,14 @@ export class Client {
     const res = await this.fetch(method, path, opts)
     if (res.status === 204) return null as T
     const text = await res.text()
+    let value: unknown
     try {
-      return (text === '' ? null : JSON.parse(text)) as T
+      value = text === '' ? null : JSON.parse(text)
     } catch {
       throw new CliError(`${method} ${path}: the answer is not JSON (is ${this.target.url} a leader?)`)
     }
+    if (opts.shape && !Value.Check(opts.shape, value)) throw new CliError(`${method} ${path}: the answer is not the one a leader gives (is ${this.target.url} a leader?)`)
+    return value as T
   }
 
   get<T>(path: string, query?: CallOptions['query']): Promise<T> {

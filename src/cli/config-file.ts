@@ -6,7 +6,7 @@
 //   [leaders."prod"]
 //   url = "https://leader.example.org"
 //   token = "svc_pat_..."
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { CliError } from './usage'
 
@@ -20,22 +20,42 @@ export interface CliConfigFile {
   leaders: Record<string, LeaderEntry>
 }
 
-export function readConfigFile(path: string): CliConfigFile {
-  if (!existsSync(path)) return { default: null, leaders: {} }
+/** The config file's path; null (HOME unset) is refused where the file is needed, never the current directory. */
+export function configPath(path: string | null): string {
+  if (path === null) throw new CliError('no config file: HOME is not set; set HOME, or SVC_CLI_CONFIG to the file to use')
+  return path
+}
+
+/** An errno in words, for the file errors a person can act on. */
+const why = (e: unknown): string => {
+  const code = (e as NodeJS.ErrnoException).code
+  const words: Record<string, string> = { EACCES: 'permission denied', EPERM: 'permission denied', EISDIR: 'it is a directory', ENOTDIR: 'a part of its path is a file, not a directory', EEXIST: 'a part of its path is a file, not a directory', EROFS: 'read-only file system', ENOSPC: 'no space left on the device' }
+  return (code && words[code]) ?? (e as Error).message
+}
+
+export function readConfigFile(path: string | null): CliConfigFile {
+  if (path === null || !existsSync(path)) return { default: null, leaders: {} }
+  // The way out of a broken file: svc login and logout refuse to guess which leaders it held.
+  const bad = (what: string) => new CliError(`config file ${path} ${what}; fix it, or remove it and svc login again`)
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new CliError(`cannot read the config file ${path}: ${why(e)}`)
+  }
   let raw: unknown
   try {
-    raw = Bun.TOML.parse(readFileSync(path, 'utf8'))
+    raw = Bun.TOML.parse(text)
   } catch (e) {
-    throw new CliError(`config file ${path} is not valid TOML: ${(e as Error).message.split('\n')[0]}`)
+    throw bad(`is not valid TOML (${(e as Error).message.split('\n')[0]})`)
   }
-  const bad = (what: string) => new CliError(`config file ${path}: ${what} (svc logout, then svc login, rewrites it)`)
   const o = raw as { default?: unknown; leaders?: unknown }
-  if (o.default !== undefined && typeof o.default !== 'string') throw bad('`default` must be a string')
-  if (o.leaders !== undefined && (typeof o.leaders !== 'object' || o.leaders === null)) throw bad('`leaders` must be a table')
+  if (o.default !== undefined && typeof o.default !== 'string') throw bad('has a `default` that is not a string')
+  if (o.leaders !== undefined && (typeof o.leaders !== 'object' || o.leaders === null)) throw bad('has `leaders` that is not a table')
   const leaders: Record<string, LeaderEntry> = {}
   for (const [name, v] of Object.entries((o.leaders ?? {}) as Record<string, unknown>)) {
     const e = v as { url?: unknown; token?: unknown }
-    if (typeof e !== 'object' || e === null || typeof e.url !== 'string' || typeof e.token !== 'string') throw bad(`leader "${name}" needs a url and a token`)
+    if (typeof e !== 'object' || e === null || typeof e.url !== 'string' || typeof e.token !== 'string') throw bad(`has a leader "${name}" without a url and a token`)
     leaders[name] = { url: e.url, token: e.token }
   }
   // A token file others can read is a token others have: say so, every time, until it is fixed.
@@ -43,17 +63,39 @@ export function readConfigFile(path: string): CliConfigFile {
   return { default: (o.default as string | undefined) ?? null, leaders }
 }
 
-const q = (s: string) => JSON.stringify(s) // a TOML basic string: JSON's escapes are TOML's
+/** A TOML basic string. JSON.stringify is not one: it leaves U+007F raw, which TOML refuses. */
+const q = (s: string) => `"${s.replace(/["\\\x00-\x1f\x7f]/g, (c) => (c === '"' || c === '\\' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))}"`
+
+/** Where the file really is: a symlinked config file (dotfiles) is written through, not replaced. */
+const realPath = (path: string): string => (existsSync(path) ? realpathSync(path) : path)
+
+/** Refuses early, before a token is minted for it, when the file cannot be written. */
+export function checkWritable(path: string): void {
+  const probe = `${realPath(path)}.tmp-${process.pid}`
+  try {
+    mkdirSync(dirname(probe), { recursive: true, mode: 0o700 })
+    closeSync(openSync(probe, 'w', 0o600))
+    rmSync(probe)
+  } catch (e) {
+    throw new CliError(`cannot write the config file ${path}: ${why(e)}`)
+  }
+}
 
 export function writeConfigFile(path: string, cfg: CliConfigFile): void {
   const lines = ['# Written by `svc login`; holds API tokens: keep it private (mode 0600).']
   if (cfg.default !== null) lines.push(`default = ${q(cfg.default)}`)
   for (const [name, e] of Object.entries(cfg.leaders)) lines.push('', `[leaders.${q(name)}]`, `url = ${q(e.url)}`, `token = ${q(e.token)}`)
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
-  const tmp = `${path}.tmp-${process.pid}`
-  writeFileSync(tmp, lines.join('\n') + '\n', { mode: 0o600 })
-  chmodSync(tmp, 0o600)
-  renameSync(tmp, path)
+  const real = realPath(path)
+  const tmp = `${real}.tmp-${process.pid}`
+  try {
+    mkdirSync(dirname(real), { recursive: true, mode: 0o700 })
+    writeFileSync(tmp, lines.join('\n') + '\n', { mode: 0o600 })
+    chmodSync(tmp, 0o600)
+    renameSync(tmp, real)
+  } catch (e) {
+    if (existsSync(tmp)) rmSync(tmp)
+    throw new CliError(`cannot write the config file ${path}: ${why(e)}`)
+  }
 }
 
 /** The name `svc login` files a leader under when none is given: its host and port. */

@@ -285,6 +285,34 @@ describe('the other commands against a running leader', () => {
     const audit = await ok(['audit', 'list', '--page-size', '200'])
     for (const kind of ['job.cancel', 'worker.release', 'worker.remove', 'pool.delete', 'admin.user.status', 'admin.user.delete']) expect([kind, audit.includes(kind)]).toEqual([kind, true])
   }, 60_000)
+
+  test('a shown-once token that could not be shown (standard output a full disk) is revoked; login checks its config file before it mints one', async () => {
+    const env = { HOME: home, PATH: process.env.PATH ?? '', SVC_LEADER_URL: leader.url, SVC_TOKEN: await mintToken(admin, 'full disk e2e') }
+    const live = async () => ((await admin.call('GET', '/api/v1/api-tokens')).body.items as { name: string; revoked_at: string | null }[]).filter((t) => t.revoked_at === null).map((t) => t.name)
+    const full = Bun.spawn([SVC_BIN, 'tokens', 'create', 'lost', '--password-stdin', '--quiet'], { env, stdin: new TextEncoder().encode('cli admin password\n'), stdout: Bun.file('/dev/full'), stderr: 'pipe' })
+    const [stderr, code] = await Promise.all([new Response(full.stderr).text(), full.exited])
+    expect([code, oneClearLine(stderr)]).toEqual([1, expect.stringMatching(/^svc: cannot write the output: ENOSPC: no space left on device; the new token \([0-9a-f-]{36}\) was revoked$/)])
+    expect(await live()).not.toContain('lost')
+
+    // A config file that cannot be written (a file where its directory should be): refused before a token is minted.
+    const before = (await live()).length
+    writeFileSync(join(home, 'a-file'), '')
+    const sub = join(home, 'a-file', 'sub.toml')
+    const login = await svc(['login', leader.url, '--email', 'admin@example.com', '--password-stdin'], { stdin: 'cli admin password\n', env: { SVC_CLI_CONFIG: sub } })
+    expect([login.code, oneClearLine(login.stderr)]).toEqual([1, `svc: cannot write the config file ${sub}: a part of its path is a file, not a directory`])
+    expect((await live()).length).toBe(before)
+  }, 60_000)
+
+  test('login and logout take --json and --quiet as every command does', async () => {
+    const cfg = { SVC_CLI_CONFIG: join(home, 'quiet.toml') }
+    const token = await mintToken(admin, 'quiet e2e')
+    const quiet = await svc(['login', leader.url, '--name', 'q', '--token-stdin', '--quiet'], { stdin: `${token}\n`, env: cfg })
+    expect([quiet.code, quiet.stdout, quiet.stderr]).toEqual([0, `${admin.userId}\n`, ''])
+    const json = await svc(['logout', '--json'], { env: cfg })
+    expect([json.code, JSON.parse(json.stdout)]).toEqual([0, { removed: ['q'], config_file: join(home, 'quiet.toml') }])
+    await svc(['login', leader.url, '--name', 'q2', '--token-stdin', '--quiet'], { stdin: `${token}\n`, env: cfg })
+    expect((await svc(['logout', '--quiet'], { env: cfg })).stdout).toBe('q2\n')
+  }, 60_000)
 })
 
 describe('every command', () => {

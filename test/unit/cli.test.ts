@@ -2,7 +2,7 @@
 // The built binary against a running leader is test/e2e/cli.test.ts.
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs'
+import { lstatSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { COMMANDS, helpFor } from '../../src/cli/commands'
@@ -12,7 +12,8 @@ import { ChatCompletionBody } from '../../src/inference/model'
 import { allFlags, commandHelp, parseInvocation } from '../../src/cli/spec'
 import { renderCommandReference, withReference } from '../../src/cli/docs'
 import { bashScript } from '../../src/cli/completion'
-import { readConfigFile, writeConfigFile } from '../../src/cli/config-file'
+import { checkWritable, configPath, readConfigFile, writeConfigFile } from '../../src/cli/config-file'
+import { loadClientEnv } from '../../src/config'
 import { UsageError } from '../../src/cli/usage'
 import { CHECKS, runDoctor, type DoctorCheck } from '../../src/admin/doctor'
 import { openDb } from '../../src/db/client'
@@ -63,6 +64,19 @@ function refusal(fn: () => unknown): string | null {
     return (e as Error).message
   }
   return null
+}
+
+/** Runs `fn` with these variables set (undefined: unset), then puts them back. */
+function withEnv(env: Record<string, string | undefined>, fn: () => void) {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]
+  else process.env[k] = v
+  try {
+    fn()
+  } finally {
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+  }
 }
 
 describe('the command table', () => {
@@ -119,6 +133,8 @@ describe('the command table', () => {
       [['jobs', 'submit'], ['x', '--stages', '65'], '--stages must be from 1 to 64; got 65'],
       [['jobs', 'submit'], ['x', '--pool'], 'option --pool needs a value'],
       [['jobs', 'list'], ['--json=yes'], 'option --json takes no value'],
+      // Log lines have no ids: --quiet is not taken rather than taken and ignored.
+      [['jobs', 'logs'], ['J', '--quiet'], 'unknown option --quiet'],
     ]
     for (const [path, argv, message] of cases) {
       let err: unknown
@@ -164,12 +180,52 @@ describe('the config file', () => {
     expect(readConfigFile(join(tmp(), 'none.toml'))).toEqual({ default: null, leaders: {} })
   })
 
-  test('a broken file is one plain error naming it', () => {
+  test('a broken file is one plain error naming it, with a way out that works (svc login and logout refuse it too)', () => {
     const path = join(tmp(), 'config.toml')
     writeFileSync(path, '[leaders.x]\nurl = 3\n', { mode: 0o600 })
-    expect(() => readConfigFile(path)).toThrow(`config file ${path}: leader "x" needs a url and a token`)
+    expect(refusal(() => readConfigFile(path))).toBe(`config file ${path} has a leader "x" without a url and a token; fix it, or remove it and svc login again`)
     writeFileSync(path, 'this is = = not toml', { mode: 0o600 })
-    expect(() => readConfigFile(path)).toThrow(/is not valid TOML/)
+    expect(refusal(() => readConfigFile(path))).toMatch(new RegExp(`^config file ${path} is not valid TOML \\(.+\\); fix it, or remove it and svc login again$`))
+    // A directory is not "not valid TOML" (it read: is not valid TOML: EISDIR ...).
+    expect(refusal(() => readConfigFile(tmp()))).toMatch(/^cannot read the config file .+: it is a directory$/)
+  })
+
+  test('any name and token is written so that TOML reads it back: DEL and other control characters are escaped', () => {
+    const path = join(tmp(), 'config.toml')
+    const odd = 'del\x7fname \x00\x01\t\n\x1b[31m "q" \\ é 😀'
+    const cfg = { default: odd, leaders: { [odd]: { url: 'http://10.0.0.5:8080', token: `svc_pat_${odd}` } } }
+    writeConfigFile(path, cfg)
+    expect(readConfigFile(path)).toEqual(cfg)
+  })
+
+  test('a symlinked file is written through to its target, the link stays', () => {
+    const dir = tmp()
+    const real = join(dir, 'dotfiles', 'svc.toml')
+    writeConfigFile(real, { default: null, leaders: {} })
+    symlinkSync(real, join(dir, 'config.toml'))
+    writeConfigFile(join(dir, 'config.toml'), { default: 'lab', leaders: { lab: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a' } } })
+    expect(lstatSync(join(dir, 'config.toml')).isSymbolicLink()).toBe(true)
+    expect(readConfigFile(real).default).toBe('lab')
+    expect(readdirSync(join(dir, 'dotfiles'))).toEqual(['svc.toml'])
+  })
+
+  test('a file that cannot be written is said so in words, before anything is minted for it', () => {
+    const file = join(tmp(), 'a.toml')
+    writeFileSync(file, '')
+    const under = join(file, 'sub.toml')
+    expect(refusal(() => checkWritable(under))).toBe(`cannot write the config file ${under}: a part of its path is a file, not a directory`)
+    expect(refusal(() => writeConfigFile(under, { default: null, leaders: {} }))).toBe(`cannot write the config file ${under}: a part of its path is a file, not a directory`)
+    expect(refusal(() => checkWritable(join(tmp(), 'new', 'config.toml')))).toBe(null)
+  })
+
+  test('with HOME unset (and no SVC_CLI_CONFIG, XDG_CONFIG_HOME) there is no config file, never one in the current directory', () => {
+    expect(loadClientEnv({}).configFile).toBe(null)
+    expect(loadClientEnv({ HOME: '/home/ada' }).configFile).toBe('/home/ada/.config/svc/config.toml')
+    expect(refusal(() => configPath(null))).toBe('no config file: HOME is not set; set HOME, or SVC_CLI_CONFIG to the file to use')
+    withEnv({ HOME: undefined, SVC_CLI_CONFIG: undefined, XDG_CONFIG_HOME: undefined, SVC_LEADER_URL: undefined, SVC_TOKEN: undefined }, () => {
+      expect(refusal(() => resolveTarget({}))).toBe('no leader: pass --leader URL (or set SVC_LEADER_URL); there is no config file, as HOME is not set (SVC_CLI_CONFIG names one)')
+      expect(resolveTarget({ leader: 'http://10.0.0.5:8080', token: 'svc_pat_a' }).url).toBe('http://10.0.0.5:8080')
+    })
   })
 })
 
@@ -303,17 +359,6 @@ describe("a proxy's answer for a leader that is away", () => {
 })
 
 describe('which leader: mistakes in the config file and SVC_LEADER_URL said plainly', () => {
-  const withEnv = (env: Record<string, string | undefined>, fn: () => void) => {
-    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]))
-    for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]
-    else process.env[k] = v
-    try {
-      fn()
-    } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
-      else process.env[k] = v
-    }
-  }
   test('a default that names no leader of the file, several leaders and no default, a URL-ish SVC_LEADER_URL', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'svc-cfg-')), 'config.toml')
     writeConfigFile(path, { default: 'x', leaders: { y: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a' } } })

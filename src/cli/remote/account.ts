@@ -4,7 +4,7 @@ import type { Static } from '@sinclair/typebox'
 import * as A from '../../accounts/model'
 import { leaderBase, loadClientEnv } from '../../config'
 import { Client, checkInput, clientFor, resolveTarget } from '../client'
-import { defaultLeaderName, readConfigFile, writeConfigFile } from '../config-file'
+import { checkWritable, configPath, defaultLeaderName, readConfigFile, writeConfigFile } from '../config-file'
 import { ago, modeOf, note, out, printDone, printJson, printList } from '../output'
 import { promptHidden, readLine, readPassword } from '../prompt'
 import type { Invocation, Values } from '../spec'
@@ -36,23 +36,48 @@ async function mintWithPassword(url: string, email: string, password: string, na
   }
 }
 
+/** Who the token acts as; an answer of another shape is no leader's (`{}` from another server). */
+const whoIs = (c: Client): Promise<Me> => c.call<Me>('GET', '/api/v1/auth/me', { shape: A.Me })
+
+/**
+ * Runs what follows the minting of a token that nobody holds yet (saving it, showing it once); when
+ * that fails, the token is revoked with itself, so that no never-expiring token is left orphaned.
+ */
+async function orRevoke<T>(url: string, minted: Minted | null, then: () => T | Promise<T>): Promise<T> {
+  try {
+    return await then()
+  } catch (e) {
+    if (minted === null) throw e
+    const revoked = await new Client({ url, token: minted.token, source: url }).call('DELETE', `/api/v1/api-tokens/${minted.id}`).then(
+      () => `the new token (${minted.id}) was revoked`,
+      () => `revoke the new token: svc tokens revoke ${minted.id}`,
+    )
+    throw new CliError(`${(e as Error).message || 'standard output was closed'}; ${revoked}`)
+  }
+}
+
 async function askPassword(flags: Values): Promise<string> {
   return readPassword(flags['password-stdin'] === true, false)
 }
 
 export async function login({ args, flags, usage }: Invocation): Promise<number> {
   const env = loadClientEnv()
-  const file = readConfigFile(env.configFile)
+  const path = configPath(env.configFile)
+  const file = readConfigFile(path)
   const given = args.URL ?? (flags.leader as string | undefined) ?? env.leader
   if (!given) throw new UsageError('missing URL (the leader\'s base URL, e.g. https://leader.example.org)', usage)
   const named = file.leaders[given]
   const url = leaderBase(named ? named.url : given)
   if (!/^https?:\/\/[^/\s]+/i.test(url)) throw new UsageError(`not a leader URL: ${JSON.stringify(given)} (want http://HOST:PORT or https://HOST)`, usage)
   const name = (flags.name as string | undefined) ?? (named ? given : defaultLeaderName(url))
+  // Before a token is minted for it: a file that cannot be written would orphan the token.
+  checkWritable(path)
   let token: string
+  let minted: Minted | null = null
   if (flags.email !== undefined) {
     const password = await askPassword(flags)
-    token = (await mintWithPassword(url, flags.email as string, password, `svc cli on ${os.hostname()}`.slice(0, 100))).token
+    minted = await mintWithPassword(url, flags.email as string, password, `svc cli on ${os.hostname()}`.slice(0, 100))
+    token = minted.token
   } else if (flags['token-stdin']) {
     token = (await readLine()).trim()
     if (token === '') throw new UsageError('no token on standard input', usage)
@@ -63,34 +88,39 @@ export async function login({ args, flags, usage }: Invocation): Promise<number>
     token = (await promptHidden(`API token for ${url} (your profile page makes one): `)).trim()
   }
   if (token === '' || /\s/.test(token)) throw new UsageError('that is not a token (empty or with white space)', usage)
-  const me = await new Client({ url, token, source: url }).get<Me>('/api/v1/auth/me')
-  file.leaders[name] = { url, token }
-  file.default = name
-  writeConfigFile(env.configFile, file)
-  if (flags.json) printJson(me)
-  else if (!flags.quiet) out(`logged in to ${url} as ${me.email} (${me.role}); saved as "${name}" in ${env.configFile}`)
+  const me = await orRevoke(url, minted, async () => {
+    const me = await whoIs(new Client({ url, token, source: url }))
+    file.leaders[name] = { url, token }
+    file.default = name
+    writeConfigFile(path, file)
+    return me
+  })
+  printDone(modeOf(flags), me, me.id, `logged in to ${url} as ${me.email} (${me.role}); saved as "${name}" in ${path}`)
   return 0
 }
 
 export async function logout({ flags }: Invocation): Promise<number> {
-  const env = loadClientEnv()
-  const file = readConfigFile(env.configFile)
+  const path = configPath(loadClientEnv().configFile)
+  const file = readConfigFile(path)
   const wanted = (flags.leader as string | undefined) ?? file.default
   const names = flags.all ? Object.keys(file.leaders) : Object.keys(file.leaders).filter((n) => n === wanted || file.leaders[n]!.url === (wanted ? leaderBase(wanted) : undefined))
   if (names.length === 0) {
-    note(`svc: not logged in${wanted ? ` to ${wanted}` : ''} (nothing in ${env.configFile})`)
+    note(`svc: not logged in${wanted ? ` to ${wanted}` : ''} (nothing in ${path})`)
     return 1
   }
   for (const n of names) delete file.leaders[n]
   if (file.default !== null && !(file.default in file.leaders)) file.default = null
-  writeConfigFile(env.configFile, file)
-  if (!flags.quiet) out(`removed ${names.map((n) => `"${n}"`).join(', ')} from ${env.configFile}; the token stays valid until it expires or is revoked (svc tokens revoke)`)
+  writeConfigFile(path, file)
+  const mode = modeOf(flags)
+  if (mode === 'json') printJson({ removed: names, config_file: path })
+  else if (mode === 'quiet') out(names.join('\n'))
+  else out(`removed ${names.map((n) => `"${n}"`).join(', ')} from ${path}; the token stays valid until it expires or is revoked (svc tokens revoke)`)
   return 0
 }
 
 export async function whoami({ flags }: Invocation): Promise<number> {
   const c = clientFor(flags)
-  const me = await c.get<Me>('/api/v1/auth/me')
+  const me = await whoIs(c)
   if (flags.json) printJson(me)
   else if (flags.quiet) out(me.id)
   else out(`${me.email} (${me.role}, ${me.status}) at ${c.url}, ${c.target.source}`)
@@ -128,16 +158,13 @@ export async function tokensCreate({ args, flags, usage }: Invocation): Promise<
   let email = flags.email as string | undefined
   if (email === undefined) {
     if (target.token === null) throw new UsageError('pass --email: minting a token needs your password, and there is no token to tell who you are', usage)
-    email = (await new Client(target).get<Me>('/api/v1/auth/me')).email
+    email = (await whoIs(new Client(target))).email
   }
   const password = await askPassword(flags)
   const minted = await mintWithPassword(target.url, email, password, body.name, body.expires_in_days)
-  if (flags.json) printJson(minted)
-  else if (flags.quiet) out(minted.token)
-  else {
-    out(minted.token)
-    note(`token "${minted.name}" (${minted.id}) for ${email}${minted.expires_at ? `, valid until ${minted.expires_at}` : ''}; it is shown only now`)
-  }
+  // Shown once: a token that could not be written out (a full disk, a closed pipe) is no use to anyone.
+  await orRevoke(target.url, minted, () => (flags.json ? printJson(minted) : out(minted.token)))
+  if (!flags.json && !flags.quiet) note(`token "${minted.name}" (${minted.id}) for ${email}${minted.expires_at ? `, valid until ${minted.expires_at}` : ''}; it is shown only now`)
   return 0
 }
 
