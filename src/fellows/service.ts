@@ -318,6 +318,8 @@ export class Fellows {
     this.signals.revoke(fellowId, 'released')
     f.released = true
     this.registry.event(f, 'released', null)
+    // Its job stages go to other fellows (or the jobs fail) now: they waited "running" for good.
+    this.onOffline(fellowId, 'was released')
   }
 
   remove(actor: Actor, fellowId: string): void {
@@ -331,6 +333,7 @@ export class Fellows {
     this.signals.send(fellowId, 'STOP', { payload: { reason: 'removed' } })
     this.signals.revoke(fellowId, 'removed')
     this.registry.remove(fellowId)
+    this.onOffline(fellowId, 'was removed')
   }
 
   /** UPDATE to one fellow, or to every fellow of a pool the actor owns (admins: any). */
@@ -402,7 +405,10 @@ export class Fellows {
         name: 'liveness',
         intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2),
         run: () => {
-          for (const f of registry.tick(ctx.clock.now())) this.onOffline(f.id)
+          for (const f of registry.tick(ctx.clock.now())) {
+            ctx.log.info('fellow offline: no heartbeat', { fellow_id: f.id, pool_id: f.poolId, last_seen_at: f.lastSeenAt === null ? null : new Date(f.lastSeenAt).toISOString() })
+            this.onOffline(f.id)
+          }
         },
       },
     ]

@@ -222,6 +222,8 @@ export class JobService {
       .where(eq(jobs.id, id))
       .run()
     if (TERMINAL.has(status)) this.endJob(id, this.row(id)?.assignments ?? [])
+    // An operator reading the leader's log sees a job end, and why, without the API.
+    if (TERMINAL.has(status) || status === 'paused') this.ctx.log[status === 'failed' ? 'warn' : 'info'](`job ${status}`, { job_id: id, ...(extra.reason ? { reason: extra.reason } : {}) })
   }
 
   private endJob(id: string, assignments: Assignment[]): void {
@@ -473,6 +475,7 @@ export class JobService {
       const replacement = p.fellows[0]!.id
       const next = assignments.map((a) => (a.fellow_id === fellowId ? { stage: a.stage, fellow_id: replacement } : a))
       this.ctx.db.update(jobs).set({ assignments: next, reason: `stage ${lost.stage} moved from ${fellowId} to ${replacement}`, updatedAt: this.ctx.clock.now() }).where(eq(jobs.id, r.id)).run()
+      this.ctx.log.info('stage moved to another fellow', { job_id: r.id, stage: lost.stage, from: fellowId, to: replacement, why })
       // The fellow that lost the stage runs it no more (listed "offline running <job>" otherwise).
       this.registry.jobEnded(r.id, [fellowId])
       const updated = { ...r, assignments: next }

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { makeLoggedHarness } from '../helpers/logged'
 import { encodeFrames, decodeFrames } from '../../src/wire/frames'
 import { UNNAMED_POOL_REASON } from '../../src/jobs/service'
 import { poolMembers } from '../../src/db/schema'
@@ -15,7 +16,7 @@ interface Fellow {
 }
 
 export async function cluster(n: number, opts: { env?: Record<string, string>; freeMb?: number[] } = {}) {
-  const h = makeHarness(opts.env ?? {})
+  const h = makeLoggedHarness(opts.env ?? {})
   all.push(h)
   const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
   const bob = await seedUser(h, 'bob@example.com')
@@ -39,7 +40,9 @@ export async function cluster(n: number, opts: { env?: Record<string, string>; f
     fellows.push(f)
   }
   const signalsOf = (f: Fellow) => h.services.fellows.signals.takePending(f.fellow_id)
-  return { h, A, b, bob, pool, fellows, signalsOf }
+  /** What the leader logged with this message, as objects. */
+  const logged = (msg: string) => h.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.msg === msg)
+  return { h, A, b, bob, pool, fellows, signalsOf, logged }
 }
 
 describe('job lifecycle', () => {
@@ -249,6 +252,24 @@ describe('job lifecycle', () => {
     expect((await b.delete(`/api/v1/pools/${pool.id}/members/${bob.id}`)).status).toBe(204)
     const failed = (await A.get(`/api/v1/jobs/${job.id}`)).body
     expect([failed.status, failed.reason]).toEqual(['failed', expect.stringContaining(`fellow ${bobs.fellow_id} left the pool (the member who added this fellow left the pool) and no other fellow`)])
+  })
+
+  test('a fellow released while it runs a stage hands it to a spare at once; one removed with no spare fails its job (both stayed "running" for good)', async () => {
+    const { A, pool, fellows, signalsOf, logged } = await cluster(3, { freeMb: [30_000, 20_000, 10_000] })
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    expect(job.assignments.map((a: { fellow_id: string }) => a.fellow_id)).toEqual([fellows[0]!.fellow_id, fellows[1]!.fellow_id])
+    fellows.forEach(signalsOf)
+    expect((await A.post('/api/v1/workers/release', { fellow_id: fellows[0]!.fellow_id })).status).toBe(200)
+    const moved = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect([moved.status, moved.assignments.map((a: { fellow_id: string }) => a.fellow_id)]).toEqual(['scheduled', [fellows[2]!.fellow_id, fellows[1]!.fellow_id]])
+    expect(signalsOf(fellows[2]!).map((s) => [s.signal, s.payload?.stage])).toEqual([['START', 0]])
+    expect((await A.delete(`/api/v1/workers/${fellows[1]!.fellow_id}`)).status).toBe(204)
+    const failed = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect([failed.status, failed.reason]).toEqual(['failed', expect.stringContaining(`fellow ${fellows[1]!.fellow_id} was removed and no other fellow`)])
+    expect(signalsOf(fellows[2]!).map((s) => s.signal)).toEqual(['STOP'])
+    // The leader's log tells its operator both, without the API.
+    expect(logged('stage moved to another fellow')).toEqual([expect.objectContaining({ job_id: job.id, stage: 0, from: fellows[0]!.fellow_id, to: fellows[2]!.fellow_id, why: 'was released' })])
+    expect(logged('job failed')).toEqual([expect.objectContaining({ level: 'warn', job_id: job.id, reason: failed.reason })])
   })
 
   test('purge is admin-only, audited, and sends PURGE to every fellow', async () => {
