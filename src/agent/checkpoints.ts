@@ -47,7 +47,7 @@ export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; st
   mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
   const tar = join(o.workDir, `upload-${o.stage}-${o.step}.tar`)
   try {
-    const { bytes: size, skipped } = tarDirectory(o.dir, tar, o.within)
+    const { bytes: size, skipped } = await tarDirectory(o.dir, tar, o.within)
     if (skipped.length > 0) d.log.warn('checkpoint entries left out: not files or directories (links are never followed)', { job_id: o.jobId, stage: o.stage, step: o.step, skipped: skipped.slice(0, 20), count: skipped.length })
     const sha256 = await sha256Of(tar)
     const up = await d.client.beginUpload({ kind: 'checkpoint', name: `stage-${o.stage}-step-${o.step}.tar`, size_bytes: size, sha256, job_id: o.jobId, stage: o.stage, step: o.step })
@@ -92,7 +92,7 @@ export async function fetchCheckpoint(d: CheckpointDeps, o: { jobId: string; sta
   try {
     await downloadVerified(d, art, tar)
     rmSync(dir, { recursive: true, force: true })
-    untarInto(tar, dir)
+    await untarInto(tar, dir)
     d.log.info('checkpoint downloaded', { job_id: o.jobId, stage: o.stage, step: art.step, artifact_id: art.id, bytes: art.size_bytes })
     return { step: art.step, dir }
   } catch (e) {

@@ -5,10 +5,15 @@
 // any file the agent can read (an SSH key, another job's data) and have it uploaded. Links,
 // devices, sockets and pipes below the directory are left out (and named to the caller); every
 // file is opened without following a link and checked to lie inside the directory once open.
-import { closeSync, fstatSync, constants, mkdirSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync, writeSync, lstatSync } from 'node:fs'
+// All I/O is asynchronous, a chunk at a time: a checkpoint of gigabytes archived on the agent's
+// main thread in one go kept its heartbeats from going out until the leader declared it offline.
+import { constants, readlinkSync, realpathSync, lstatSync } from 'node:fs'
+import { lstat, mkdir, open, readdir, type FileHandle } from 'node:fs/promises'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 
 const BLOCK = 512
+/** Bytes read or written at once: the event loop runs between chunks. */
+const CHUNK = 1 << 20
 
 function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, '0') + '\0'
@@ -53,14 +58,13 @@ export function isInside(root: string, path: string): boolean {
 }
 
 /** Every file and directory below `dir`, relative, parents first; links and the like go to `skipped`. */
-function entries(dir: string, skipped: string[], at = ''): Entry[] {
-  const out: Entry[] = []
-  for (const name of readdirSync(join(dir, at)).sort()) {
+async function entries(dir: string, skipped: string[], at = '', out: Entry[] = []): Promise<Entry[]> {
+  for (const name of (await readdir(join(dir, at))).sort()) {
     const rel = at ? `${at}/${name}` : name
-    const st = lstatSync(join(dir, rel))
+    const st = await lstat(join(dir, rel))
     if (st.isDirectory()) {
       out.push({ rel: rel + '/', dir: true, size: 0, mtime: st.mtimeMs, dev: st.dev, ino: st.ino })
-      out.push(...entries(dir, skipped, rel))
+      await entries(dir, skipped, rel, out)
     } else if (st.isFile()) out.push({ rel, dir: false, size: st.size, mtime: st.mtimeMs, dev: st.dev, ino: st.ino })
     else skipped.push(rel)
   }
@@ -76,35 +80,41 @@ function realPathOf(fd: number, path: string): string {
   }
 }
 
+/** Writes a whole buffer (a FileHandle write may take less than asked). */
+async function writeAll(fh: FileHandle, b: Uint8Array): Promise<void> {
+  let off = 0
+  while (off < b.length) off += (await fh.write(b, off, b.length - off)).bytesWritten
+}
+
 /**
  * Writes the directory `dir` (a real directory, not a link to one, and lying in `within` when
- * given) as a tar file to `out`; returns its size in bytes and the paths left out because they
- * are not files or directories (symbolic links, sockets, devices).
+ * given) as a tar file to `out`; resolves to its size in bytes and the paths left out because
+ * they are not files or directories (symbolic links, sockets, devices).
  */
-export function tarDirectory(dir: string, out: string, within?: string): { bytes: number; skipped: string[] } {
+export async function tarDirectory(dir: string, out: string, within?: string): Promise<{ bytes: number; skipped: string[] }> {
   if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`)
   const root = realpathSync(dir)
   // Checked again here: the directory named earlier may have been moved behind a link since.
   if (within !== undefined && !isInside(realpathSync(within), root)) throw new Error(`${dir} does not lie in ${within}`)
   const skipped: string[] = []
-  const list = entries(root, skipped)
-  const fd = openSync(out, 'w', 0o600)
+  const list = await entries(root, skipped)
+  const fd = await open(out, 'w', 0o600)
   let written = 0
-  const put = (b: Uint8Array) => {
-    writeSync(fd, b)
+  const put = async (b: Uint8Array) => {
+    await writeAll(fd, b)
     written += b.length
   }
   try {
-    const buf = new Uint8Array(1 << 20)
+    const buf = new Uint8Array(CHUNK)
     for (const e of list) {
       if (e.dir) {
-        put(header(e.rel, 0, true, e.mtime))
+        await put(header(e.rel, 0, true, e.mtime))
         continue
       }
       const path = join(root, e.rel)
-      let src: number
+      let src: FileHandle
       try {
-        src = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+        src = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
       } catch (err) {
         // Replaced by a link (or removed) since it was listed: left out, never followed.
         if ((err as NodeJS.ErrnoException).code === 'ELOOP' || (err as NodeJS.ErrnoException).code === 'ENOENT') {
@@ -116,27 +126,27 @@ export function tarDirectory(dir: string, out: string, within?: string): { bytes
       try {
         // A directory on its path swapped for a link after it was listed leads outside: the open
         // file is checked where it really is, and must be the file that was listed.
-        const st = fstatSync(src)
-        if (!st.isFile() || st.dev !== e.dev || st.ino !== e.ino || !isInside(root, realPathOf(src, path))) {
+        const st = await src.stat()
+        if (!st.isFile() || st.dev !== e.dev || st.ino !== e.ino || !isInside(root, realPathOf(src.fd, path))) {
           skipped.push(e.rel)
           continue
         }
-        put(header(e.rel, e.size, false, e.mtime))
+        await put(header(e.rel, e.size, false, e.mtime))
         let left = e.size
         while (left > 0) {
-          const n = readSync(src, buf, 0, Math.min(buf.length, left), null)
+          const { bytesRead: n } = await src.read(buf, 0, Math.min(buf.length, left), null)
           if (n <= 0) throw new Error(`${e.rel} changed while it was being archived`)
-          put(buf.subarray(0, n))
+          await put(buf.subarray(0, n))
           left -= n
         }
       } finally {
-        closeSync(src)
+        await src.close()
       }
-      if (e.size % BLOCK) put(new Uint8Array(BLOCK - (e.size % BLOCK)))
+      if (e.size % BLOCK) await put(new Uint8Array(BLOCK - (e.size % BLOCK)))
     }
-    put(new Uint8Array(2 * BLOCK))
+    await put(new Uint8Array(2 * BLOCK))
   } finally {
-    closeSync(fd)
+    await fd.close()
   }
   return { bytes: written, skipped }
 }
@@ -147,16 +157,17 @@ function field(h: Uint8Array, at: number, len: number): string {
 }
 
 /** Unpacks a tar file written by tarDirectory (or any ustar of files and directories) into `dir`. */
-export function untarInto(file: string, dir: string): void {
+export async function untarInto(file: string, dir: string): Promise<void> {
   const root = resolve(dir)
-  mkdirSync(root, { recursive: true, mode: 0o700 })
-  const fd = openSync(file, 'r')
-  const total = statSync(file).size
+  await mkdir(root, { recursive: true, mode: 0o700 })
+  const fd = await open(file, 'r')
   try {
+    const total = (await fd.stat()).size
     const h = new Uint8Array(BLOCK)
+    const buf = new Uint8Array(CHUNK)
     let pos = 0
     while (pos + BLOCK <= total) {
-      readSync(fd, h, 0, BLOCK, pos)
+      if ((await fd.read(h, 0, BLOCK, pos)).bytesRead < BLOCK) throw new Error('the checkpoint archive is cut short')
       pos += BLOCK
       if (h.every((b) => b === 0)) break
       const name = (field(h, 345, 155) ? field(h, 345, 155) + '/' : '') + field(h, 0, 100)
@@ -165,28 +176,27 @@ export function untarInto(file: string, dir: string): void {
       const target = resolve(root, name)
       if (!Number.isSafeInteger(size) || size < 0 || pos + size > total) throw new Error('the checkpoint archive is cut short or damaged')
       if (!isInside(root, target)) throw new Error(`the checkpoint archive names a path outside its directory: ${name}`)
-      if (type === '5') mkdirSync(target, { recursive: true, mode: 0o700 })
+      if (type === '5') await mkdir(target, { recursive: true, mode: 0o700 })
       else if (type === '0') {
-        mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
-        const out = openSync(target, 'w', 0o600)
+        await mkdir(dirname(target), { recursive: true, mode: 0o700 })
+        const out = await open(target, 'w', 0o600)
         try {
-          const buf = new Uint8Array(1 << 20)
           let left = size
           let at = pos
           while (left > 0) {
-            const n = readSync(fd, buf, 0, Math.min(buf.length, left), at)
+            const { bytesRead: n } = await fd.read(buf, 0, Math.min(buf.length, left), at)
             if (n <= 0) throw new Error('the checkpoint archive is cut short')
-            writeSync(out, buf.subarray(0, n))
+            await writeAll(out, buf.subarray(0, n))
             left -= n
             at += n
           }
         } finally {
-          closeSync(out)
+          await out.close()
         }
       } else throw new Error(`the checkpoint archive holds ${relative(root, target)}, which is neither a file nor a directory`)
       pos += Math.ceil(size / BLOCK) * BLOCK
     }
   } finally {
-    closeSync(fd)
+    await fd.close()
   }
 }

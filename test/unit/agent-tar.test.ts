@@ -1,7 +1,7 @@
 // Checkpoint archives never follow a symbolic link: a runner could otherwise point one at any file
 // the agent can read and have it uploaded to the leader's store (src/agent/tar.ts).
 import { describe, expect, test } from 'bun:test'
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { tarDirectory, untarInto } from '../../src/agent/tar'
@@ -21,31 +21,74 @@ function world() {
 }
 
 describe('tarDirectory', () => {
-  test('links inside the tree are left out (named), files and directories are kept, and it unpacks the same', () => {
+  test('links inside the tree are left out (named), files and directories are kept, and it unpacks the same', async () => {
     const { root, secret, ckpt } = world()
     symlinkSync(secret, join(ckpt, 'step-8', 'outside-dir'))
     symlinkSync(join(secret, 'id_ed25519'), join(ckpt, 'step-8', 'sub', 'outside-file'))
     symlinkSync('weights.bin', join(ckpt, 'step-8', 'latest'))
     const out = join(root, 'a.tar')
-    const { bytes, skipped } = tarDirectory(join(ckpt, 'step-8'), out, ckpt)
+    const { bytes, skipped } = await tarDirectory(join(ckpt, 'step-8'), out, ckpt)
     expect(bytes).toBe(readFileSync(out).length)
     expect(skipped).toEqual(['latest', 'outside-dir', 'sub/outside-file'])
     expect(readFileSync(out).includes(SECRET)).toBe(false)
-    untarInto(out, join(root, 'back'))
+    await untarInto(out, join(root, 'back'))
     expect(readdirSync(join(root, 'back')).sort()).toEqual(['sub', 'weights.bin'])
     expect(readFileSync(join(root, 'back', 'sub', 'opt.bin'), 'utf8')).toBe('optimizer')
   })
 
-  test('a link to a directory outside is not archived, and a directory outside `within` is refused', () => {
+  test('a link to a directory outside is not archived, and a directory outside `within` is refused', async () => {
     const { root, secret, ckpt } = world()
     symlinkSync(secret, join(ckpt, 'link'))
-    expect(() => tarDirectory(join(ckpt, 'link'), join(root, 'b.tar'), ckpt)).toThrow('is not a directory')
-    expect(() => tarDirectory(secret, join(root, 'c.tar'), ckpt)).toThrow(`${secret} does not lie in ${ckpt}`)
+    await expect(tarDirectory(join(ckpt, 'link'), join(root, 'b.tar'), ckpt)).rejects.toThrow('is not a directory')
+    await expect(tarDirectory(secret, join(root, 'c.tar'), ckpt)).rejects.toThrow(`${secret} does not lie in ${ckpt}`)
     // A directory on the way swapped for a link: the real path is what counts.
     symlinkSync(secret, join(ckpt, 'step-8', 'via'))
     mkdirSync(join(secret, 'inner'))
     writeFileSync(join(secret, 'inner', 'key'), SECRET)
-    expect(() => tarDirectory(join(ckpt, 'step-8', 'via', 'inner'), join(root, 'd.tar'), ckpt)).toThrow('does not lie in')
+    await expect(tarDirectory(join(ckpt, 'step-8', 'via', 'inner'), join(root, 'd.tar'), ckpt)).rejects.toThrow('does not lie in')
     expect(existsSync(join(root, 'd.tar'))).toBe(false)
   })
+
+  // Defect 4 of the exploratory test: a 2-3 GB checkpoint archived in one synchronous go kept the
+  // agent's heartbeats from going out for 11-31 s, and the leader declared the fellow offline.
+  test('archiving and unpacking a large checkpoint leave the event loop free: timers keep running between chunks', async () => {
+    const { root, ckpt } = world()
+    const MiB = 1 << 20
+    truncateSync(join(ckpt, 'step-8', 'weights.bin'), 400 * MiB) // sparse: cheap to make, read like real bytes
+    writeFileSync(join(ckpt, 'step-8', 'sub', 'tail.bin'), 'x'.repeat(1000))
+    const out = join(root, 'big.tar')
+    try {
+      const gaps = async (work: () => unknown) => {
+        let last = performance.now()
+        let worst = 0
+        let ticks = 0
+        const timer = setInterval(() => {
+          const now = performance.now()
+          worst = Math.max(worst, now - last)
+          last = now
+          ticks++
+        }, 5)
+        const started = performance.now()
+        try {
+          await work()
+        } finally {
+          clearInterval(timer)
+        }
+        worst = Math.max(worst, performance.now() - last)
+        return { worst, ticks, ms: performance.now() - started }
+      }
+      const tar = await gaps(() => tarDirectory(join(ckpt, 'step-8'), out, ckpt))
+      expect(statSync(out).size).toBe(400 * MiB + 5 * 512 + 1024 + 1024)
+      const untar = await gaps(() => untarInto(out, join(root, 'back')))
+      expect(statSync(join(root, 'back', 'weights.bin')).size).toBe(400 * MiB)
+      expect(readFileSync(join(root, 'back', 'sub', 'tail.bin'), 'utf8')).toBe('x'.repeat(1000))
+      // A heartbeat timer waits at most a small fraction of a second at any one time.
+      // A heartbeat timer waits at most a small fraction of a second at any one time (here a few ms
+      // a chunk; archiving the 400 MiB in one synchronous go held it for the whole copy).
+      expect({ tar: tar.worst < 100, untar: untar.worst < 100 }).toEqual({ tar: true, untar: true })
+      expect(tar.ticks).toBeGreaterThan(2)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
