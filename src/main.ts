@@ -9,6 +9,7 @@ import { VERSION } from './version'
 import { hostPort } from './http/ip'
 import { CliError, UsageError } from './cli/usage'
 import { helpFor, rootHelp, runCommand } from './cli/commands'
+import { Ended, writeOut } from './cli/output'
 
 async function serve(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`serve takes no arguments (configure it with SVC_* variables), got: ${args.join(' ')}`)
@@ -61,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
   // `svc fellow --help`, `svc admin backup -h`: help, not a refusal (before a `--`, which ends options).
   const options = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'))
   if (cmd !== undefined && !cmd.startsWith('-') && (options.includes('--help') || options.includes('-h'))) {
-    process.stdout.write(helpFor(argv))
+    writeOut(helpFor(argv))
     return 0
   }
   switch (cmd) {
@@ -79,12 +80,12 @@ async function main(argv: string[]): Promise<number> {
     case '--help':
     case 'help':
       // `svc help pools create` is `svc pools create --help`.
-      process.stdout.write(cmd === 'help' ? helpFor(rest) : rootHelp())
+      writeOut(cmd === 'help' ? helpFor(rest) : rootHelp())
       return 0
     case '-v':
     case '--version':
     case 'version':
-      process.stdout.write(`svc ${VERSION}\n`)
+      writeOut(`svc ${VERSION}\n`)
       return 0
     case undefined:
       throw new UsageError('missing command')
@@ -120,6 +121,8 @@ main(argv).then(
       process.stderr.write(`svc: ${oneLine(usageMessage(e as Error))}\n\n${usage}`)
       process.exit(2)
     }
+    // Help or a version line whose reader went away (`svc --help | head -1`): quietly, as commands end.
+    if (e instanceof Ended) process.exit(e.status)
     if (e instanceof CliError) {
       process.stderr.write(`svc: ${oneLine(e.message)}\n`)
       process.exit(1)

@@ -4,6 +4,7 @@
 import { COMMANDS, GROUPS } from './commands'
 import { allFlags, type Invocation } from './spec'
 import { UsageError } from './usage'
+import { writeOut } from './output'
 
 const words = (xs: string[]) => xs.join(' ')
 
@@ -73,8 +74,8 @@ ${bashScript().split('\n').slice(1).join('\n')}`
 
 export async function printCompletion({ args, usage }: Invocation): Promise<number> {
   const shell = args.SHELL!
-  if (shell === 'bash') process.stdout.write(bashScript())
-  else if (shell === 'zsh') process.stdout.write(zshScript())
+  if (shell === 'bash') writeOut(bashScript())
+  else if (shell === 'zsh') writeOut(zshScript())
   else throw new UsageError(`no completion for ${shell}: bash or zsh`, usage)
   return 0
 }

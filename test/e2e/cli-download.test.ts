@@ -194,3 +194,14 @@ describe('svc jobs submit --set', () => {
     }
   }, 30_000)
 })
+
+describe('help, version and completion output', () => {
+  test('a reader gone before they print ends them quietly with 141; a full disk is one line and exit 1', async () => {
+    // `true` exits at once: svc writes into a pipe nobody reads any more.
+    for (const args of [['--help'], ['help', 'pools', 'create'], ['--version'], ['completion', 'bash']]) expect(await piped(args, 'true')).toEqual({ status: 141, stderr: '' })
+    for (const args of [['--help'], ['completion', 'zsh']]) {
+      const proc = Bun.spawn([SVC_BIN, ...args], { env: { ...env, PATH: process.env.PATH ?? '' }, stdout: Bun.file('/dev/full'), stderr: 'pipe' })
+      expect([await proc.exited, await new Response(proc.stderr).text()]).toEqual([1, 'svc: cannot write the output: ENOSPC: no space left on device\n'])
+    }
+  })
+})
