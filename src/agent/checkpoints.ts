@@ -6,10 +6,9 @@ import { createWriteStream, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tarDirectory, untarInto } from './tar'
 import { LeaderError, NetworkError, type LeaderClient, type StoredArtifact } from './client'
+import { Backoff } from './backoff'
 import { sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
-
-const ATTEMPTS = 5
 
 export interface CheckpointDeps {
   client: LeaderClient
@@ -42,31 +41,68 @@ export async function downloadVerified(d: CheckpointDeps, art: StoredArtifact, f
   }
 }
 
+/**
+ * A leader that went away mid-upload (a restart, a short outage) is waited for this long, from the
+ * last byte it took, before the checkpoint is given up; the upload then goes on from the offset
+ * the leader has (docs/api.md, resumable uploads).
+ */
+export const UPLOAD_PATIENCE_MS = 5 * 60_000
+
+/** A broken connection, a conflicting offset or a leader that is not itself yet: worth asking again. */
+const resumable = (e: unknown) => e instanceof NetworkError || (e instanceof LeaderError && (e.status === 409 || e.status === 429 || e.status >= 500))
+
 /** Archives `dir` and uploads it as the checkpoint of (job, stage) at `step`; the artifact, or null when it could not. */
 export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; step: number; dir: string; workDir: string; within?: string }): Promise<StoredArtifact | null> {
   mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
   const tar = join(o.workDir, `upload-${o.stage}-${o.step}.tar`)
+  const ids = { job_id: o.jobId, stage: o.stage, step: o.step }
+  const backoff = new Backoff({ baseMs: 500, maxMs: 15_000 })
+  /** When the leader last failed us after taking bytes (null: it has not failed since). */
+  let failingSince: number | null = null
+  /** After a failure that retrying can fix: waits, or throws once the leader was gone too long. */
+  const waitOut = async (e: unknown): Promise<void> => {
+    const now = d.clock.now()
+    failingSince ??= now
+    if (!resumable(e) || d.signal.aborted || now - failingSince >= UPLOAD_PATIENCE_MS) throw e
+    if (backoff.attempts === 0) d.log.warn('checkpoint upload interrupted; trying again', { ...ids, error: (e as Error).message })
+    if (!(await sleep(d.clock, backoff.next(), d.signal))) throw e
+  }
+  const retrying = async <T>(call: () => Promise<T>): Promise<T> => {
+    for (;;) {
+      try {
+        return await call()
+      } catch (e) {
+        await waitOut(e)
+      }
+    }
+  }
   try {
     const { bytes: size, skipped } = await tarDirectory(o.dir, tar, o.within)
-    if (skipped.length > 0) d.log.warn('checkpoint entries left out: not files or directories (links are never followed)', { job_id: o.jobId, stage: o.stage, step: o.step, skipped: skipped.slice(0, 20), count: skipped.length })
+    if (skipped.length > 0) d.log.warn('checkpoint entries left out: not files or directories (links are never followed)', { ...ids, skipped: skipped.slice(0, 20), count: skipped.length })
     const sha256 = await sha256Of(tar)
-    const up = await d.client.beginUpload({ kind: 'checkpoint', name: `stage-${o.stage}-step-${o.step}.tar`, size_bytes: size, sha256, job_id: o.jobId, stage: o.stage, step: o.step })
+    const up = await retrying(() => d.client.beginUpload({ kind: 'checkpoint', name: `stage-${o.stage}-step-${o.step}.tar`, size_bytes: size, sha256, ...ids }))
     let offset = up.offset
-    for (let attempt = 1; ; attempt++) {
+    let best = offset
+    for (;;) {
       try {
         const done = await d.client.putUpload(up.upload_id, offset, Bun.file(tar).slice(offset), d.signal)
-        if (done) return done
-        offset = (await d.client.uploadState(up.upload_id)).offset
+        if (done) {
+          if (failingSince !== null) d.log.info('checkpoint upload resumed and finished', ids)
+          return done
+        }
       } catch (e) {
-        // A broken connection or a conflicting offset: ask where the leader stands and go on from there.
-        const resumable = e instanceof NetworkError || (e instanceof LeaderError && (e.status === 409 || e.status >= 500))
-        if (!resumable || attempt >= ATTEMPTS || d.signal.aborted) throw e
-        await sleep(d.clock, 500 * attempt, d.signal)
-        offset = (await d.client.uploadState(up.upload_id)).offset
+        await waitOut(e)
+      }
+      // Cut off, refused for its offset, or not the last bytes: the leader says where it stands.
+      offset = (await retrying(() => d.client.uploadState(up.upload_id))).offset
+      if (offset > best) {
+        best = offset
+        failingSince = null
+        backoff.reset()
       }
     }
   } catch (e) {
-    d.log.warn('checkpoint not uploaded; it stays on this fellow only', { job_id: o.jobId, stage: o.stage, step: o.step, error: (e as Error).message })
+    d.log.warn('checkpoint not uploaded; it stays on this fellow only', { ...ids, error: (e as Error).message })
     return null
   } finally {
     rmSync(tar, { force: true })

@@ -1,0 +1,116 @@
+// A checkpoint upload outlives a leader restart (src/agent/checkpoints.ts): the leader keeps the
+// bytes it took, and the fellow waits for it to come back and goes on from the offset it has.
+import { describe, expect, test } from 'bun:test'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { uploadCheckpoint, UPLOAD_PATIENCE_MS } from '../../src/agent/checkpoints'
+import { NetworkError, type LeaderClient, type StoredArtifact } from '../../src/agent/client'
+import { createLogger } from '../../src/log'
+import type { TimerClock } from '../../src/time'
+
+/** Time moves only when the code waits, and a wait is over at once: retries without sleeping. */
+function jumpingClock(): TimerClock {
+  let t = Date.UTC(2026, 0, 1)
+  return {
+    now: () => t,
+    setTimeout: (fn, ms) => {
+      t += Math.max(0, ms)
+      const h = setTimeout(fn, 0)
+      return () => clearTimeout(h)
+    },
+  }
+}
+
+/**
+ * A leader that takes the first `cutAt` bytes of the upload and then goes away (every call
+ * refused, as ECONNREFUSED) until `downForMs` of the clock have passed; then it is back with the
+ * bytes it kept.
+ */
+function restartingLeader(clock: TimerClock, o: { cutAt: number; downForMs: number }) {
+  let stored = new Uint8Array(0)
+  let downSince: number | null = null
+  const calls: string[] = []
+  const down = () => downSince !== null && clock.now() - downSince < o.downForMs
+  const refused = () => new NetworkError('GET /api/v1/artifacts/uploads/u1: ECONNREFUSED')
+  let meta = { size_bytes: 0, sha256: '' }
+  const client = {
+    beginUpload: async (b: { size_bytes: number; sha256: string }) => {
+      calls.push('begin')
+      meta = b
+      return { upload_id: 'u1', offset: 0, size_bytes: b.size_bytes }
+    },
+    uploadState: async () => {
+      calls.push(down() ? 'state refused' : 'state')
+      if (down()) throw refused()
+      return { upload_id: 'u1', offset: stored.length, size_bytes: meta.size_bytes }
+    },
+    putUpload: async (_id: string, offset: number, bytes: Blob): Promise<StoredArtifact | null> => {
+      calls.push(down() ? 'put refused' : `put@${offset}`)
+      if (down()) throw refused()
+      if (offset !== stored.length) throw new Error(`offset ${offset}, the leader has ${stored.length}`)
+      const got = new Uint8Array(await bytes.arrayBuffer())
+      if (downSince === null && stored.length + got.length > o.cutAt) {
+        // The leader is killed mid-upload: what it wrote so far stays in its uploads directory.
+        stored = Buffer.concat([stored, got.subarray(0, o.cutAt - stored.length)])
+        downSince = clock.now()
+        throw new NetworkError('PUT /api/v1/artifacts/uploads/u1: the socket connection was closed unexpectedly')
+      }
+      stored = Buffer.concat([stored, got])
+      if (stored.length < meta.size_bytes) return null
+      return { id: 'art-1', kind: 'checkpoint', name: 'stage-0-step-7.tar', size_bytes: stored.length, sha256: meta.sha256, step: 7, stage: 0 }
+    },
+  } as unknown as LeaderClient
+  return { client, calls, stored: () => stored, meta: () => meta }
+}
+
+function checkpoint() {
+  const root = mkdtempSync(join(tmpdir(), 'agent-ckpt-'))
+  const dir = join(root, 'checkpoints', 'step-7')
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'weights.bin'), Buffer.alloc(300_000, 7))
+  return { root, dir, workDir: join(root, 'transfer') }
+}
+
+describe('a checkpoint upload', () => {
+  test('a leader restart mid-upload (refused for 20 s) still gets the checkpoint: the upload goes on from the offset it kept', async () => {
+    const clock = jumpingClock()
+    const leader = restartingLeader(clock, { cutAt: 100_000, downForMs: 20_000 })
+    const lines: string[] = []
+    const log = createLogger('info', (l) => lines.push(l))
+    const { root, dir, workDir } = checkpoint()
+    try {
+      const art = await uploadCheckpoint({ client: leader.client, log, clock, signal: new AbortController().signal }, { jobId: 'j1', stage: 0, step: 7, dir, workDir })
+      expect(lines.filter((l) => l.includes('not uploaded'))).toEqual([])
+      expect(art?.id).toBe('art-1')
+      expect(leader.stored().length).toBe(leader.meta().size_bytes)
+      expect(new Bun.CryptoHasher('sha256').update(leader.stored()).digest('hex')).toBe(leader.meta().sha256)
+      // It resumed where the leader stood, after it came back: the first 100 000 bytes went once.
+      expect(leader.calls.filter((c) => c.startsWith('put@'))).toEqual(['put@0', 'put@100000'])
+      expect(leader.calls.some((c) => c.endsWith('refused'))).toBe(true)
+      expect(lines.some((l) => l.includes('checkpoint upload interrupted'))).toBe(true)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  test('a leader that stays away longer than the patience is given up on, and the log says the checkpoint stayed here', async () => {
+    const clock = jumpingClock()
+    const leader = restartingLeader(clock, { cutAt: 100_000, downForMs: UPLOAD_PATIENCE_MS * 2 })
+    const lines: string[] = []
+    const { root, dir, workDir } = checkpoint()
+    try {
+      const started = clock.now()
+      const art = await uploadCheckpoint({ client: leader.client, log: createLogger('info', (l) => lines.push(l)), clock, signal: new AbortController().signal }, { jobId: 'j1', stage: 0, step: 7, dir, workDir })
+      expect(art).toBeNull()
+      expect(clock.now() - started).toBeGreaterThanOrEqual(UPLOAD_PATIENCE_MS)
+      expect(clock.now() - started).toBeLessThan(UPLOAD_PATIENCE_MS + 30_000)
+      const given = lines.map((l) => JSON.parse(l) as { msg: string; error?: string }).find((l) => l.msg === 'checkpoint not uploaded; it stays on this fellow only')
+      expect(given?.error).toContain('ECONNREFUSED')
+      // The archive is not left behind on the fellow's disk.
+      expect(readdirSync(workDir)).toEqual([])
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
