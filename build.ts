@@ -12,5 +12,10 @@ await $`bun run scripts/embed-migrations.ts`.quiet()
 // Chunk source maps carry a hash in their names: the last build's go first, or dist/ fills up.
 mkdirSync('dist', { recursive: true })
 for (const name of readdirSync('dist')) if (name.endsWith('.map')) rmSync(`dist/${name}`)
-await $`bun build --compile --splitting --bytecode --format=esm --minify-whitespace --minify-syntax --sourcemap src/entry.ts --outfile dist/svc`
+// The commit goes into the version (`svc --version`, the agent_version fellows report: which
+// machines still run an older agent); a build outside a git checkout has the package's alone.
+const described = Bun.spawnSync(['git', 'describe', '--always', '--dirty=.dirty', '--abbrev=10', '--exclude=*'], { stderr: 'ignore' })
+const commit = described.exitCode === 0 ? described.stdout.toString().trim() : ''
+const define = /^[0-9a-f]{4,40}(\.dirty)?$/.test(commit) ? ['--define', `SVC_BUILD_COMMIT=${JSON.stringify(commit)}`] : []
+await $`bun build --compile --splitting --bytecode --format=esm --minify-whitespace --minify-syntax --sourcemap ${define} src/entry.ts --outfile dist/svc`
 console.log('built dist/svc')

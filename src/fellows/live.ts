@@ -37,6 +37,8 @@ export interface LiveFellow {
   bytesReceived: number
   hardware: Hardware | null
   address: string | null
+  /** The version its agent said at registration (null: an agent that does not say). */
+  agentVersion: string | null
   servables: string[]
   /** Requests each served model takes at once, as the last heartbeat said (absent: 1). */
   capacity: Record<string, number> | null
@@ -128,6 +130,7 @@ export class FellowRegistry {
         bytesReceived: f.bytesReceived ?? 0,
         hardware: f.hardware ? (JSON.parse(f.hardware) as Hardware) : null,
         address: f.address,
+        agentVersion: f.agentVersion,
         servables: [],
         capacity: null,
         runners: null,

@@ -54,6 +54,8 @@ export const NodeView = t.Object({
   mem_total_mb: t.Nullable(Int()),
   gpus: t.Array(Gpu),
   connected: t.Boolean(),
+  /** The version its agent said when it registered (`svc --version` of that binary); null from an agent that does not say. */
+  agent_version: t.Nullable(t.String()),
   /** The runners its operator declared (the built-in `mlp` when it names none). */
   runners: t.Array(t.String()),
   /** The models its engines serve now. */

@@ -273,6 +273,7 @@ export class Fellows {
       bytesReceived: prev?.bytesReceived ?? 0,
       hardware: input.gpus ? { gpus: input.gpus } : (prev?.hardware ?? null),
       address: input.address ?? null,
+      agentVersion: input.agent_version ?? null,
       servables: prev?.servables ?? [],
       capacity: prev?.capacity ?? null,
       runners: prev?.runners ?? null,

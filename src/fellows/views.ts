@@ -43,6 +43,7 @@ export class FellowViews implements PoolTelemetry {
       mem_total_mb: f.hardware?.mem_total_mb ?? null,
       gpus: f.hardware?.gpus ?? [],
       connected: this.signals.connected(f.id),
+      agent_version: f.agentVersion,
       runners: f.runners ?? [BUILTIN_RUNNER],
       servables: f.servables,
       // Healthy means it answers for the fellow now; a fellow that is not online serves nothing

@@ -116,6 +116,19 @@ describe('registration', () => {
     expect((await register(h, again.body.node_token, { fellow_id: first.fellow_id })).status).toBe(201)
   })
 
+  test('the agent version a fellow registers with is listed, kept by a leader that starts again, and replaced by its next registration', async () => {
+    const { h, a, pool } = await setup()
+    const first = (await register(h, await joinToken(a, pool.id), { agent_version: '0.1.0+6e0c678e5a' })).body
+    const listed = async () => (await a.get(`/api/v1/cluster/nodes?pool_id=${pool.id}`)).body.items.map((n: { agent_version: string | null }) => n.agent_version)
+    expect(await listed()).toEqual(['0.1.0+6e0c678e5a'])
+    expect(new FellowRegistry(h.ctx).get(first.fellow_id)?.agentVersion).toBe('0.1.0+6e0c678e5a')
+    await register(h, first.node_token, { fellow_id: first.fellow_id, agent_version: '0.2.0' })
+    expect(await listed()).toEqual(['0.2.0'])
+    // An agent that does not say.
+    await register(h, await joinToken(a, pool.id), { hostname: 'old-agent' })
+    expect((await listed()).sort()).toEqual(['0.2.0', null].sort())
+  })
+
   test("another fellow's node token, or a join token of another pool, cannot take over a fellow id", async () => {
     const { h, a, b, pool, bobPool } = await setup()
     const mine = (await register(h, await joinToken(a, pool.id))).body

@@ -31,6 +31,7 @@ export async function list({ flags }: Invocation): Promise<number> {
       { head: 'FREE VRAM', get: (n) => mib(freeVram(n)) },
       { head: 'JOB', get: (n) => n.job_id },
       { head: 'LAST SEEN', get: (n) => ago(n.last_seen_at) },
+      { head: 'AGENT', get: (n) => n.agent_version },
     ],
     (n) => n.fellow_id,
     'no fellows (svc pools join-command POOL prints the line that adds one)',
