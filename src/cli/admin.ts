@@ -10,10 +10,11 @@ import type { Database } from 'bun:sqlite'
 import { blobStoreFor } from '../artifacts/store'
 import { systemClock } from '../time'
 import { createLogger } from '../log'
-import { Accounts, displayNameProblem } from '../accounts/service'
+import { Accounts, displayNameProblem, normalizeEmail } from '../accounts/service'
+import { passwordProblem } from '../accounts/passwords'
 import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
-import { AppError } from '../errors'
+import { AppError, invalid } from '../errors'
 import { UsageError, CliError } from './usage'
 import { createContext, type Ctx } from '../context'
 import { CHECKS, runDoctor } from '../admin/doctor'
@@ -39,6 +40,12 @@ function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
 
 const dbPathOf = (dbFlag: unknown) => adminConfig(dbFlag).dbPath
 
+/** The password rule, checked before the state file is opened: a refused one used to leave a new file behind. */
+function checkPassword(password: string, addr: string): void {
+  const problem = passwordProblem(password, normalizeEmail(addr))
+  if (problem) throw invalid(problem)
+}
+
 function email(v: string, usage: string): string {
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v) || v.length > 254) throw new UsageError(`not an email address: ${v}`, usage)
   return v
@@ -56,6 +63,7 @@ export async function createUser({ args, flags, usage }: Invocation): Promise<nu
   const fresh = !existsSync(path)
   if (fresh && typeof flags.db === 'string' && !existsSync(dirname(path))) throw new CliError(`no directory ${dirname(path)} for the state database (--db PATH names another, or create it first)`)
   const password = await readPassword(flags['password-stdin'] === true, true)
+  checkPassword(password, addr)
   const ctx = adminContext(flags.db as string | undefined, false)
   try {
     const user = await new Accounts(ctx).createAdminUser(addr, password, flags['display-name'] as string | undefined)
@@ -72,6 +80,7 @@ export async function setPassword({ args, flags, usage }: Invocation): Promise<n
   const path = dbPathOf(flags.db)
   if (!existsSync(path)) throw new CliError(`no state database at ${path} (--db PATH names another)`)
   const password = await readPassword(flags['password-stdin'] === true, true)
+  checkPassword(password, addr)
   const ctx = adminContext(flags.db as string | undefined, false)
   try {
     const { revokedSessions, revokedApiTokens } = await new Accounts(ctx).setUserPassword(addr, password)

@@ -5,6 +5,7 @@ import { Database } from 'bun:sqlite'
 import { closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, basename, join, resolve } from 'node:path'
 import { integrityProblems } from './restore'
+import { fileInTheWay } from './paths'
 
 export class BackupError extends Error {}
 
@@ -12,6 +13,8 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
   const dest = resolve(target)
   if (!existsSync(dbPath)) throw new BackupError(`no state database at ${dbPath}`)
   if (!statSync(dbPath).isFile()) throw new BackupError(`${dbPath} is a directory, not a state database (--db names the state file)`)
+  const blocker = fileInTheWay(dest)
+  if (blocker !== null) throw new BackupError(`cannot write the backup to ${dest}: ${blocker} is a file, not a directory`)
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; refusing to overwrite it`)
   if (!existsSync(dirname(dest))) throw new BackupError(`directory ${dirname(dest)} does not exist`)
   removeStalePartials(dest)

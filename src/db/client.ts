@@ -1,11 +1,12 @@
 // Opens the state file with the pragmas every connection needs, and wraps it in drizzle.
-import { Database } from 'bun:sqlite'
+import { Database, constants as sqliteFlags } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core'
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs'
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import * as schema from './schema'
 import { runMigrations } from './migrate'
+import { fileInTheWay } from './paths'
 
 /** The database or a transaction on it: services accept either. */
 // RunResult is bun:sqlite's Changes at run time; drizzle types it as void.
@@ -23,11 +24,18 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
   let sqlite: Database
   try {
     if (path !== ':memory:') {
+      const file = fileInTheWay(path)
+      if (file !== null) throw new Error(`${file} is a file, not a directory`)
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
       if (existsSync(path) && !statSync(path).isFile()) throw new Error('it is a directory, not a file')
+      // Before SQLite opens it: a file this process may not write is opened read-only without a
+      // word, and its mode was then made 0600 (writable) by the tightening below before the
+      // refusal, and the read left -wal and -shm files beside it.
+      if (existsSync(path)) refuseUnwritableFile(path)
     }
     sqlite = new Database(path, { create: true, strict: true })
   } catch (e) {
+    if (e instanceof DbOpenError) throw e
     throw new DbOpenError(`cannot open state database ${path}: ${(e as Error).message}`)
   }
   try {
@@ -37,8 +45,12 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
     // found out before anything is written to it, its mode and journal included.
     if (migrate && !isLeaderStateOrEmpty(sqlite)) throw new DbOpenError(`${path} is not a leader's state file (it holds tables but no __migrations table): give the leader its own file (SVC_JOIN_STATE_DB, SVC_STATE_DIR)`)
     // The file holds password hashes, token hashes and mail: readable by its owner only. SQLite
-    // gives the -wal and -shm files the database file's mode. An existing file is tightened too.
-    if (path !== ':memory:' && (statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600)
+    // gives the -wal and -shm files the database file's mode. An existing file is tightened too,
+    // never given a permission it lacked.
+    if (path !== ':memory:') {
+      const mode = statSync(path).mode & 0o777
+      if ((mode & 0o077) !== 0) chmodSync(path, mode & 0o700)
+    }
     // SQLite opens a file it may not write read-only without a word: the leader would say it
     // listens and answer every write with a 500. A write that changes nothing finds out now.
     refuseReadOnly(sqlite, path)
@@ -76,6 +88,9 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
   }
 }
 
+const readOnlyError = (path: string) =>
+  new DbOpenError(`cannot write the state database ${path} (read-only for this process, uid ${process.getuid?.() ?? '?'}): give the user the leader runs as write access to it and its directory`)
+
 /** Throws a one-line DbOpenError when `sqlite` cannot write its file (SQLite opened it read-only). */
 export function refuseReadOnly(sqlite: Database, path: string): void {
   try {
@@ -83,10 +98,37 @@ export function refuseReadOnly(sqlite: Database, path: string): void {
     sqlite.exec(`PRAGMA user_version = ${Number(user_version)}`)
   } catch (e) {
     const code = (e as { code?: string }).code ?? ''
-    if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_PERM')) {
-      throw new DbOpenError(`cannot write the state database ${path} (read-only for this process, uid ${process.getuid?.() ?? '?'}): give the user the leader runs as write access to it and its directory`)
-    }
+    if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_PERM')) throw readOnlyError(path)
     throw e
+  }
+}
+
+/**
+ * Refuses an existing file this process may not write, or that nobody may (no write bit: made
+ * read-only on purpose, which root would otherwise write anyway), touching nothing.
+ */
+function refuseUnwritableFile(path: string): void {
+  try {
+    accessSync(path, constants.W_OK)
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') throw readOnlyError(path)
+    throw e
+  }
+  const mode = statSync(path).mode & 0o777
+  if ((mode & 0o222) === 0) throw new DbOpenError(`cannot write the state database ${path}: it is read-only (mode 0${mode.toString(8)}); make it writable for the user the leader runs as (chmod 600) if it is meant to be used`)
+}
+
+const { SQLITE_OPEN_READONLY, SQLITE_OPEN_URI } = sqliteFlags
+
+/** The file's header says WAL mode (bytes 18 and 19 are 2), read without SQLite. */
+function isWalFile(path: string): boolean {
+  const fd = openSync(path, 'r')
+  try {
+    const head = Buffer.alloc(20)
+    return readSync(fd, head, 0, 20, 0) === 20 && head[18] === 2 && head[19] === 2
+  } finally {
+    closeSync(fd)
   }
 }
 
@@ -106,7 +148,14 @@ export function openDbReadOnly(path: string): StateDb {
   if (!statSync(path).isFile()) throw new DbOpenError(`${path} is a directory, not a state database`)
   let sqlite: Database
   try {
-    sqlite = new Database(path, { readonly: true, strict: true })
+    // SQLite opening a WAL file read-only makes -wal and -shm beside it and, read-only, cannot
+    // remove them. A file nobody may write (no write bit) with neither beside it has no leader on
+    // it (one in WAL mode keeps both while it runs) and none can come: it is read as it is.
+    const mode = statSync(path).mode
+    const immutable = (mode & 0o222) === 0 && !existsSync(`${path}-wal`) && !existsSync(`${path}-shm`) && isWalFile(path)
+    sqlite = immutable
+      ? new Database(`file:${encodeURI(path).replace(/[?#]/g, encodeURIComponent)}?immutable=1`, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+      : new Database(path, { readonly: true, strict: true })
     sqlite.exec('PRAGMA busy_timeout = 5000')
     sqlite.query('SELECT count(*) FROM sqlite_master').get()
   } catch (e) {

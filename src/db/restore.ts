@@ -6,6 +6,7 @@ import { Database } from 'bun:sqlite'
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { MIGRATIONS } from './migrations.gen'
+import { fileInTheWay } from './paths'
 
 export class RestoreError extends Error {}
 
@@ -97,6 +98,8 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
   if (source === dest) throw new RestoreError('the backup is the state file itself')
   // A directory (the state directory, say) would be moved aside whole, under a running leader's feet.
   if (existsSync(dest) && !statSync(dest).isFile()) throw new RestoreError(`${dest} is not a file (--db names the state file, not its directory); nothing was changed`)
+  const blocker = fileInTheWay(dest)
+  if (blocker !== null) throw new RestoreError(`cannot restore to ${dest}: ${blocker} is a file, not a directory; nothing was changed`)
   const { missing } = checkBackup(source)
   for (const p of [dest, `${dest}-wal`, `${dest}-shm`]) {
     const holders = processesHolding(p)

@@ -120,6 +120,74 @@ describe('svc admin on state files', () => {
   })
 })
 
+describe('svc admin refusals that leave things as they were', () => {
+  test('create-user with a password it refuses makes no state file (it used to leave a new, empty one)', async () => {
+    const d = dir()
+    const db = join(d, 'fresh.sqlite3')
+    const r = await runSvc(['admin', 'create-user', 'new@example.org', '--password-stdin', '--db', db], { stdin: 'short' })
+    expect([r.code, oneLine(r.stderr)]).toEqual([1, 'svc: The password must have at least 10 characters.'])
+    expect(readdirSync(d)).toEqual([])
+    // The next one that succeeds still says the file is new.
+    const ok = await runSvc(['admin', 'create-user', 'new@example.org', '--password-stdin', '--db', db], { stdin: PASSWORD })
+    expect(ok.code).toBe(0)
+    expect(ok.stderr).toContain(`svc: note: ${db} did not exist; it is a new, empty state database`)
+  })
+
+  test('backup and restore with a file where a directory should be say so in one line naming it (they gave "EFAULT: bad address" and "EEXIST ... mkdir")', async () => {
+    const d = dir()
+    const db = await seeded(d)
+    const copy = join(d, 'copy.sqlite3')
+    expect((await runSvc(['admin', 'backup', copy, '--db', db])).code).toBe(0)
+    const file = join(d, 'a-file')
+    writeFileSync(file, 'x')
+    const before = readdirSync(d).sort()
+    const b = await runSvc(['admin', 'backup', join(file, 'x.db'), '--db', db])
+    expect([b.code, oneLine(b.stderr)]).toEqual([1, `svc: cannot write the backup to ${join(file, 'x.db')}: ${file} is a file, not a directory`])
+    const r = await runSvc(['admin', 'restore', copy, '--db', join(file, 'x.db')])
+    expect([r.code, oneLine(r.stderr)]).toEqual([1, `svc: cannot restore to ${join(file, 'x.db')}: ${file} is a file, not a directory; nothing was changed`])
+    const deeper = await runSvc(['admin', 'restore', copy, '--db', join(file, 'sub', 'x.db')])
+    expect([deeper.code, oneLine(deeper.stderr)]).toEqual([1, `svc: cannot restore to ${join(file, 'sub', 'x.db')}: ${file} is a file, not a directory; nothing was changed`])
+    expect(readdirSync(d).sort()).toEqual(before)
+    expect(readFileSync(file, 'utf8')).toBe('x')
+  })
+
+  // Root writes any file whatever its mode: the commands run as the file's owner, another user.
+  test.skipIf(process.getuid?.() !== 0 || !existsSync('/usr/bin/setpriv'))('a read-only (0444) state file is refused by set-password, create-user and doctor --fix without changing its mode (it became 0600); doctor reads it and leaves no -wal or -shm beside it', async () => {
+    const d = mkdtempSync('/tmp/svc-ro-') // outside the run's owner-only temp root: the other user must reach it
+    try {
+      chmodSync(d, 0o755)
+      const bin = join(d, 'svc')
+      copyFileSync(SVC_BIN, bin)
+      chmodSync(bin, 0o755)
+      const db = await seeded(d)
+      chownSync(join(d, 'state'), 65534, 65534)
+      chownSync(db, 65534, 65534)
+      chmodSync(db, 0o444)
+      const before = sha(db)
+      const asNobody = (args: string[]) =>
+        Bun.spawnSync(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', 'PATH=/usr/bin:/bin', bin, ...args, '--db', db], { cwd: d, stdin: new TextEncoder().encode(PASSWORD), stdout: 'pipe', stderr: 'pipe', timeout: 15_000 })
+      const refused = `svc: cannot write the state database ${db} (read-only for this process, uid 65534): give the user the leader runs as write access to it and its directory`
+      for (const args of [['admin', 'set-password', 'root@example.org', '--password-stdin'], ['admin', 'create-user', 'new@example.org', '--password-stdin'], ['admin', 'doctor', '--fix']]) {
+        const r = asNobody(args)
+        expect([args.join(' '), r.exitCode, oneLine(r.stderr.toString())]).toEqual([args.join(' '), 1, refused])
+        expect([args.join(' '), statSync(db).mode & 0o777]).toEqual([args.join(' '), 0o444])
+        expect(readdirSync(join(d, 'state')).filter((n) => n.startsWith('join_state.sqlite3'))).toEqual(['join_state.sqlite3'])
+      }
+      const check = asNobody(['admin', 'doctor'])
+      expect([check.exitCode, check.stderr.toString()]).toEqual([0, ''])
+      expect(check.stdout.toString()).toContain('ok     integrity')
+      expect(readdirSync(join(d, 'state')).filter((n) => n.startsWith('join_state.sqlite3'))).toEqual(['join_state.sqlite3'])
+      // Root too: the file was made read-only on purpose, and is not written.
+      const root = await runSvc(['admin', 'set-password', 'root@example.org', '--password-stdin', '--db', db], { stdin: PASSWORD })
+      expect([root.code, oneLine(root.stderr)]).toEqual([1, `svc: cannot write the state database ${db}: it is read-only (mode 0444); make it writable for the user the leader runs as (chmod 600) if it is meant to be used`])
+      expect([statSync(db).mode & 0o777, sha(db)]).toEqual([0o444, before])
+      expect(readdirSync(join(d, 'state')).filter((n) => n.startsWith('join_state.sqlite3'))).toEqual(['join_state.sqlite3'])
+    } finally {
+      rmSync(d, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
+
 describe('svc serve on shared or foreign state', () => {
   test('a second leader on the same state directory with its own state file, or on a symlink to the first\'s file, is refused in one line naming the first', async () => {
     const first = await startLeader()

@@ -7,7 +7,8 @@ import { Database } from 'bun:sqlite'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openDb, refuseReadOnly, DbOpenError } from '../../src/db/client'
+import { openDb, openDbReadOnly, refuseReadOnly, DbOpenError } from '../../src/db/client'
+import { MIGRATIONS } from '../../src/db/migrations.gen'
 import { backupDatabase } from '../../src/db/backup'
 import { checkBackup, restoreDatabase } from '../../src/db/restore'
 import { lockLeader } from '../../src/db/leader-lock'
@@ -142,6 +143,30 @@ describe('opening the state file', () => {
     writeFileSync(empty, '')
     openDb(empty).close()
     expect(checkBackup(empty).missing).toBe(0)
+  })
+})
+
+describe('a read-only state file', () => {
+  test('is refused before anything touches it: its mode stays, no -wal or -shm appears (it was made 0600, then refused)', () => {
+    const d = dir()
+    const path = stateFile(d)
+    chmodSync(path, 0o444)
+    const before = readFileSync(path)
+    expect(() => openDb(path)).toThrow(DbOpenError)
+    expect(() => openDb(path, { migrate: false })).toThrow(new RegExp(`^cannot write the state database ${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`))
+    expect(statSync(path).mode & 0o777).toBe(0o444)
+    expect(readFileSync(path).equals(before)).toBe(true)
+    expect(readdirSync(d)).toEqual(['join_state.sqlite3'])
+  })
+
+  test('is read by the read-only open (doctor) without leaving -wal and -shm beside it', () => {
+    const d = dir()
+    const path = stateFile(d)
+    chmodSync(path, 0o444)
+    const ro = openDbReadOnly(path)
+    expect((ro.sqlite.query('SELECT count(*) AS n FROM __migrations').get() as { n: number }).n).toBe(MIGRATIONS.length)
+    ro.close()
+    expect(readdirSync(d)).toEqual(['join_state.sqlite3'])
   })
 })
 
