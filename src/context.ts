@@ -4,6 +4,7 @@ import type { Database } from 'bun:sqlite'
 import type { Config } from './config'
 import type { Clock } from './time'
 import { openDb, type Db } from './db/client'
+import type { MigrationObserver } from './db/migrate'
 import type { Logger } from './log'
 import { createOutbox, type Outbox } from './mail/outbox'
 
@@ -27,13 +28,15 @@ export interface ContextOptions {
   mailEnabled?: boolean
   /** Told when mail is queued, so the sender loop need not wait for its next tick. */
   onMailWake?: () => void
+  /** Told before and after the state file's pending migrations run (`svc serve` logs them). */
+  onMigrate?: MigrationObserver
 }
 
 const stoppers = new WeakMap<Ctx, AbortController>()
 
 /** Opens (and migrates) the state file named by the config and assembles the context on it. */
 export function createContext(cfg: Config, log: Logger, clock: Clock, opts: ContextOptions = {}): Ctx {
-  const store = openDb(cfg.dbPath)
+  const store = openDb(cfg.dbPath, { onMigrate: opts.onMigrate })
   const mail = createOutbox(opts.mailEnabled ?? cfg.smtp !== null, cfg.secretKey, clock, opts.onMailWake)
   const stopper = new AbortController()
   const ctx: Ctx = { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail, stopping: stopper.signal }

@@ -5,7 +5,8 @@ import { dirname, resolve } from 'node:path'
 import { loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
 import { restoreDatabase } from '../db/restore'
-import { openDb, openDbReadOnly } from '../db/client'
+import { openDb, openDbReadOnly, StateVersionError } from '../db/client'
+import { migrationState } from '../db/migrate'
 import type { Database } from 'bun:sqlite'
 import { blobStoreFor } from '../artifacts/store'
 import { systemClock } from '../time'
@@ -17,7 +18,7 @@ import { sendTestMail } from '../mail/sender'
 import { AppError, invalid } from '../errors'
 import { UsageError, CliError } from './usage'
 import { createContext, type Ctx } from '../context'
-import { CHECKS, runDoctor } from '../admin/doctor'
+import { CHECKS, runDoctor, type CheckResult } from '../admin/doctor'
 import type { Invocation } from './spec'
 
 /**
@@ -39,6 +40,17 @@ function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
 }
 
 const dbPathOf = (dbFlag: unknown) => adminConfig(dbFlag).dbPath
+
+/**
+ * An existing state file is used only at this binary's migrations: an admin command never applies
+ * them (StateVersionError, naming them, before anything is written). Applying them is the leader's
+ * start, after its backup; a newer binary's admin command migrated a running older leader's file
+ * under it (its writes failed "database is locked" meanwhile, then it answered 503 and could not
+ * start again). A missing file is left to the command, which makes a new one.
+ */
+function refuseOtherVersion(path: string): void {
+  if (existsSync(path)) openDb(path, { migrate: false, refuseOtherVersion: true }).close()
+}
 
 /** The password rule, checked before the state file is opened: a refused one used to leave a new file behind. */
 function checkPassword(password: string, addr: string): void {
@@ -62,6 +74,7 @@ export async function createUser({ args, flags, usage }: Invocation): Promise<nu
   const path = dbPathOf(flags.db)
   const fresh = !existsSync(path)
   if (fresh && typeof flags.db === 'string' && !existsSync(dirname(path))) throw new CliError(`no directory ${dirname(path)} for the state database (--db PATH names another, or create it first)`)
+  refuseOtherVersion(path)
   const password = await readPassword(flags['password-stdin'] === true, true)
   checkPassword(password, addr)
   const ctx = adminContext(flags.db as string | undefined, false)
@@ -79,6 +92,7 @@ export async function setPassword({ args, flags, usage }: Invocation): Promise<n
   const addr = email(args.EMAIL!, usage)
   const path = dbPathOf(flags.db)
   if (!existsSync(path)) throw new CliError(`no state database at ${path} (--db PATH names another)`)
+  refuseOtherVersion(path)
   const password = await readPassword(flags['password-stdin'] === true, true)
   checkPassword(password, addr)
   const ctx = adminContext(flags.db as string | undefined, false)
@@ -130,6 +144,11 @@ function hasMigrationsTable(sqlite: Database): boolean {
   return sqlite.query("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = '__migrations'").get() !== null
 }
 
+/** Checks that read only SQLite's own structures, or __migrations: they hold whatever the file's version. */
+const SCHEMA_FREE_CHECKS = new Set(['integrity', 'foreign-keys', 'migrations'])
+
+type DoctorResult = CheckResult & { skipped?: string }
+
 export async function doctor({ flags, usage }: Invocation): Promise<number> {
   const only = flags.check as string[] | undefined
   const names = CHECKS.map((c) => c.name)
@@ -137,25 +156,49 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
   const path = dbPathOf(flags.db)
   if (!existsSync(path)) throw new CliError(`no state database at ${path} (--db PATH names another)`)
   // Only --fix writes: a check that changed what it checks (WAL switch, mode, PRAGMA optimize, a
-  // new file's first page) would alter the backup copy it was run on.
-  const state = flags.fix === true ? openDb(path, { migrate: false }) : openDbReadOnly(path)
-  let results
+  // new file's first page) would alter the backup copy it was run on. A file behind this binary is
+  // not repaired: its fixes would write the newer schema's tables into the older one's.
+  const state = flags.fix === true ? openForFix(path) : openDbReadOnly(path)
+  let results: DoctorResult[]
+  let pending: string[] = []
   try {
     if (!hasMigrationsTable(state.sqlite)) throw new CliError(`${path} is not a leader's state file (no __migrations table); doctor checks only those`)
-    results = runDoctor(state, { fix: flags.fix === true, only })
+    pending = migrationState(state.sqlite).pending
+    // An older release's file lacks the tables and columns the other checks read ("no such column:
+    // u.pool_count"): they wait for the upgrade instead of failing on them.
+    const needUpgrade = (name: string) => pending.length > 0 && !SCHEMA_FREE_CHECKS.has(name)
+    const ran = runDoctor(state, { fix: flags.fix === true, only, checks: CHECKS.filter((c) => !needUpgrade(c.name)) })
+    results = CHECKS.filter((c) => !only || only.includes(c.name)).map(
+      (c) => ran.find((r) => r.name === c.name) ?? { name: c.name, findings: [], fixed: [], fixable: false, skipped: `needs the upgrade (${pending.length} migration${pending.length === 1 ? '' : 's'} not applied)` },
+    )
   } finally {
     state.close()
   }
+  const ok = results.every((r) => r.findings.length === 0 && r.skipped === undefined)
   if (flags.json) {
-    process.stdout.write(JSON.stringify({ db: path, ok: results.every((r) => r.findings.length === 0), checks: results }, null, 2) + '\n')
+    process.stdout.write(JSON.stringify({ db: path, ok, pending_migrations: pending, checks: results }, null, 2) + '\n')
   } else {
     for (const r of results) {
       for (const f of r.fixed) process.stdout.write(`fixed  ${r.name}: ${f}\n`)
-      if (r.findings.length === 0) process.stdout.write(`ok     ${r.name}\n`)
+      if (r.skipped !== undefined) process.stdout.write(`skip   ${r.name}: ${r.skipped}\n`)
+      else if (r.findings.length === 0) process.stdout.write(`ok     ${r.name}\n`)
       for (const f of r.findings) process.stdout.write(`FAIL   ${r.name}: ${f}\n`)
     }
+    if (pending.length > 0) process.stdout.write(`${path} is ${pending.length} migration${pending.length === 1 ? '' : 's'} behind this svc (${pending.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE)\n`)
     const bad = results.filter((r) => r.findings.length > 0)
     if (bad.length > 0 && !flags.fix && bad.some((r) => r.fixable)) process.stdout.write('svc admin doctor --fix repairs what it can (take a backup first: svc admin backup FILE)\n')
   }
-  return results.every((r) => r.findings.length === 0) ? 0 : 1
+  return ok ? 0 : 1
+}
+
+/** The state file opened for --fix, refused (untouched) when its migrations are not this binary's. */
+function openForFix(path: string) {
+  try {
+    return openDb(path, { migrate: false, refuseOtherVersion: true })
+  } catch (e) {
+    if (!(e instanceof StateVersionError)) throw e
+    const n = e.pending.length
+    if (e.unknown.length > 0) throw new CliError(`${path} was migrated by a newer leader (unknown migrations: ${e.unknown.join(', ')}): run that version's svc admin doctor --fix; nothing was changed`)
+    throw new CliError(`${path} is ${n} migration${n === 1 ? '' : 's'} behind this svc (${e.pending.join(', ')}): doctor --fix repairs only a file this version has migrated; start \`svc serve\` of this version on it (after a backup) to apply them, then run it again; nothing was changed`)
+  }
 }

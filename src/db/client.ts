@@ -5,7 +5,7 @@ import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core'
 import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import * as schema from './schema'
-import { runMigrations } from './migrate'
+import { migrationState, runMigrations, type MigrationObserver } from './migrate'
 import { fileInTheWay } from './paths'
 
 /** The database or a transaction on it: services accept either. */
@@ -20,7 +20,42 @@ export interface StateDb {
 
 export class DbOpenError extends Error {}
 
-export function openDb(path: string, { migrate = true }: { migrate?: boolean } = {}): StateDb {
+/**
+ * An existing state file whose migrations are not this binary's: behind it (an older release
+ * wrote it) or ahead (a newer one did). Thrown by openDb with `refuseOtherVersion` before
+ * anything is written to the file.
+ */
+export class StateVersionError extends DbOpenError {
+  constructor(
+    readonly path: string,
+    readonly pending: string[],
+    readonly unknown: string[],
+  ) {
+    super(
+      unknown.length > 0
+        ? `${path} was migrated by a newer leader (unknown migrations: ${unknown.join(', ')}): use that version's svc admin; nothing was changed`
+        : `${path} is ${pending.length} migration${pending.length === 1 ? '' : 's'} behind this svc (${pending.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE), or use the older version's svc admin on it; nothing was changed`,
+    )
+  }
+}
+
+export interface OpenOptions {
+  /** Apply the pending migrations (default). */
+  migrate?: boolean
+  /**
+   * Refuse, with a StateVersionError and before anything is written, an existing state file that
+   * is behind this binary or ahead of it; a new (missing or empty) file is still made and migrated.
+   * For offline admin commands: migrating is the leader's start, after its backup. An admin command
+   * of a newer binary migrated the file under a running older leader, which then held its writes
+   * ("database is locked") while the migration ran, answered 503 (not fully migrated) ever after
+   * and could not start again (it refuses migrations it does not know).
+   */
+  refuseOtherVersion?: boolean
+  /** Told before and after the pending migrations run (svc serve logs them). */
+  onMigrate?: MigrationObserver
+}
+
+export function openDb(path: string, { migrate = true, refuseOtherVersion = false, onMigrate }: OpenOptions = {}): StateDb {
   let sqlite: Database
   try {
     if (path !== ':memory:') {
@@ -43,7 +78,11 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
     sqlite.exec('PRAGMA busy_timeout = 5000')
     // Another program's database (tables, none of ours) would be migrated, and changed, in place:
     // found out before anything is written to it, its mode and journal included.
-    if (migrate && !isLeaderStateOrEmpty(sqlite)) throw new DbOpenError(`${path} is not a leader's state file (it holds tables but no __migrations table): give the leader its own file (SVC_JOIN_STATE_DB, SVC_STATE_DIR)`)
+    if ((migrate || refuseOtherVersion) && !isLeaderStateOrEmpty(sqlite)) throw new DbOpenError(`${path} is not a leader's state file (it holds tables but no __migrations table): give the leader its own file (SVC_JOIN_STATE_DB, SVC_STATE_DIR)`)
+    if (refuseOtherVersion) {
+      const state = migrationState(sqlite)
+      if (state.applied.length > 0 && (state.pending.length > 0 || state.unknown.length > 0)) throw new StateVersionError(path, state.pending, state.unknown)
+    }
     // The file holds password hashes, token hashes and mail: readable by its owner only. SQLite
     // gives the -wal and -shm files the database file's mode. An existing file is tightened too,
     // never given a permission it lacked.
@@ -64,7 +103,7 @@ export function openDb(path: string, { migrate = true }: { migrate?: boolean } =
   }
   if (migrate) {
     try {
-      runMigrations(sqlite)
+      runMigrations(sqlite, undefined, onMigrate)
     } catch (e) {
       sqlite.close()
       if (e instanceof DbOpenError) throw e

@@ -7,7 +7,8 @@ import { Database } from 'bun:sqlite'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openDb, openDbReadOnly, refuseReadOnly, DbOpenError } from '../../src/db/client'
+import { openDb, openDbReadOnly, refuseReadOnly, DbOpenError, StateVersionError } from '../../src/db/client'
+import { runMigrations } from '../../src/db/migrate'
 import { MIGRATIONS } from '../../src/db/migrations.gen'
 import { backupDatabase } from '../../src/db/backup'
 import { checkBackup, restoreDatabase } from '../../src/db/restore'
@@ -143,6 +144,65 @@ describe('opening the state file', () => {
     writeFileSync(empty, '')
     openDb(empty).close()
     expect(checkBackup(empty).missing).toBe(0)
+  })
+})
+
+/** A state file as a release with only the first `n` migrations left it, in WAL mode like a leader's. */
+function olderStateFile(d: string, n: number): string {
+  const path = join(d, 'join_state.sqlite3')
+  const s = new Database(path)
+  s.exec('PRAGMA journal_mode = WAL')
+  runMigrations(s, MIGRATIONS.slice(0, n))
+  s.close()
+  return path
+}
+
+describe('state files of another version', () => {
+  test('an open that must not migrate refuses a file behind this binary, naming what it lacks, and leaves it byte for byte; a new file is made and migrated', () => {
+    const d = dir()
+    const path = olderStateFile(d, MIGRATIONS.length - 2)
+    chmodSync(path, 0o644)
+    const before = readFileSync(path)
+    let err: unknown
+    try {
+      openDb(path, { refuseOtherVersion: true })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(StateVersionError)
+    expect((err as StateVersionError).pending).toEqual(MIGRATIONS.slice(-2).map((m) => m.tag))
+    expect((err as Error).message).toBe(
+      `${path} is 2 migrations behind this svc (${MIGRATIONS.slice(-2).map((m) => m.tag).join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE), or use the older version's svc admin on it; nothing was changed`,
+    )
+    expect(readFileSync(path).equals(before)).toBe(true)
+    expect(statSync(path).mode & 0o777).toBe(0o644)
+    expect(readdirSync(d)).toEqual(['join_state.sqlite3'])
+    const fresh = join(d, 'new.sqlite3')
+    const made = openDb(fresh, { refuseOtherVersion: true })
+    expect((made.sqlite.query('SELECT count(*) AS n FROM __migrations').get() as { n: number }).n).toBe(MIGRATIONS.length)
+    made.close()
+    openDb(fresh, { refuseOtherVersion: true }).close() // at this version: taken
+  })
+
+  test('a file a newer leader migrated is refused naming the migrations this binary does not know', () => {
+    const path = stateFile(dir())
+    const s = new Database(path)
+    s.exec("INSERT INTO __migrations (tag, applied_at) VALUES ('9999_from_the_future', 1)")
+    s.close()
+    expect(() => openDb(path, { migrate: false, refuseOtherVersion: true })).toThrow(`${path} was migrated by a newer leader (unknown migrations: 9999_from_the_future): use that version's svc admin; nothing was changed`)
+  })
+
+  test('the migrations run are told before (which, on top of how many) and after (which, how long); none pending, nothing is told; a refusal before them applies none', () => {
+    const path = olderStateFile(dir(), 3)
+    const told: unknown[] = []
+    const refusing = { starting: () => { throw new Error('cannot listen') }, finished: () => told.push('finished anyway') }
+    expect(() => openDb(path, { onMigrate: refusing })).toThrow('cannot listen')
+    const observer = { starting: (p: string[], n: number) => told.push(['starting', p, n]), finished: (a: string[], ms: number) => told.push(['finished', a, typeof ms]) }
+    openDb(path, { onMigrate: observer }).close()
+    const rest = MIGRATIONS.slice(3).map((m) => m.tag)
+    expect(told).toEqual([['starting', rest, 3], ['finished', rest, 'number']])
+    openDb(path, { onMigrate: observer }).close()
+    expect(told).toHaveLength(2)
   })
 })
 
