@@ -149,7 +149,7 @@ test('a purge while jobs watch and jobs logs --follow run ends both (they waited
   await until(() => (watch.printed() > 0 && follow.printed() > 0) || null, 'both following', poll(20_000))
   expect((await c.api<{ purged: number }>('DELETE', '/api/v1/jobs')).body.purged).toBe(1)
   const [watchCode, , watchErr] = await watch.done
-  expect([watchCode, watchErr.trim()]).toEqual([1, 'svc: job doomed no longer exists: it was deleted (an admin\'s purge) while it was watched'])
+  expect([watchCode, watchErr.trim()]).toEqual([1, 'svc: job doomed no longer exists: it was deleted while it was watched (with its pool, or by an admin\'s purge)'])
   const [followCode, , followErr] = await follow.done
   expect([followCode, followErr.trim()]).toEqual([0, `job ${job.body.id} no longer exists (deleted); stopped following`])
   await stopCluster(c)

@@ -328,7 +328,7 @@ async function followJobEnd(c: Client, jobId: string, ctl: AbortController): Pro
         return ctl.abort()
       }
     } catch (e) {
-      // Deleted (an admin's purge): nothing more will come; it was retried for good.
+      // Deleted (with its pool, or by an admin's purge): nothing more will come; it was retried for good.
       if (isGone(e)) {
         note(`job ${jobId} no longer exists (deleted); stopped following`)
         return ctl.abort()
@@ -340,4 +340,4 @@ async function followJobEnd(c: Client, jobId: string, ctl: AbortController): Pro
 
 /** The leader says the job is not there (any more). */
 const isGone = (e: unknown) => e instanceof LeaderRefused && e.code === 'not_found'
-const gone = (job: Job) => new CliError(`job ${job.name} no longer exists: it was deleted (an admin's purge) while it was watched`)
+const gone = (job: Job) => new CliError(`job ${job.name} no longer exists: it was deleted while it was watched (with its pool, or by an admin's purge)`)
