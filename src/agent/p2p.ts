@@ -24,6 +24,20 @@ export function parseAddress(addr: string | null | undefined): { host: string; p
   return port > 0 && port < 65535 ? { host: m[1]!, port } : null
 }
 
+/**
+ * Who holds handshake slots, for makeRoom: an IPv4 address, or an IPv6 /64 (one host usually has
+ * a whole /64, and could otherwise take every slot with addresses of its own).
+ */
+export function sourceOf(address: string | undefined): string {
+  if (!address) return ''
+  if (!address.includes(':') || address.startsWith('::ffff:')) return address
+  const [head = '', tail = ''] = address.split('::')
+  const left = head === '' ? [] : head.split(':')
+  const right = tail === '' ? [] : tail.split(':')
+  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left
+  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase()).join(':') + '::/64'
+}
+
 export interface P2PLimits {
   /** A socket that has not completed the handshake by then is closed. */
   handshakeTimeoutMs: number
@@ -177,18 +191,20 @@ export class P2PListeners {
    * trip, gets through.
    */
   private makeRoom(l: Listener): void {
-    const byAddress = new Map<string, net.Socket[]>()
+    const bySource = new Map<string, net.Socket[]>()
     for (const s of l.pending) {
-      const from = byAddress.get(s.remoteAddress ?? '') ?? []
-      if (from.push(s) === 1) byAddress.set(s.remoteAddress ?? '', from)
+      const key = sourceOf(s.remoteAddress)
+      const from = bySource.get(key) ?? []
+      if (from.push(s) === 1) bySource.set(key, from)
     }
     let busiest: net.Socket[] = []
-    for (const from of byAddress.values()) if (from.length > busiest.length) busiest = from
+    for (const from of bySource.values()) if (from.length > busiest.length) busiest = from
     const oldest = busiest[0]
     if (!oldest) return
     l.pending.delete(oldest)
+    const peer = oldest.remoteAddress ?? null // gone once destroyed
     oldest.destroy()
-    this.refused(l, oldest, 'handshake slots full: the oldest silent socket of the busiest address made room')
+    this.refused(l, oldest, 'handshake slots full: the oldest silent socket of the busiest address made room', peer)
   }
 
   private admit(l: Listener, sock: net.Socket, jobId: string, job: JobKey): Conn {
@@ -234,11 +250,11 @@ export class P2PListeners {
   }
 
   /** Logged at most every 10 s: a stranger's port scan must not flood the log. */
-  private refused(l: Listener, sock: net.Socket, why: string): void {
+  private refused(l: Listener, sock: net.Socket, why: string, peer = sock.remoteAddress ?? null): void {
     this.refusals++
     const now = this.clock.now()
     if (now - this.lastRefusalLog < 10_000) return
-    this.o.log.warn('p2p: refused a connection', { channel: l.channel, peer: sock.remoteAddress ?? null, why, refused_since_last_log: this.refusals })
+    this.o.log.warn('p2p: refused a connection', { channel: l.channel, peer, why, refused_since_last_log: this.refusals })
     this.lastRefusalLog = now
     this.refusals = 0
   }

@@ -156,7 +156,8 @@ export class Work {
       const onGone = (reason: string) => {
         const mine = this.worker
         if (mine !== worker || !mine || mine.status === 'stopped') return
-        log.warn('stopping the stage: the leader no longer has this fellow on the job', { job_id: jobId, reason })
+        // Also how a stage hears of its job's end when its report races the STOP: info, not a warning.
+        log.info('stopping the stage: the leader no longer has this fellow on the job', { job_id: jobId, reason })
         this.end(mine, reason)
       }
       let worker: StageWorker | null = null

@@ -214,7 +214,8 @@ export class JobService {
     return toJob(this.visible(caller, id))
   }
 
-  private setStatus(id: string, status: JobStatus, extra: Partial<JobRow> = {}): void {
+  /** `from`: the status it had, when the caller may be setting the same again (a report while paused). */
+  private setStatus(id: string, status: JobStatus, extra: Partial<JobRow> = {}, from?: JobStatus): void {
     const now = this.ctx.clock.now()
     this.ctx.db
       .update(jobs)
@@ -223,7 +224,7 @@ export class JobService {
       .run()
     if (TERMINAL.has(status)) this.endJob(id, this.row(id)?.assignments ?? [])
     // An operator reading the leader's log sees a job end, and why, without the API.
-    if (TERMINAL.has(status) || status === 'paused') this.ctx.log[status === 'failed' ? 'warn' : 'info'](`job ${status}`, { job_id: id, ...(extra.reason ? { reason: extra.reason } : {}) })
+    if (status !== from && (TERMINAL.has(status) || status === 'paused')) this.ctx.log[status === 'failed' ? 'warn' : 'info'](`job ${status}`, { job_id: id, ...(extra.reason ? { reason: extra.reason } : {}) })
   }
 
   private endJob(id: string, assignments: Assignment[]): void {
@@ -335,7 +336,7 @@ export class JobService {
     }
     else if (rep.status === 'paused' && row.status === 'running') next = 'paused'
     if (next === 'completed') this.signalAll(row, 'STOP', { reason: 'completed' })
-    this.setStatus(jobId, next, extra)
+    this.setStatus(jobId, next, extra, row.status)
     return toJob(this.row(jobId)!)
   }
 

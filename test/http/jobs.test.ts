@@ -67,12 +67,15 @@ describe('job lifecycle', () => {
   })
 
   test('goes queued -> scheduled -> running -> paused -> running -> completed, with signals for each step', async () => {
-    const { A, pool, fellows, signalsOf } = await cluster(2)
+    const { A, pool, fellows, signalsOf, logged } = await cluster(2)
     const job = (await A.post('/api/v1/jobs', { name: 'life', pool_id: pool.id, stages: 2 })).body
     fellows.forEach(signalsOf)
     const report = (f: Fellow, body: Record<string, unknown>) => f.c.post(`/api/v1/jobs/${job.id}/status`, body)
     expect((await report(fellows[0]!, { status: 'running', step: 1 })).body.status).toBe('running')
     expect((await A.post(`/api/v1/jobs/${job.id}/pause`)).body.status).toBe('paused')
+    // Reports while paused keep it paused, and the leader's log says "paused" once.
+    for (const f of fellows) expect((await report(f, { status: 'paused', step: 1 })).body.status).toBe('paused')
+    expect(logged('job paused')).toHaveLength(1)
     expect(signalsOf(fellows[0]!).map((s) => s.signal)).toEqual(['PAUSE'])
     expect((await A.post(`/api/v1/jobs/${job.id}/pause`)).status).toBe(409)
     const resumed = await A.post(`/api/v1/jobs/${job.id}/resume`)
@@ -86,6 +89,7 @@ describe('job lifecycle', () => {
     expect(done.body.status).toBe('completed')
     expect(signalsOf(fellows[1]!).map((s) => s.signal)).toContain('STOP')
     expect((await A.delete(`/api/v1/jobs/${job.id}`)).status).toBe(409)
+    expect(logged('job completed')).toHaveLength(1)
   })
 
   test('cancel sends STOP; a failed stage fails the job with its reason', async () => {

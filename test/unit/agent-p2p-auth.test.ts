@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { encodeFrames, type Frame } from '../../src/wire/frames'
-import { P2PListeners, P2PSender, type Channel, type JobKey, type P2PLimits } from '../../src/agent/p2p'
+import { P2PListeners, P2PSender, sourceOf, type Channel, type JobKey, type P2PLimits } from '../../src/agent/p2p'
 import { ACK, clientHello, readServerHello, SERVER_HELLO_BYTES } from '../../src/agent/p2p-auth'
 import { parseAssignment } from '../../src/agent/job'
 import { Work } from '../../src/agent/work'
@@ -52,9 +52,9 @@ interface Raw {
   received: () => Buffer
 }
 
-function connect(port: number): Promise<Raw> {
+function connect(port: number, localAddress?: string): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const sock = net.createConnection({ host: '127.0.0.1', port })
+    const sock = net.createConnection({ host: '127.0.0.1', port, localAddress })
     let got = Buffer.alloc(0)
     let closed = false
     const done = new Promise<void>((r) => sock.on('close', () => ((closed = true), r())))
@@ -114,20 +114,31 @@ describe('p2p listeners and strangers', () => {
     expect(clock.pending).toBe(0)
   })
 
-  test('sockets in the handshake stay bounded: past the limit the oldest silent one makes room, and a neighbour still gets through', async () => {
-    const { l, delivered, activations } = await listener({ maxPendingHandshakes: 2, handshakeTimeoutMs: 5000 })
-    const strangers = [] as Raw[]
-    for (let i = 0; i < 5; i++) strangers.push(await connect(activations))
-    await until(() => (strangers.slice(0, 3).every((r) => r.isClosed()) ? true : null), 'the three oldest closed')
-    expect(strangers.slice(3).map((r) => r.isClosed())).toEqual([false, false])
-    expect(l.stats().pending).toBe(2)
-    // Strangers holding every slot (renewed before their deadline) do not keep the neighbour out.
+  test('sockets in the handshake stay bounded: past the limit the busiest address\'s oldest makes room, and a neighbour still gets through', async () => {
+    const { l, delivered, activations } = await listener({ maxPendingHandshakes: 3, handshakeTimeoutMs: 5000 })
+    // One stranger from 127.0.0.3, then a crowd from 127.0.0.2 that keeps every slot taken.
+    const lone = await connect(activations, '127.0.0.3')
+    const crowd = [] as Raw[]
+    for (let i = 0; i < 4; i++) crowd.push(await connect(activations, '127.0.0.2'))
+    await until(() => (crowd.slice(0, 2).every((r) => r.isClosed()) ? true : null), "the crowd's two oldest closed")
+    expect([lone.isClosed(), ...crowd.slice(2).map((r) => r.isClosed())]).toEqual([false, false, false])
+    expect(l.stats().pending).toBe(3)
+    // The neighbour (from 127.0.0.1) takes the crowd's oldest slot, not the lone stranger's older one.
     const sender = new P2PSender('127.0.0.1', activations, { jobId: 'job-1', key: KEY, channel: 'activations', stage: 1 }, silentLogger)
     cleanups.push(() => sender.close())
     await sender.send([frame(1)], 1000)
     await until(() => (delivered.length === 1 ? true : null), 'the frame delivered')
-    expect(strangers[3]!.isClosed()).toBe(true)
-    expect(strangers[4]!.isClosed()).toBe(false)
+    expect([lone.isClosed(), crowd[2]!.isClosed(), crowd[3]!.isClosed()]).toEqual([false, true, false])
+  })
+
+  test('an IPv6 source counts as its /64: one host cannot take every slot with addresses of its own', () => {
+    expect(sourceOf('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64')
+    expect(sourceOf('2001:0db8:0001:0002:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64')
+    expect(sourceOf('fe80::1')).toBe('fe80:0:0:0::/64')
+    expect(sourceOf('::1')).toBe('0:0:0:0::/64')
+    expect(sourceOf('::ffff:10.0.0.7')).toBe('::ffff:10.0.0.7')
+    expect(sourceOf('10.0.0.7')).toBe('10.0.0.7')
+    expect(sourceOf(undefined)).toBe('')
   })
 
   test('a peer with the wrong key is refused, and so is the right key for another stage, channel or job', async () => {
