@@ -6,8 +6,8 @@
 //   [leaders."prod"]
 //   url = "https://leader.example.org"
 //   token = "svc_pat_..."
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { CliError } from './usage'
 
 export interface LeaderEntry {
@@ -66,8 +66,21 @@ export function readConfigFile(path: string | null): CliConfigFile {
 /** A TOML basic string. JSON.stringify is not one: it leaves U+007F raw, which TOML refuses. */
 const q = (s: string) => `"${s.replace(/["\\\x00-\x1f\x7f]/g, (c) => (c === '"' || c === '\\' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))}"`
 
-/** Where the file really is: a symlinked config file (dotfiles) is written through, not replaced. */
-const realPath = (path: string): string => (existsSync(path) ? realpathSync(path) : path)
+/**
+ * Where the file really is: a symlinked config file (dotfiles) is written through, not replaced,
+ * also when the link's target does not exist yet.
+ */
+function realPath(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    try {
+      return lstatSync(path).isSymbolicLink() ? resolve(dirname(path), readlinkSync(path)) : path
+    } catch {
+      return path // not there at all: a new file
+    }
+  }
+}
 
 /** Refuses early, before a token is minted for it, when the file cannot be written. */
 export function checkWritable(path: string): void {

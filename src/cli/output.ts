@@ -30,12 +30,14 @@ export class Ended extends CliError {
  */
 export function writeOut(data: string | Uint8Array): void {
   const bytes = typeof data === 'string' ? Buffer.from(data) : data
-  for (let at = 0; at < bytes.byteLength; ) {
+  for (let at = 0, waitMs = 1; at < bytes.byteLength; ) {
     try {
       at += writeSync(1, bytes, at)
+      waitMs = 1
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code
-      if (code === 'EAGAIN') Bun.sleepSync(1) // a pipe Bun made non-blocking is full: its reader is slow
+      // A pipe Bun made non-blocking is full: its reader is slow, or paused (a pager): wait longer each time.
+      if (code === 'EAGAIN') Bun.sleepSync((waitMs = Math.min(waitMs * 2, 50)))
       else if (code === 'EPIPE') throw new Ended(141)
       else throw new CliError(`cannot write the output: ${(e as Error).message.replace(/, write$/, '')}`)
     }

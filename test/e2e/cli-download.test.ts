@@ -40,6 +40,7 @@ const slowly = (body: Uint8Array, from: number) => {
   })
 }
 
+const NEWER = `svc_pat_${'n'.repeat(43)}`
 const leader = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
@@ -47,7 +48,11 @@ const leader = Bun.serve({
     const path = new URL(req.url).pathname
     if (path === `/api/v1/jobs/${job.id}`) return Response.json(job)
     // A server on the port that is not a leader: an HTML page, an answer of the wrong shape.
-    if (path === '/api/v1/auth/me') return Response.json({})
+    if (path === '/api/v1/auth/me') {
+      // A newer leader's account, with a role and a status this CLI does not know.
+      if (req.headers.get('authorization') === `Bearer ${NEWER}`) return Response.json({ id: 'u-1', email: 'ada@example.org', display_name: null, role: 'auditor', status: 'frozen', created_at: '2026-11-27T00:00:00Z', last_login_at: null })
+      return Response.json({})
+    }
     if (path.startsWith('/api/v1/pools')) return new Response('<!DOCTYPE HTML><html><body><h1>Error response</h1><p>Error code: 404</p></body></html>', { status: 404, headers: { 'content-type': 'text/html' } })
     if (path === '/api/v1/chat/completions') {
       const enc = new TextEncoder()
@@ -170,6 +175,10 @@ describe('streams and output', () => {
     const login = await runSvc(['login', env.SVC_LEADER_URL, '--token', env.SVC_TOKEN], { env: { HOME: home } })
     expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `svc: GET /api/v1/auth/me: the answer is not the one a leader gives (is ${env.SVC_LEADER_URL} a leader?)\n`])
     expect(existsSync(join(home, '.config', 'svc', 'config.toml'))).toBe(false)
+    // A leader newer than this CLI is still a leader.
+    const newer = await runSvc(['login', env.SVC_LEADER_URL, '--token', NEWER], { env: { HOME: home } })
+    expect([newer.code, newer.stderr]).toEqual([0, ''])
+    expect(newer.stdout).toContain('as ada@example.org (auditor)')
   }, 30_000)
 
   test('audit list --page with --cursor is bad usage (exit 2), said before any call', async () => {

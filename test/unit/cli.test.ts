@@ -207,6 +207,12 @@ describe('the config file', () => {
     expect(lstatSync(join(dir, 'config.toml')).isSymbolicLink()).toBe(true)
     expect(readConfigFile(real).default).toBe('lab')
     expect(readdirSync(join(dir, 'dotfiles'))).toEqual(['svc.toml'])
+    // A link whose target is not written yet (a fresh dotfiles checkout) is written through too.
+    const fresh = tmp()
+    symlinkSync(join(fresh, 'dotfiles-svc.toml'), join(fresh, 'config.toml'))
+    writeConfigFile(join(fresh, 'config.toml'), { default: 'lab', leaders: { lab: { url: 'http://10.0.0.5:8080', token: 'svc_pat_a' } } })
+    expect(lstatSync(join(fresh, 'config.toml')).isSymbolicLink()).toBe(true)
+    expect(readConfigFile(join(fresh, 'dotfiles-svc.toml')).default).toBe('lab')
   })
 
   test('a file that cannot be written is said so in words, before anything is minted for it', () => {

@@ -1,6 +1,6 @@
 // `svc login`, `svc logout`, `svc whoami` and `svc tokens ...`: the CLI's own credential.
 import os from 'node:os'
-import type { Static } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import * as A from '../../accounts/model'
 import { leaderBase, loadClientEnv } from '../../config'
 import { Client, checkInput, clientFor, resolveTarget } from '../client'
@@ -36,8 +36,12 @@ async function mintWithPassword(url: string, email: string, password: string, na
   }
 }
 
-/** Who the token acts as; an answer of another shape is no leader's (`{}` from another server). */
-const whoIs = (c: Client): Promise<Me> => c.call<Me>('GET', '/api/v1/auth/me', { shape: A.Me })
+/**
+ * Who the token acts as; an answer without an id and an email is no leader's (`{}` from another
+ * server). Only those are checked: a newer leader may say a role or status this CLI does not know.
+ */
+const ME_AT_LEAST = Type.Object({ id: Type.String(), email: Type.String() })
+const whoIs = (c: Client): Promise<Me> => c.call<Me>('GET', '/api/v1/auth/me', { shape: ME_AT_LEAST })
 
 /**
  * Runs what follows the minting of a token that nobody holds yet (saving it, showing it once); when
