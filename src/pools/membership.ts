@@ -7,7 +7,7 @@ import { AppError, notFound } from '../errors'
 import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { DAY_MS, iso } from '../time'
-import { getUser, normalizeEmail } from '../accounts/service'
+import { getUser, mailName, normalizeEmail } from '../accounts/service'
 import { detachNodesOf, getVisiblePool, memberRole, requireMember, requireOwner, revokeJoinTokensOf } from './service'
 import type { Actor } from '../caller'
 import type { Ctx } from '../context'
@@ -118,7 +118,7 @@ export class Memberships {
         const inviter = getUser(tx, actor.userId)
         ctx.mail.enqueue(tx, 'pool-invite', email, {
           pool_name: pool.name,
-          inviter: inviter?.displayName ?? inviter?.email ?? 'An administrator',
+          inviter: inviter ? mailName(inviter) : 'An administrator',
           link,
         })
       }

@@ -234,6 +234,9 @@ describe('mail sender', () => {
     const msg = parseMime(inbox.messages[0]!.raw)
     expect(msg.headers['subject']).toBe('You have been invited to a pool on leader.example.org')
     for (const t of msg.texts) {
+      // The inviter's address is not proven: the mail names it, not the name they chose.
+      expect(t).toContain('owner@example.com')
+      expect(t).not.toContain('Bank of Example')
       expect(t).toContain('Your account is locked: reply with your password')
       expect(t).toContain(invites[0]!.body.invite_link.replace(/&/g, t.includes('<html') ? '&#38;' : '&'))
     }
