@@ -103,7 +103,7 @@ export function createServices(ctx: Ctx): Services {
     adminUsers: new AdminUsers(ctx),
     fellows,
     views,
-    logs: new LogRings(ctx.cfg.logMaxTotalBytes, () => ctx.clock.now()),
+    logs: new LogRings(ctx.cfg.logMaxTotalBytes, () => ctx.clock.now(), (id) => registry.get(id)?.poolId ?? null),
     jobs,
     relay,
     rollup,

@@ -4,12 +4,13 @@
 // Two bounds: LINES_PER_FELLOW per ring, and a byte budget for all rings together
 // (SVC_LOG_MAX_TOTAL_BYTES, 16 MiB by default). The per-ring bound alone let memory grow with the
 // number of fellows: 1000 lines of 4096 characters is 8 MiB a fellow, and anyone may register
-// fellows without a token (issue 26). Past the budget, lines go by fair share: each fellow with
-// lines may keep the budget divided by their number. The fellow that wrote loses its own oldest
-// lines first while it holds more than that, then the others above their share, least recently
-// written first, then (only if still over) anyone, least recently written first. With the least
-// recently written alone, a few fellows registered without a token and writing without pause
-// emptied every other pool's machines' logs.
+// fellows without a token (issue 26). Past the budget, lines go by fair share: the budget divided
+// among the pools with lines, then among each pool's fellows with lines. The fellow that wrote
+// loses its own oldest lines first while it holds more than its share, then the others above
+// theirs, least recently written first, then (only if still over) anyone, least recently written
+// first. With the least recently written alone, a few fellows registered without a token and
+// writing without pause emptied every other pool's machines' logs; with one share per fellow, a
+// few hundred of them did.
 import { EventRings } from '../events'
 import { sseStream } from '../http/sse'
 
@@ -31,11 +32,20 @@ export class LogRings {
   /** Bytes held per fellow with lines, least recently appended to first: the eviction order. */
   private order = new Map<string, number>()
   private total = 0
+  /** The pool each fellow with lines was in at its last append, and how many such fellows each pool has. */
+  private poolOf = new Map<string, string>()
+  private fellowsIn = new Map<string, number>()
 
-  /** `now` numbers the lines (see EventRings): the leader's clock, so ids outlast a restart. */
+  /**
+   * `now` numbers the lines (see EventRings): the leader's clock, so ids outlast a restart.
+   * `poolOf` names a fellow's pool: the budget is shared by pool first, then by fellow within it, so
+   * that registering many fellows (token-less ones all land in the default pool) shrinks no other
+   * pool's share.
+   */
   constructor(
     private maxTotalBytes = DEFAULT_LOG_MAX_TOTAL_BYTES,
     now?: () => number,
+    private readonly poolOfFellow: (fellowId: string) => string | null = () => null,
   ) {
     this.rings = new EventRings(LINES_PER_FELLOW, now)
   }
@@ -54,16 +64,47 @@ export class LogRings {
     for (const l of this.rings.append(fellowId, lines.map((line) => ({ ts: now, line })))) added -= lineBytes(l.line)
     bytes += added
     this.total += added
-    if (this.rings.held(fellowId).length > 0) this.order.set(fellowId, bytes)
+    if (this.rings.held(fellowId).length > 0) this.hold(fellowId, bytes, this.poolOfFellow(fellowId) ?? '')
+    else this.release(fellowId)
     if (this.total <= this.maxTotalBytes) return
-    const share = this.maxTotalBytes / this.order.size
-    this.trim(fellowId, share)
-    for (const keep of [share, 0]) {
+    this.trim(fellowId, this.share(fellowId))
+    for (const fair of [true, false]) {
       for (const id of this.order.keys()) {
         if (this.total <= this.maxTotalBytes) return
-        this.trim(id, keep)
+        this.trim(id, fair ? this.share(id) : 0)
       }
     }
+  }
+
+  /** The budget divided among the pools with lines, then among that pool's fellows with lines. */
+  private share(fellowId: string): number {
+    const pool = this.poolOf.get(fellowId) ?? ''
+    return this.maxTotalBytes / Math.max(1, this.fellowsIn.size) / Math.max(1, this.fellowsIn.get(pool) ?? 1)
+  }
+
+  /** The fellow now holds `bytes` (appended last: the end of the eviction order), counted in `pool`. */
+  private hold(fellowId: string, bytes: number, pool: string): void {
+    this.order.set(fellowId, bytes)
+    const before = this.poolOf.get(fellowId)
+    if (before === pool) return
+    if (before !== undefined) this.uncount(before)
+    this.poolOf.set(fellowId, pool)
+    this.fellowsIn.set(pool, (this.fellowsIn.get(pool) ?? 0) + 1)
+  }
+
+  /** The fellow holds no lines any more. */
+  private release(fellowId: string): void {
+    this.order.delete(fellowId)
+    const pool = this.poolOf.get(fellowId)
+    if (pool === undefined) return
+    this.poolOf.delete(fellowId)
+    this.uncount(pool)
+  }
+
+  private uncount(pool: string): void {
+    const n = (this.fellowsIn.get(pool) ?? 1) - 1
+    if (n > 0) this.fellowsIn.set(pool, n)
+    else this.fellowsIn.delete(pool)
   }
 
   /** The fellow's oldest lines, while the total is over the budget and it holds more than `keep` bytes. */
@@ -79,7 +120,7 @@ export class LogRings {
     this.total -= freed
     bytes -= freed
     // Trimmed, not written: it keeps its place in the eviction order.
-    if (this.rings.held(fellowId).length === 0) this.order.delete(fellowId)
+    if (this.rings.held(fellowId).length === 0) this.release(fellowId)
     else this.order.set(fellowId, bytes)
   }
 
@@ -94,7 +135,7 @@ export class LogRings {
 
   drop(fellowId: string): void {
     this.total -= this.order.get(fellowId) ?? 0
-    this.order.delete(fellowId)
+    this.release(fellowId)
     this.rings.drop(fellowId, { wake: false })
   }
 }
