@@ -218,7 +218,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: ['artifacts', 'download'],
-    summary: 'Download an artifact, checked against its SHA-256; the file appears only whole. Stopped (Ctrl-C, a lost connection), the same command again resumes from the FILE.part it left.',
+    summary: 'Download an artifact, checked against its SHA-256; the file appears only whole. Stopped (Ctrl-C, a lost connection), the same command again resumes from the FILE.part it left (FILE.part.sha256 beside it names the artifact; a part of another one starts afresh).',
     args: [ARTIFACT],
     flags: [
       { name: 'output', type: 'string', value: 'FILE', help: 'where to save it (default: its name, here; not a directory); - for standard output' },

@@ -154,6 +154,19 @@ describe('svc artifacts download, stopped and run again', () => {
     expect(readFileSync(join(cwd, 'big.bin')).equals(Buffer.from(BIG))).toBe(true)
     expect(readdirSync(cwd)).toEqual(['big.bin'])
   }, 30_000)
+
+  test("a FILE.part of another artifact (an older upload of the same name), or one that does not say, is not resumed: it starts afresh", async () => {
+    for (const says of ['0'.repeat(64), null]) {
+      const cwd = mkdtempSync(join(tmpdir(), 'svc-dl-'))
+      writeFileSync(join(cwd, 'big.bin.part'), new Uint8Array(1 << 20).fill(9))
+      if (says !== null) writeFileSync(join(cwd, 'big.bin.part.sha256'), `${says}\n`)
+      ranges.length = 0
+      const r = await download(cwd, [ids['big.bin']!])
+      expect([r.code, r.stderr, ranges]).toEqual([0, '', [null]])
+      expect(readFileSync(join(cwd, 'big.bin')).equals(Buffer.from(BIG))).toBe(true)
+      expect(readdirSync(cwd)).toEqual(['big.bin'])
+    }
+  }, 30_000)
 })
 
 describe('streams and output', () => {

@@ -1,7 +1,7 @@
 // `svc artifacts ...` over /api/v1/artifacts: the files a pool keeps (checkpoints its fellows wrote,
 // model files people put there for its engines). Uploads resume where the leader stands after a
 // broken connection; downloads are checked against the artifact's SHA-256 before they get their name.
-import { closeSync, existsSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import type { Static } from '@sinclair/typebox'
 import * as A from '../../artifacts/model'
@@ -209,9 +209,11 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   // Into FILE.part first: FILE appears only whole and checked; standard output gets the bytes as
   // they come, and a mismatch is said (and the exit status 1) at the end. A FILE.part that a
   // stopped run left is resumed: its bytes are hashed again and the leader sends the rest, only
-  // while the artifact is the one they came from (If-Range on its sha256).
+  // while the artifact is the one they came from: FILE.part.sha256 beside it names the artifact
+  // the bytes are of (another one, a newer upload under the same name, starts afresh), and
+  // If-Range on its sha256 holds the leader to it.
   const part = `${target}.part`
-  const held = toStdout ? 0 : partSize(part, a.size_bytes)
+  const held = toStdout ? 0 : partSize(part, a)
   const range: Record<string, string> = held > 0 ? { range: `bytes=${held}-`, 'if-range': `"${a.sha256}"` } : {}
   const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, headers: { accept: 'application/octet-stream', ...range } })
   if (!res.body) throw new CliError(`the leader sent no bytes for artifact ${a.id}`)
@@ -222,6 +224,7 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   if (!toStdout) {
     try {
       fd = openSync(part, from > 0 ? 'a' : 'w', 0o600)
+      if (from === 0) writeFileSync(`${part}.sha256`, `${a.sha256}\n`, { mode: 0o600 })
     } catch (e) {
       throw new CliError(`cannot write ${target}: ${why(e)}`)
     }
@@ -256,7 +259,7 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   }
   const digest = h.digest('hex')
   if (digest !== a.sha256 || got !== a.size_bytes) {
-    if (!toStdout) rmSync(part, { force: true })
+    if (!toStdout) for (const f of [part, `${part}.sha256`]) rmSync(f, { force: true })
     throw new CliError(`the bytes of ${a.name} received (${got}) hash to ${digest}, not its ${a.sha256}: nothing kept${from > 0 ? ` (it went on from ${part}, which held other bytes: run it again to start afresh)` : ''}`)
   }
   if (toStdout) return 0
@@ -266,16 +269,22 @@ export async function download({ args, flags }: Invocation): Promise<number> {
     // A directory put there meanwhile, a name the system keeps (EBUSY): nothing half kept.
     rmSync(part, { force: true })
     throw new CliError(`cannot save ${a.name} as ${target}: ${why(e)}; nothing kept`)
+  } finally {
+    rmSync(`${part}.sha256`, { force: true })
   }
   printDone(modeOf(flags), a, a.id, `saved ${a.name} (${size(a.size_bytes)}, sha256 checked) as ${target}`)
   return 0
 }
 
-/** The bytes a FILE.part holds that are worth resuming from: 0 when there is none, or it is whole (or more). */
-function partSize(part: string, total: number): number {
+/**
+ * The bytes a FILE.part holds that are worth resuming from: 0 when there is none, it is whole (or
+ * more), or FILE.part.sha256 does not name this artifact.
+ */
+function partSize(part: string, a: { sha256: string; size_bytes: number }): number {
   try {
     const st = statSync(part)
-    return st.isFile() && st.size < total ? st.size : 0
+    if (readFileSync(`${part}.sha256`, 'utf8').trim() !== a.sha256) return 0
+    return st.isFile() && st.size < a.size_bytes ? st.size : 0
   } catch {
     return 0
   }
