@@ -63,6 +63,8 @@ export class RunnerWorker {
   /** Uploads go one at a time; a newer checkpoint waits and replaces an older waiting one. */
   private uploading: Promise<void> | null = null
   private nextUpload: { step: number; dir: string } | null = null
+  /** Set while the start waits for a PAUSE that came before the runner existed to be lifted. */
+  private unpaused: (() => void) | null = null
 
   constructor(
     private readonly deps: RunnerDeps,
@@ -99,6 +101,17 @@ export class RunnerWorker {
     let resumeFrom: string | null = stored?.dir ?? null
     if (!resumeFrom && this.assignment.resume && readdirSync(this.checkpointDir).length > 0) resumeFrom = this.checkpointDir
     if (stored) this.step = stored.step
+    // A PAUSE that came while the stage was starting (a paused job's stage started again, or moved
+    // here: START, then PAUSE) holds: the runner starts only once the job is resumed, so not one
+    // step is trained while the job is paused.
+    if (this.status === 'paused') {
+      log.info('stage starts paused: the runner starts when the job is resumed', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, resumed_from_step: stored?.step ?? null })
+      this.report({ status: 'paused', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
+      await new Promise<void>((resolve) => (this.unpaused = resolve))
+      this.unpaused = null
+      // Resumed, or stopped meanwhile (the narrowing above does not know the wait changed it).
+      if ((this.status as WorkerStatus) === 'stopped' || (this.status as WorkerStatus) === 'error') return
+    }
     this.link.start()
     this.server = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, maxRequestBodySize: MAX_SEND_BYTES, fetch: (req) => this.data(req) })
     const env: Record<string, string> = {
@@ -139,9 +152,14 @@ export class RunnerWorker {
     return this.link.deliver(channel, frame)
   }
 
+  /**
+   * SIGSTOP. A stage still starting (its checkpoint being fetched, no process yet) is marked paused
+   * and its runner not started until it is resumed; one writing a checkpoint is stopped too (it
+   * finishes the checkpoint once resumed).
+   */
   pause(): void {
-    if (this.status !== 'running' || !this.proc) return
-    this.proc.kill('SIGSTOP')
+    if (this.status !== 'running' && this.status !== 'checkpointing') return
+    this.proc?.kill('SIGSTOP')
     this.status = 'paused'
     // Progress already on its way must not say "running" after "paused".
     if (this.pendingReport) clearTimeout(this.pendingReport)
@@ -150,9 +168,11 @@ export class RunnerWorker {
     this.report({ status: 'paused', step: this.step })
   }
 
+  /** SIGCONT; before the runner exists, it lets the start go on. */
   resume(): void {
-    if (this.status !== 'paused' || !this.proc) return
-    this.proc.kill('SIGCONT')
+    if (this.status !== 'paused') return
+    this.proc?.kill('SIGCONT')
+    this.unpaused?.()
     this.status = 'running'
     this.deps.log.info('stage resumed', { job_id: this.jobId, step: this.step })
     this.report({ status: 'running', step: this.step })
@@ -189,6 +209,7 @@ export class RunnerWorker {
 
   private close(): void {
     this.stopper.abort()
+    this.unpaused?.() // a start waiting for a resume ends
     this.link.close()
     this.server?.stop(true)
     this.server = null
