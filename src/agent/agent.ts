@@ -14,6 +14,7 @@ import { waitForLeader } from './health'
 import { InferenceServer } from './inference'
 import { loadEngines, type EngineSpec, type RunnerSpec } from './fellow-config'
 import { ensureStateDir, loadState, saveState, type FellowState } from './state'
+import { reapLeftoverRunners } from './leftovers'
 import { VERSION } from '../version'
 import { sleep, systemClock, type TimerClock } from '../time'
 import type { LogBuffer } from './logship'
@@ -119,6 +120,9 @@ export class Agent {
     const signal = this.stopper.signal
     ensureStateDir(this.o.stateDir)
     this.state = loadState(this.o.stateDir)
+    // Runners of an agent instance that died (a paused one does not die with it) stop now; the
+    // runners this agent starts wait for that.
+    void reapLeftoverRunners(this.o.stateDir, log)
     try {
       await this.listeners.start()
     } catch (e) {

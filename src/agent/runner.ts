@@ -14,6 +14,7 @@ import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
 import { StatusReporter } from './reports'
 import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { isInside } from './tar'
+import { leftoversGone, recordRunner } from './leftovers'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import type { StageAssignment } from './job'
 import type { WorkerDeps, WorkerStatus } from './pipeline'
@@ -101,6 +102,10 @@ export class RunnerWorker {
     let resumeFrom: string | null = stored?.dir ?? null
     if (!resumeFrom && this.assignment.resume && readdirSync(this.checkpointDir).length > 0) resumeFrom = this.checkpointDir
     if (stored) this.step = stored.step
+    // A runner a previous agent left behind (paused when that agent died) is gone first: two
+    // runners of one stage would hold its memory twice.
+    await leftoversGone(this.deps.stateDir)
+    if ((this.status as WorkerStatus) === 'stopped') return
     // A PAUSE that came while the stage was starting (a paused job's stage started again, or moved
     // here: START, then PAUSE) holds: the runner starts only once the job is resumed, so not one
     // step is trained while the job is paused.
@@ -134,6 +139,9 @@ export class RunnerWorker {
     } catch (e) {
       return this.fail(`runner ${this.spec.name} could not start: ${(e as Error).message}`)
     }
+    // Recorded until it exits, so that the next agent can stop it if this one dies first.
+    const forget = recordRunner(this.deps.stateDir, this.proc.pid, { jobId: this.jobId, stage: this.stage.stage, stopGraceS: this.spec.stopGraceS })
+    void this.proc.exited.then(forget)
     log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport, resume_from: resumeFrom, resumed_from_step: stored?.step ?? null })
     this.report({ status: 'running', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
     const out = readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
