@@ -161,6 +161,9 @@ export class Link {
     const channels: Channel[] = []
     if (this.o.stage > 0) channels.push('activations')
     if (this.o.stage < this.o.stages - 1) channels.push('gradients')
+    // A 1-stage job has no neighbour to hear from. Looping anyway spun: with no socket, on
+    // promises alone, which held the agent's event loop for good; with one, reconnecting at once.
+    if (channels.length === 0) return
     const backoff = new Backoff({ baseMs: 1000, maxMs: 30_000 })
     while (!signal.aborted) {
       if (this.socket && (await this.socket.open())) {

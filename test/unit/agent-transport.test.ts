@@ -178,6 +178,23 @@ describe('p2p transport over loopback TCP', () => {
   })
 })
 
+describe('the relay loop of a 1-stage job', () => {
+  test('with nothing to hear from, it neither holds the event loop nor dials the relay socket again and again', async () => {
+    const dials: number[] = []
+    const leader = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => (dials.push(1), new Response('no', { status: 503 })) })
+    cleanups.push(() => leader.stop(true))
+    for (const socketUrl of [null, `ws://127.0.0.1:${leader.port}/ws/relay/job-1`]) {
+      const client = { ...recordingClient([]), relaySocketUrl: () => socketUrl, bearer: () => 'svc_node_x' } as unknown as LeaderClient
+      const link = new Link({ jobId: 'job-1', stage: 0, stages: 1, mode: 'relay', relayUrl: 'http://leader/api/v1/relay/job-1', prev: null, next: null, client, log: silentLogger, counters: { sent: 0, received: 0 }, clock: new FakeClock(), key: KEY })
+      cleanups.push(() => link.close())
+      link.start()
+      // A timer still fires: the loop let go of the event loop.
+      await Bun.sleep(200)
+    }
+    expect(dials).toEqual([])
+  })
+})
+
 describe('inbox', () => {
   test('is bounded: a flood drops the oldest frames', () => {
     const inbox = new Inbox({ max: 3 })
