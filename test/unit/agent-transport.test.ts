@@ -185,7 +185,7 @@ describe('the relay loop of a 1-stage job', () => {
     cleanups.push(() => leader.stop(true))
     for (const socketUrl of [null, `ws://127.0.0.1:${leader.port}/ws/relay/job-1`]) {
       const client = { ...recordingClient([]), relaySocketUrl: () => socketUrl, bearer: () => 'svc_node_x' } as unknown as LeaderClient
-      const link = new Link({ jobId: 'job-1', stage: 0, stages: 1, mode: 'relay', relayUrl: 'http://leader/api/v1/relay/job-1', prev: null, next: null, client, log: silentLogger, counters: { sent: 0, received: 0 }, clock: new FakeClock(), key: KEY })
+      const link = new Link({ jobId: 'job-1', stage: 0, stages: 1, mode: 'tunnel', relayUrl: 'http://leader/api/v1/relay/job-1', prev: null, next: null, client, log: silentLogger, counters: { sent: 0, received: 0 }, clock: new FakeClock(), key: KEY })
       cleanups.push(() => link.close())
       link.start()
       // A timer still fires: the loop let go of the event loop.
