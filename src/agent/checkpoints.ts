@@ -84,6 +84,7 @@ export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; st
     let offset = up.offset
     let best = offset
     for (;;) {
+      let failed = false
       try {
         const done = await d.client.putUpload(up.upload_id, offset, Bun.file(tar).slice(offset), d.signal)
         if (done) {
@@ -91,14 +92,19 @@ export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; st
           return done
         }
       } catch (e) {
+        failed = true
         await waitOut(e)
       }
       // Cut off, refused for its offset, or not the last bytes: the leader says where it stands.
+      const sent = offset
       offset = (await retrying(() => d.client.uploadState(up.upload_id))).offset
       if (offset > best) {
         best = offset
         failingSince = null
         backoff.reset()
+      } else if (!failed && offset <= sent) {
+        // Answered without taking a byte: waited out like a failure, not sent again at once.
+        await waitOut(new LeaderError(503, 'no_progress', `the leader took none of the bytes from offset ${sent}`, null))
       }
     }
   } catch (e) {

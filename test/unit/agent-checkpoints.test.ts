@@ -113,4 +113,27 @@ describe('a checkpoint upload', () => {
       rmSync(root, { recursive: true, force: true })
     }
   })
+
+  test('a leader that answers without taking a byte is waited out like one that fails, not sent the bytes again at once', async () => {
+    const clock = jumpingClock()
+    let puts = 0
+    const client = {
+      beginUpload: async (b: { size_bytes: number }) => ({ upload_id: 'u1', offset: 0, size_bytes: b.size_bytes }),
+      uploadState: async () => ({ upload_id: 'u1', offset: 0, size_bytes: 300_000 }),
+      putUpload: async () => (puts++, null),
+    } as unknown as LeaderClient
+    const lines: string[] = []
+    const { root, dir, workDir } = checkpoint()
+    try {
+      const started = clock.now()
+      const art = await uploadCheckpoint({ client, log: createLogger('info', (l) => lines.push(l)), clock, signal: new AbortController().signal }, { jobId: 'j1', stage: 0, step: 7, dir, workDir })
+      expect(art).toBeNull()
+      // With a growing pause up to 15 s over the patience: dozens of tries, not a tight loop.
+      expect(clock.now() - started).toBeGreaterThanOrEqual(UPLOAD_PATIENCE_MS)
+      expect(puts).toBeLessThan(40)
+      expect(lines.some((l) => l.includes('took none of the bytes'))).toBe(true)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
 })
