@@ -96,7 +96,7 @@ describe('fellow.sh from the bootstrap route', () => {
     expect(r.stderr).toContain(manifest.binary.sha256)
     const version = Bun.spawnSync([bin, '--version'])
     expect(version.exitCode).toBe(0)
-    expect(version.stdout.toString()).toMatch(/^svc \d+\.\d+\.\d+\n$/)
+    expect(version.stdout.toString()).toMatch(/^svc \d+\.\d+\.\d+(\+[0-9a-f]{4,40}(\.dirty)?)?\n$/)
   }, 30_000)
 
   test('a binary that does not match the manifest checksum fails loudly and installs nothing', async () => {
