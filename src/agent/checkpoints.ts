@@ -4,6 +4,7 @@
 // downloads the stage's newest checkpoint, checks its hash and unpacks it for SVC_RESUME_FROM.
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
 import { tarDirectory, untarInto } from './tar'
 import { LeaderError, NetworkError, type LeaderClient, type StoredArtifact } from './client'
 import { Backoff } from './backoff'
@@ -54,7 +55,9 @@ const resumable = (e: unknown) => e instanceof NetworkError || (e instanceof Lea
 /** Archives `dir` and uploads it as the checkpoint of (job, stage) at `step`; the artifact, or null when it could not. */
 export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; step: number; dir: string; workDir: string; within?: string }): Promise<StoredArtifact | null> {
   mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
-  const tar = join(o.workDir, `upload-${o.stage}-${o.step}.tar`)
+  // Its own name: an upload goes on after its stage stops, and a new worker of the same stage may
+  // archive the same step meanwhile (one archive truncated under the other, then deleted by it).
+  const tar = join(o.workDir, `upload-${o.stage}-${o.step}-${randomBytes(6).toString('hex')}.tar`)
   const ids = { job_id: o.jobId, stage: o.stage, step: o.step }
   const backoff = new Backoff({ baseMs: 500, maxMs: 15_000 })
   /** When the leader last failed us after taking bytes (null: it has not failed since). */

@@ -110,9 +110,15 @@ async function stopLeftover(r: RunnerRecord, log: Logger): Promise<void> {
   while (sameProcess(r.pid, r.start_time) && clock.now() < deadline) await sleep(clock, 100)
   if (signal('SIGKILL')) {
     log.warn('the leftover runner did not stop within its grace; killed it', { pid: r.pid, job_id: r.job_id })
-    while (sameProcess(r.pid, r.start_time)) await sleep(clock, 50)
+    // A process the kernel holds (a hung driver, a dead NFS server) may never go: not waited for forever.
+    const killedBy = clock.now() + KILL_WAIT_MS
+    while (sameProcess(r.pid, r.start_time) && clock.now() < killedBy) await sleep(clock, 50)
+    if (sameProcess(r.pid, r.start_time)) log.error('a leftover runner did not go even when killed (stuck in the kernel?); starting without waiting for it', { pid: r.pid, job_id: r.job_id, state: stat(r.pid)?.state ?? null })
   }
 }
+
+/** How long a killed leftover runner is waited for before the new one starts anyway. */
+const KILL_WAIT_MS = 30_000
 
 const reaping = new Map<string, Promise<void>>()
 
@@ -130,16 +136,19 @@ export function reapLeftoverRunners(stateDir: string, log: Logger): Promise<void
     names = []
   }
   const boot = bootId()
+  // This agent is its pid and its start time: a dead agent's pid may have been given to this one.
+  const me = stat(process.pid)?.startTime ?? null
+  const ours = (r: RunnerRecord) => r.agent_pid === process.pid && r.agent_start_time === me
   const work = names.map(async (name) => {
     const file = join(dir, name)
     const r = parse(read(file))
-    if (r && r.agent_pid !== process.pid && sameProcess(r.agent_pid, r.agent_start_time) && r.boot_id === boot) return // its agent still runs
+    if (r && !ours(r) && sameProcess(r.agent_pid, r.agent_start_time) && r.boot_id === boot) return // its agent still runs
     try {
-      if (r && r.boot_id === boot && r.agent_pid !== process.pid) await stopLeftover(r, log)
+      if (r && r.boot_id === boot && !ours(r)) await stopLeftover(r, log)
+      rmSync(file, { force: true })
     } catch (e) {
       log.warn('could not stop a leftover runner', { record: name, error: (e as Error).message })
     }
-    rmSync(file, { force: true })
   })
   const done = Promise.all(work).then(() => undefined)
   reaping.set(stateDir, done)

@@ -136,4 +136,35 @@ describe('a checkpoint upload', () => {
       rmSync(root, { recursive: true, force: true })
     }
   })
+
+  test('two uploads of the same stage and step at once (a new worker of the stage while the last one still uploads) each send their own archive', async () => {
+    const got = new Map<string, { sha256: string; bytes: Uint8Array }>()
+    let n = 0
+    const client = {
+      beginUpload: async (b: { sha256: string }) => {
+        const id = `u${++n}`
+        got.set(id, { sha256: b.sha256, bytes: new Uint8Array(0) })
+        return { upload_id: id, offset: 0, size_bytes: 0 }
+      },
+      putUpload: async (id: string, _offset: number, bytes: Blob): Promise<StoredArtifact | null> => {
+        await Bun.sleep(30) // both archives are written before either is read
+        got.get(id)!.bytes = new Uint8Array(await bytes.arrayBuffer())
+        return { id, kind: 'checkpoint', name: 'x.tar', size_bytes: got.get(id)!.bytes.length, sha256: got.get(id)!.sha256, step: 7, stage: 0 }
+      },
+    } as unknown as LeaderClient
+    const a = checkpoint()
+    const b = checkpoint()
+    writeFileSync(join(b.dir, 'weights.bin'), Buffer.alloc(500_000, 9))
+    const workDir = join(a.root, 'transfer') // one stage directory: both workers' transfers land there
+    try {
+      const log = createLogger('info', () => {})
+      const deps = { client, log, clock: jumpingClock(), signal: new AbortController().signal }
+      const arts = await Promise.all([a.dir, b.dir].map((dir) => uploadCheckpoint(deps, { jobId: 'j1', stage: 0, step: 7, dir, workDir })))
+      expect(arts.map((x) => x?.id).sort()).toEqual(['u1', 'u2'])
+      for (const { sha256, bytes } of got.values()) expect(new Bun.CryptoHasher('sha256').update(bytes).digest('hex')).toBe(sha256)
+      expect(readdirSync(workDir)).toEqual([])
+    } finally {
+      for (const c of [a, b]) rmSync(c.root, { recursive: true, force: true })
+    }
+  })
 })
