@@ -7,7 +7,7 @@
 // touches the engine's health, which only its health check decides.
 import { countTokens, generate } from './textgen'
 import { Backoff } from './backoff'
-import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
+import { LineLimiter, childEnv, readLines, signalChild, spawnChild } from './lines'
 import { redactUrl } from './redact'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
@@ -157,13 +157,15 @@ export class OpenAiEngine implements Engine {
     this.setHealthy(false)
     const p = this.proc
     if (!p || p.exitCode !== null || p.signalCode !== null) return
-    p.kill('SIGTERM')
+    signalChild(p, 'SIGTERM')
     const exited = await Promise.race([p.exited.then(() => true), sleep(this.deps.clock, this.spec.stopGraceS * 1000).then(() => false)])
     if (!exited) {
       this.deps.log.warn('engine did not stop after SIGTERM; killing it', { engine: this.spec.name, grace_s: this.spec.stopGraceS })
-      p.kill('SIGKILL')
+      signalChild(p, 'SIGKILL')
       await p.exited
     }
+    // What it started and left behind (a worker holding the GPU) goes with it.
+    signalChild(p, 'SIGKILL')
   }
 
   private setHealthy(ok: boolean): void {
@@ -261,7 +263,7 @@ export class OpenAiEngine implements Engine {
       if (++this.failures >= HEALTH_FAILURES) this.setHealthy(false)
     } else if (this.proc && this.deps.clock.now() - this.startedAt > this.spec.startTimeoutS * 1000) {
       this.deps.log.warn('engine did not get healthy in time; restarting it', { engine: this.spec.name, start_timeout_s: this.spec.startTimeoutS, health: redactUrl(this.healthUrl()) })
-      this.proc.kill('SIGKILL') // the exit handler restarts it
+      signalChild(this.proc, 'SIGKILL') // the exit handler restarts it
     }
     this.schedule(HEALTH_EVERY_MS)
   }

@@ -9,6 +9,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeFileAtomic } from './state'
+import { signalChild } from './lines'
 import { sleep, systemClock } from '../time'
 import type { Logger } from '../log'
 
@@ -94,12 +95,9 @@ async function stopLeftover(r: RunnerRecord, log: Logger): Promise<void> {
   const signal = (sig: NodeJS.Signals) => {
     // Checked right before each signal: a pid is only ever signalled while it is that very runner.
     if (!sameProcess(r.pid, r.start_time)) return false
-    try {
-      process.kill(r.pid, sig)
-      return true
-    } catch {
-      return false
-    }
+    // Its process group too (spawnChild made it lead one): what it started goes with it.
+    signalChild({ pid: r.pid, kill: (s) => process.kill(r.pid, s) }, sig)
+    return true
   }
   if (!sameProcess(r.pid, r.start_time)) return
   log.warn('a runner of a previous agent instance was still there; stopping it', { pid: r.pid, job_id: r.job_id, stage: r.stage, was_paused: stat(r.pid)?.state === 'T', stop_grace_s: r.stop_grace_s })

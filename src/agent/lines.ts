@@ -78,22 +78,49 @@ export function childEnv(): Record<string, string> {
   return out
 }
 
-let setpriv: string | null | undefined
+/** util-linux's setpriv and setsid, looked up once (Linux only). */
+let wrappers: { setpriv: string | null; setsid: string | null } | undefined
+const wrappersOf = () => (wrappers ??= process.platform === 'linux' ? { setpriv: Bun.which('setpriv'), setsid: Bun.which('setsid') } : { setpriv: null, setsid: null })
+
 /**
  * Starts a child of the agent (a runner, an engine) that does not outlive it. On Linux the
  * command goes through util-linux's `setpriv --pdeathsig TERM`, so the kernel sends the child
  * SIGTERM when the agent dies, however it dies (SIGKILL, the OOM killer): a runner or engine left
- * behind would hold the GPU and its port with nobody to stop it. The command is looked up on PATH
- * first, so a missing one fails here as it would without the wrapper. Elsewhere (or without
- * setpriv) the command runs as is; a runner then learns that the agent is gone from its stdin
- * reaching end of file (docs/workloads.md).
+ * behind would hold the GPU and its port with nobody to stop it. And through `setsid` (which
+ * execs in place: same pid): the child leads a process group of its own, so that signalChild
+ * reaches what it started too (`sh -c`, a launcher's workers, an engine's GPU processes), and a
+ * Ctrl-C at the agent's terminal is the agent's to handle. The command is looked up on PATH first,
+ * so a missing one fails here as it would without the wrappers. Elsewhere (or without them) the
+ * command runs as is; a runner then learns that the agent is gone from its stdin reaching end of
+ * file (docs/workloads.md).
  */
 export function spawnChild(argv: string[], env: Record<string, string>, stdin: 'pipe' | 'ignore') {
   const [cmd, ...args] = argv
   if (cmd === undefined || cmd === '') throw new Error('the command is empty (its first word, the program, is "")')
   const path = Bun.which(cmd, { PATH: env.PATH ?? '' })
   if (path === null) throw new Error(`${cmd}: not found (on PATH) or not executable`)
-  if (setpriv === undefined) setpriv = process.platform === 'linux' ? Bun.which('setpriv') : null
-  const full = setpriv ? [setpriv, '--pdeathsig', 'TERM', '--', path, ...args] : [path, ...args]
+  const { setpriv, setsid } = wrappersOf()
+  const wrapped = setpriv ? [setpriv, '--pdeathsig', 'TERM', '--', path, ...args] : [path, ...args]
+  const full = setsid ? [setsid, '--', ...wrapped] : wrapped
   return Bun.spawn(full, { env, stdin, stdout: 'pipe', stderr: 'pipe' })
+}
+
+/**
+ * Sends `sig` to a child spawnChild started and to every process of its group (what it started).
+ * A group that is not there (no setsid, not yet made, all gone) falls back to the child alone.
+ */
+export function signalChild(p: { pid: number; kill(signal: NodeJS.Signals): void }, sig: NodeJS.Signals): void {
+  if (wrappersOf().setsid) {
+    try {
+      process.kill(-p.pid, sig)
+      return
+    } catch {
+      // no such group (yet, or any more)
+    }
+  }
+  try {
+    p.kill(sig)
+  } catch {
+    // gone already
+  }
 }

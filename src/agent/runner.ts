@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, realpathSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { Link } from './transport'
-import { LineLimiter, childEnv, readLines, spawnChild } from './lines'
+import { LineLimiter, childEnv, readLines, signalChild, spawnChild } from './lines'
 import { StatusReporter } from './reports'
 import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { isInside } from './tar'
@@ -167,7 +167,7 @@ export class RunnerWorker {
    */
   pause(): void {
     if (this.status !== 'running' && this.status !== 'checkpointing') return
-    this.proc?.kill('SIGSTOP')
+    if (this.proc) signalChild(this.proc, 'SIGSTOP')
     this.status = 'paused'
     // Progress already on its way must not say "running" after "paused".
     if (this.pendingReport) clearTimeout(this.pendingReport)
@@ -179,7 +179,7 @@ export class RunnerWorker {
   /** SIGCONT; before the runner exists, it lets the start go on. */
   resume(): void {
     if (this.status !== 'paused') return
-    this.proc?.kill('SIGCONT')
+    if (this.proc) signalChild(this.proc, 'SIGCONT')
     this.unpaused?.()
     this.status = 'running'
     this.deps.log.info('stage resumed', { job_id: this.jobId, step: this.step })
@@ -206,10 +206,13 @@ export class RunnerWorker {
     this.status = 'stopped'
     const p = this.proc
     if (p && p.exitCode === null && p.signalCode === null) {
-      p.kill('SIGCONT') // a paused runner must run to hear SIGTERM
-      p.kill('SIGTERM')
-      const timer = setTimeout(() => p.kill('SIGKILL'), this.spec.stopGraceS * 1000)
-      void p.exited.then(() => clearTimeout(timer))
+      signalChild(p, 'SIGCONT') // a paused runner must run to hear SIGTERM
+      signalChild(p, 'SIGTERM')
+      const timer = setTimeout(() => signalChild(p, 'SIGKILL'), this.spec.stopGraceS * 1000)
+      void p.exited.then(() => {
+        clearTimeout(timer)
+        signalChild(p, 'SIGKILL') // what it started and left behind goes with it
+      })
     }
     this.close()
     this.deps.log.info('stage stopped', { job_id: this.jobId, reason, step: this.step })

@@ -116,6 +116,25 @@ describe('a runner stage that is still starting', () => {
   })
 })
 
+describe('what a runner starts', () => {
+  test('is paused, resumed and stopped with it: the runner leads a process group of its own (`sh -c` left its children running)', async () => {
+    // A launcher: its worker is a child process, as under `sh -c`, torchrun or an engine's workers.
+    const s = stage({ command: ['sh', '-c', 'sleep 300 & echo "worker $!"; wait'] })
+    s.lookup.resolve(null)
+    s.w.start()
+    await s.started()
+    const line = await until(() => (s.lines as { msg: string; line?: string }[]).find((l) => l.msg === 'runner output' && l.line?.startsWith('worker ')) ?? null, 'the worker pid')
+    const worker = Number((line as { line: string }).line.split(' ')[1])
+    expect(procState(worker)).toBe('S')
+    s.w.pause()
+    await until(() => (procState(worker) === 'T' ? true : null), 'the worker stopped with the runner')
+    s.w.resume()
+    await until(() => (procState(worker) === 'S' ? true : null), 'the worker running again')
+    s.w.stop('cancelled')
+    await until(() => (procState(worker) === null || procState(worker) === 'Z' ? true : null), 'the worker gone with the runner', { timeoutMs: 5000 })
+  })
+})
+
 describe('a runner left behind by an agent that died', () => {
   test('a paused runner outlives its agent (the parent-death SIGTERM stays pending); the next agent start stops it (SIGCONT, SIGTERM, SIGKILL), and the runner it starts waits for that', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'agent-leftover-'))
