@@ -19,7 +19,12 @@ function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, '0') + '\0'
 }
 
+/** The size field's twelve octal digits (the last, the terminator, given up as GNU tar does): below 64 GiB. */
+const MAX_FILE_BYTES = 8 ** 12
+
 function header(name: string, size: number, dir: boolean, mtime: number): Uint8Array {
+  // Thirteen digits would run into the next field and the archive would read back wrong.
+  if (size >= MAX_FILE_BYTES) throw new Error(`a file in the checkpoint is 64 GiB or more, more than a tar header holds: ${name} (${size} bytes)`)
   const h = new Uint8Array(BLOCK)
   const enc = new TextEncoder()
   let path = enc.encode(name)
