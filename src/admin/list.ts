@@ -2,6 +2,7 @@
 // The counts are columns of users kept by triggers (migration 0011), each sort has an index that
 // ends in the email tie-break, and a search of three characters or more goes through a trigram
 // index (users_fts, its rowids those of users): 100,000 users answer any page in milliseconds.
+import { domainToASCII } from 'node:url'
 import { and, asc, count, desc, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
 import { users } from '../db/schema'
 import { iso, isoOrNull } from '../time'
@@ -30,7 +31,21 @@ export function likePattern(q: string): string {
  * trigram; it is a LIKE over every user (ASCII case folding, as SQLite's LIKE does).
  */
 function trigramPhrase(q: string): string | null {
-  return [...q].length >= 3 ? `"${q.replace(/"/g, '""')}"` : null
+  const forms = searchForms(q)
+  return forms.every((f) => [...f].length >= 3) ? forms.map((f) => `"${f.replace(/"/g, '""')}"`).join(' OR ') : null
+}
+
+/**
+ * The search as typed and, when it holds a domain in Unicode, that domain as addresses are stored
+ * (IDNA A-labels: `bücher.example` is kept as `xn--bcher-kva.example`). Whole labels only: the
+ * A-label of a piece of a label is another string.
+ */
+export function searchForms(q: string): string[] {
+  if (!/[^\x00-\x7f]/.test(q)) return [q]
+  const at = q.lastIndexOf('@')
+  const domain = q.slice(at + 1)
+  const ascii = domain === '' ? '' : domainToASCII(domain.toLowerCase())
+  return ascii === '' || ascii === domain ? [q] : [q, q.slice(0, at + 1) + ascii]
 }
 
 /**
@@ -57,7 +72,7 @@ function filters(query: UserListQuery, search: Search | null): SQL | undefined {
     // non-ASCII emails. Display names fold ASCII letters only (SQLite without ICU).
     conds.push(
       or(
-        sql`${users.email} LIKE ${likePattern(q.toLowerCase())} ESCAPE '\\'`,
+        ...searchForms(q).map((f) => sql`${users.email} LIKE ${likePattern(f.toLowerCase())} ESCAPE '\\'`),
         sql`${users.displayName} LIKE ${likePattern(q)} ESCAPE '\\'`,
       )!,
     )

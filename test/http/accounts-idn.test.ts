@@ -47,6 +47,13 @@ describe('internationalised email addresses', () => {
     const dup = await h.client({ ip: freshIp() }).post('/api/v1/auth/register', { email: 'USER@xn--bcher-kva.EXAMPLE', password: PW })
     expect(dup.status).toBe(409)
     expect(h.ctx.db.select().from(users).all().map((u) => u.email).sort()).toEqual(['root@example.com', 'user@xn--bcher-kva.example'])
+    // An admin searching the domain as people write it finds the account stored under its A-label.
+    const root = h.ctx.db.select().from(users).all().find((u) => u.email === 'root@example.com')!
+    const A = sessionClient(h, root.id)
+    for (const q of ['bücher', 'BÜCHER.example', 'user@bücher.example', 'xn--bcher', 'ü']) {
+      const found = await A.get(`/api/v1/admin/users?q=${encodeURIComponent(q)}`)
+      expect([q, found.status, found.body.items.map((u: { email: string }) => u.email)]).toEqual([q, 200, q === 'ü' ? [] : ['user@xn--bcher-kva.example']])
+    }
   })
 
   test('a pool invite to the Unicode spelling is accepted by the account registered under the A-label', async () => {
