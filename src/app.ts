@@ -88,6 +88,7 @@ export function createServices(ctx: Ctx): Services {
       inference.hub.abandon(id, why ?? 'went offline')
     },
     onRestarted: (id) => jobs.onFellowRestarted(id),
+    onBack: (id, jobId) => jobs.onFellowBack(id, jobId),
   })
   const views = new FellowViews(ctx.db, registry, signals, () => ctx.clock.now())
   const rollup = new ContributionRollup(ctx, meter)

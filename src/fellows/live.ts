@@ -19,7 +19,7 @@ import type { EngineState, Hardware, HeartbeatInput, NodeState } from './model'
 import { TelemetryHistory } from './telemetry'
 
 /** What a fellow reports while it has a stage: none of these once the job is over. */
-const BUSY_STATUSES = new Set(['running', 'paused', 'checkpointing'])
+export const BUSY_STATUSES = new Set(['running', 'paused', 'checkpointing'])
 
 export interface LiveFellow {
   id: string
@@ -203,7 +203,8 @@ export class FellowRegistry {
   }
 
   /** The hot path: memory only. */
-  heartbeat(f: LiveFellow, hb: HeartbeatInput, now: number): void {
+  /** Records a heartbeat; true when it brings the fellow back from offline. */
+  heartbeat(f: LiveFellow, hb: HeartbeatInput, now: number): boolean {
     if (hb.status !== f.status && f.status !== null) this.event(f, 'status', `${f.status} -> ${hb.status}`)
     if (f.lastSeenAt !== null && this.onUptime && !f.released) {
       // Online means seen within two intervals; a longer gap counts only its first two intervals.
@@ -231,6 +232,7 @@ export class FellowRegistry {
       this.lastState.set(f.id, 'online')
       this.event(f, 'online', null)
     }
+    const back = prev === 'offline'
     this.telemetry.sample(f.id, f.hardware, now)
     const points = this.history.get(f.id) ?? []
     const last = points[points.length - 1]
@@ -252,6 +254,7 @@ export class FellowRegistry {
       if (points.length > HISTORY_POINTS) points.shift()
       this.history.set(f.id, points)
     }
+    return back
   }
 
   private persistEveryMs(): number {

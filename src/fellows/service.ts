@@ -10,7 +10,7 @@ import { ensureDefaultPool, memberRole, requireMember, requireOwner, getVisibleP
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Actor, NodeCaller } from '../caller'
-import type { FellowRegistry, LiveFellow } from './live'
+import { BUSY_STATUSES, type FellowRegistry, type LiveFellow } from './live'
 import type { SignalHub } from './signals'
 import type { HeartbeatInput, HeartbeatResult, RegisterInput } from './model'
 import type { LoopSpec } from '../loops'
@@ -76,15 +76,17 @@ export class Fellows {
   /** Told of every fellow the liveness loop finds gone offline (the jobs reschedule its work). */
   private onOffline: (fellowId: string, why?: string) => void
   private onRestarted: (fellowId: string) => void
+  private onBack: (fellowId: string, jobId: string) => void
 
   constructor(
     private ctx: Ctx,
     readonly registry: FellowRegistry,
     readonly signals: SignalHub,
-    opts: { onOffline?: (fellowId: string, why?: string) => void; onRestarted?: (fellowId: string) => void } = {},
+    opts: { onOffline?: (fellowId: string, why?: string) => void; onRestarted?: (fellowId: string) => void; onBack?: (fellowId: string, jobId: string) => void } = {},
   ) {
     this.onOffline = opts.onOffline ?? (() => {})
     this.onRestarted = opts.onRestarted ?? (() => {})
+    this.onBack = opts.onBack ?? (() => {})
     this.byTokenHash = tokenLookup(ctx)
     const windowMs = ctx.cfg.tokenlessJoinWindowS * 1000
     this.tokenlessPerIp = new RateLimiter(ctx.clock, ctx.cfg.tokenlessJoinRateMax, windowMs)
@@ -356,7 +358,10 @@ export class Fellows {
   heartbeat(fellowId: string, body: HeartbeatInput): HeartbeatResult {
     const f = this.registry.get(fellowId)
     if (!f || f.released) throw notFound('Fellow')
-    this.registry.heartbeat(f, body, this.ctx.clock.now())
+    const back = this.registry.heartbeat(f, body, this.ctx.clock.now())
+    // Back from offline still busy with a job: whether it still holds it is the jobs' to say (a
+    // STOP, if not, goes out with this very answer).
+    if (back && body.job_id && BUSY_STATUSES.has(body.status)) this.onBack(fellowId, body.job_id)
     const pending = this.signals.takePending(fellowId)
     return { ok: true as const, next_heartbeat_s: this.ctx.cfg.heartbeatIntervalS, ...(pending.length > 0 ? { pending_signals: pending } : {}) }
   }

@@ -457,6 +457,18 @@ export class JobService {
     }
   }
 
+  /**
+   * A fellow back from offline says it runs `jobId`. Its stage may have moved meanwhile, or the job
+   * ended: then it is told to STOP that job (an agent that does not stop on a refused report, an
+   * older one, would otherwise train on for no one beside the fellow that took its stage).
+   */
+  onFellowBack(fellowId: string, jobId: string): void {
+    const r = this.row(jobId)
+    if (r && ACTIVE.has(r.status) && r.assignments.some((a) => a.fellow_id === fellowId)) return
+    this.signals.send(fellowId, 'STOP', { jobId, payload: { reason: 'this fellow no longer runs the job: it was away while its stage moved or the job ended' } })
+    this.ctx.log.info('told a fellow back from offline to stop a job it no longer runs', { fellow_id: fellowId, job_id: jobId, job_status: r?.status ?? 'deleted' })
+  }
+
   /** A fellow went offline: re-place its stage if another fellow can take it, else fail the job. */
   onFellowOffline(fellowId: string, why = 'went offline'): void {
     const active = this.ctx.db.select().from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()

@@ -184,6 +184,30 @@ describe('job lifecycle', () => {
     expect(failed.reason).toContain('went offline')
   })
 
+  test('a fellow back from offline still running a stage that moved meanwhile is told to STOP it with its first heartbeat', async () => {
+    const { h, A, pool, fellows, signalsOf, logged } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 1 })).body
+    const away = fellows.find((f) => f.fellow_id === job.assignments[0].fellow_id)!
+    const spare = fellows.find((f) => f !== away)!
+    fellows.forEach(signalsOf)
+    const busy = (f: Fellow) => f.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: job.id, step: 5 })
+    expect((await busy(away)).body.pending_signals).toBeUndefined()
+    h.clock.advance(61_000) // six missed intervals
+    await spare.hb()
+    for (const f of h.services.fellows.registry.tick(h.clock.now())) h.services.jobs.onFellowOffline(f.id)
+    expect((await A.get(`/api/v1/jobs/${job.id}`)).body.assignments[0].fellow_id).toBe(spare.fellow_id)
+    // Back, and still saying it runs the job: the answer to that very heartbeat carries the STOP.
+    const back = await busy(away)
+    expect(back.body.pending_signals.map((s: { signal: string; job_id: string }) => [s.signal, s.job_id])).toEqual([['STOP', job.id]])
+    expect(logged('told a fellow back from offline to stop a job it no longer runs')).toHaveLength(1)
+    // A fellow back that still holds its stage is left alone.
+    await busy(spare)
+    h.clock.advance(61_000)
+    await away.hb()
+    for (const f of h.services.fellows.registry.tick(h.clock.now())) expect(f.id).toBe(spare.fellow_id)
+    expect((await busy(spare)).body.pending_signals).toBeUndefined()
+  })
+
   test("a paused job's stage moved to a spare stays paused (the spare ran it while the job said paused)", async () => {
     const { h, A, pool, fellows, signalsOf } = await cluster(3)
     const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
