@@ -29,6 +29,24 @@ function oneLine(stderr: string): string {
   return lines[0]!
 }
 
+/**
+ * A leader's state file owned by nobody (65534) with `mode`, in a directory, beside a copy of the
+ * binary, that user can reach: outside the run's owner-only temp root, since a checkout may lie
+ * under an owner-only directory.
+ */
+async function nobodysStateFile(mode: number): Promise<{ d: string; bin: string; db: string }> {
+  const d = mkdtempSync('/tmp/svc-ro-')
+  chmodSync(d, 0o755)
+  const bin = join(d, 'svc')
+  copyFileSync(SVC_BIN, bin)
+  chmodSync(bin, 0o755)
+  const db = await seeded(d)
+  chownSync(join(d, 'state'), 65534, 65534)
+  chownSync(db, 65534, 65534)
+  chmodSync(db, mode)
+  return { d, bin, db }
+}
+
 describe('svc admin on state files', () => {
   test('a backup copy is owner-only while it is written, even under umask 022; one killed midway leaves no readable copy, and the next backup clears it', async () => {
     const d = dir()
@@ -153,16 +171,8 @@ describe('svc admin refusals that leave things as they were', () => {
 
   // Root writes any file whatever its mode: the commands run as the file's owner, another user.
   test.skipIf(process.getuid?.() !== 0 || !existsSync('/usr/bin/setpriv'))('a read-only (0444) state file is refused by set-password, create-user and doctor --fix without changing its mode (it became 0600); doctor reads it and leaves no -wal or -shm beside it', async () => {
-    const d = mkdtempSync('/tmp/svc-ro-') // outside the run's owner-only temp root: the other user must reach it
+    const { d, bin, db } = await nobodysStateFile(0o444)
     try {
-      chmodSync(d, 0o755)
-      const bin = join(d, 'svc')
-      copyFileSync(SVC_BIN, bin)
-      chmodSync(bin, 0o755)
-      const db = await seeded(d)
-      chownSync(join(d, 'state'), 65534, 65534)
-      chownSync(db, 65534, 65534)
-      chmodSync(db, 0o444)
       const before = sha(db)
       const asNobody = (args: string[]) =>
         Bun.spawnSync(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', 'PATH=/usr/bin:/bin', bin, ...args, '--db', db], { cwd: d, stdin: new TextEncoder().encode(PASSWORD), stdout: 'pipe', stderr: 'pipe', timeout: 15_000 })
@@ -244,17 +254,8 @@ describe('svc serve on shared or foreign state', () => {
 
   // Root writes any file whatever its mode: the leader runs as another user, as it would in production.
   test.skipIf(process.getuid?.() !== 0 || !existsSync('/usr/bin/setpriv'))('a state file the leader may only read, and a state directory it may not write, stop it in one line', async () => {
-    const d = mkdtempSync('/tmp/svc-ro-') // outside the run's owner-only temp root: the other user must reach it
+    const { d, bin, db } = await nobodysStateFile(0o400)
     try {
-      chmodSync(d, 0o755)
-      // A copy of the binary the other user can reach (a checkout may lie under an owner-only dir).
-      const bin = join(d, 'svc')
-      copyFileSync(SVC_BIN, bin)
-      chmodSync(bin, 0o755)
-      const db = await seeded(d)
-      chownSync(join(d, 'state'), 65534, 65534)
-      chownSync(db, 65534, 65534)
-      chmodSync(db, 0o400)
       const asNobody = (env: Record<string, string>) =>
         Bun.spawnSync(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', 'PATH=/usr/bin:/bin', 'SVC_PORT=0', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), bin, 'serve'], { cwd: d, stdout: 'pipe', stderr: 'pipe', timeout: 15_000 })
       const r = asNobody({ SVC_STATE_DIR: join(d, 'state'), SVC_SECRET_KEY: 'k'.repeat(40) })
