@@ -38,6 +38,11 @@ export class JobMetrics {
     return this.rings.ended(jobId)
   }
 
+  /** Jobs whose streams are not ended. */
+  open(): string[] {
+    return this.rings.open()
+  }
+
   since(jobId: string, afterId: number): MetricEvent[] {
     return this.rings.since(jobId, afterId)
   }

@@ -108,11 +108,39 @@ export class JobService {
 
   /** The scheduler: places queued jobs on free fellows once a second. */
   loops(): LoopSpec[] {
-    return [{ name: 'scheduler', intervalMs: 1000, run: () => void this.schedulePass() }]
+    return [
+      {
+        name: 'scheduler',
+        intervalMs: 1000,
+        run: () => {
+          this.sweepVanished()
+          void this.schedulePass()
+        },
+      },
+    ]
   }
 
   private row(id: string): JobRow | undefined {
     return this.byId.get({ id })
+  }
+
+  /**
+   * Jobs that went without ending here: deleted with their pool (a forced delete, an account's
+   * deletion; the foreign key takes them). Their relay queues would hold their bytes against the
+   * relay's caps, and their metrics streams and fellows' "running" would go on. Only jobs with
+   * such state are looked up, so an idle leader reads nothing.
+   */
+  private sweepVanished(): void {
+    const keys = this.relay.queueKeys()
+    const ids = new Set(this.metrics.open())
+    for (const key of keys) ids.add(key.slice(0, key.lastIndexOf('/')))
+    for (const id of ids) {
+      if (this.exists(id)) continue
+      for (const key of keys) if (key.startsWith(`${id}/`)) this.relay.dropJob(key)
+      this.metrics.end(id)
+      this.metrics.drop(id)
+      this.registry.jobEnded(id, [...this.registry.all()].filter((f) => f.jobId === id).map((f) => f.id))
+    }
   }
 
   /** Whether the job is still there (a purge deletes every job). */

@@ -47,6 +47,8 @@ export interface RelayHub {
   pop(jobId: string, channel: RelayChannel, opts: PopOptions): Promise<Frame[]>
   /** Drops the job's queues; its pending waiters resolve []. */
   dropJob(jobId: string): void
+  /** The keys (`job/stage`) that hold queues. */
+  queueKeys(): string[]
   stats(): RelayStats
 }
 
@@ -191,6 +193,10 @@ export class MemoryRelayHub implements RelayHub {
       const waiters = q.waiters.splice(0)
       for (const w of waiters) this.settle(w, [])
     }
+  }
+
+  queueKeys(): string[] {
+    return [...this.jobs.keys()]
   }
 
   stats(): RelayStats {

@@ -487,6 +487,20 @@ describe('relay', () => {
     await A.delete(`/api/v1/jobs/${job.id}`)
     expect((await s1.c.call('GET', `/api/v1/relay/${job.id}/activations/pop`)).status).toBe(403)
   })
+
+  test("a job deleted with its pool lets go of its queued bytes, its metrics stream and its fellows' \"running\" at the next scheduler tick (they stayed until a restart)", async () => {
+    const { h, A, pool, job, s0, s1 } = await pipeline()
+    expect((await s0.c.call('POST', `/api/v1/relay/${job.id}/activations/push`, encodeFrames([{ meta: {}, data: new Uint8Array(4096) }]), bin)).status).toBe(202)
+    await s1.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step: 3, loss: 0.5 })
+    await s0.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: job.id, step: 3 })
+    expect(h.services.relay.stats().queuedBytes).toBeGreaterThan(0)
+    expect((await A.delete(`/api/v1/admin/pools/${pool.id}?force=true`)).status).toBe(200)
+    const tick = () => h.services.jobs.loops()[0]!.run()
+    await tick()
+    expect(h.services.relay.stats()).toMatchObject({ channels: 0, queuedBytes: 0 })
+    expect(h.services.jobs.metrics.ended(job.id) || h.services.jobs.metrics.since(job.id, 0).length === 0).toBe(true)
+    expect(h.services.fellows.registry.get(s0.fellow_id)?.jobId ?? null).toBeNull()
+  })
 })
 
 /** The SQL statements `fn` prepares on the state file, each with the rows it returned. */
