@@ -30,13 +30,15 @@ export interface ContextOptions {
   onMailWake?: () => void
   /** Told before and after the state file's pending migrations run (`svc serve` logs them). */
   onMigrate?: MigrationObserver
+  /** An existing file at other migrations than this binary's is refused, not migrated (svc admin). */
+  refuseOtherVersion?: boolean
 }
 
 const stoppers = new WeakMap<Ctx, AbortController>()
 
 /** Opens (and migrates) the state file named by the config and assembles the context on it. */
 export function createContext(cfg: Config, log: Logger, clock: Clock, opts: ContextOptions = {}): Ctx {
-  const store = openDb(cfg.dbPath, { onMigrate: opts.onMigrate })
+  const store = openDb(cfg.dbPath, { onMigrate: opts.onMigrate, refuseOtherVersion: opts.refuseOtherVersion })
   const mail = createOutbox(opts.mailEnabled ?? cfg.smtp !== null, cfg.secretKey, clock, opts.onMailWake)
   const stopper = new AbortController()
   const ctx: Ctx = { cfg, clock, db: store.db, sqlite: store.sqlite, log, mail, stopping: stopper.signal }

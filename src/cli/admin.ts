@@ -17,6 +17,7 @@ import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
 import { AppError, invalid } from '../errors'
 import { UsageError, CliError } from './usage'
+import { writeOut } from './output'
 import { createContext, type Ctx } from '../context'
 import { CHECKS, runDoctor, type CheckResult } from '../admin/doctor'
 import type { Invocation } from './spec'
@@ -36,7 +37,9 @@ function adminConfig(dbFlag: unknown, withSecret = false) {
 function adminContext(dbFlag: string | undefined, withSecret: boolean): Ctx {
   const cfg = adminConfig(dbFlag, withSecret)
   const log = createLogger('warn', (l) => process.stderr.write(l + '\n'))
-  return createContext(cfg, log, systemClock, { mailEnabled: false })
+  // The version is checked again by the open that is used: a file swapped in since the first
+  // check (a restore of an older backup) is refused, not migrated.
+  return createContext(cfg, log, systemClock, { mailEnabled: false, refuseOtherVersion: true })
 }
 
 const dbPathOf = (dbFlag: unknown) => adminConfig(dbFlag).dbPath
@@ -80,7 +83,7 @@ export async function createUser({ args, flags, usage }: Invocation): Promise<nu
   const ctx = adminContext(flags.db as string | undefined, false)
   try {
     const user = await new Accounts(ctx).createAdminUser(addr, password, flags['display-name'] as string | undefined)
-    process.stdout.write(`created admin ${user.email} (${user.id})\n`)
+    writeOut(`created admin ${user.email} (${user.id})\n`)
     if (fresh) process.stderr.write(`svc: note: ${path} did not exist; it is a new, empty state database (the leader uses it when started with the same SVC_STATE_DIR / SVC_JOIN_STATE_DB)\n`)
   } finally {
     ctx.sqlite.close()
@@ -98,7 +101,7 @@ export async function setPassword({ args, flags, usage }: Invocation): Promise<n
   const ctx = adminContext(flags.db as string | undefined, false)
   try {
     const { revokedSessions, revokedApiTokens } = await new Accounts(ctx).setUserPassword(addr, password)
-    process.stdout.write(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
+    writeOut(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
   } finally {
     ctx.sqlite.close()
   }
@@ -117,26 +120,26 @@ export async function sendTestMailCmd({ args, usage }: Invocation): Promise<numb
     if (e instanceof AppError && e.code === 'smtp_failed') throw new CliError(`the SMTP server ${server} did not take the test mail: ${e.message}`)
     throw e
   }
-  process.stdout.write(`test mail sent to ${to} through ${server}\n`)
+  writeOut(`test mail sent to ${to} through ${server}\n`)
   return 0
 }
 
 export async function backup({ args, flags }: Invocation): Promise<number> {
   const cfg = adminConfig(flags.db)
   const { path, bytes } = backupDatabase(cfg.dbPath, args.FILE!)
-  process.stdout.write(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
+  writeOut(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
   // The copy holds the artifacts' rows, not their bytes: say where those are, so they are kept too.
   const blobs = blobStoreFor(cfg.artifactStore, cfg.stateDir).location
-  process.stdout.write(`artifact bytes are not in this file: back up ${blobs} alongside (docs/operations.md, Backup and restore)\n`)
+  writeOut(`artifact bytes are not in this file: back up ${blobs} alongside (docs/operations.md, Backup and restore)\n`)
   return 0
 }
 
 export async function restore({ args, flags }: Invocation): Promise<number> {
   const r = restoreDatabase(args.FILE!, dbPathOf(flags.db))
-  process.stdout.write(`restored ${args.FILE} to ${r.path} (${r.bytes} bytes, integrity ok)\n`)
-  if (r.previous) process.stdout.write(`the file it replaced is kept as ${r.previous}\n`)
-  if (r.missing > 0) process.stdout.write(`the backup lacks ${r.missing} migration(s); the leader applies them when it starts\n`)
-  process.stdout.write('put the artifact blobs of the same time back too (docs/operations.md, Backup and restore), then start the leader\n')
+  writeOut(`restored ${args.FILE} to ${r.path} (${r.bytes} bytes, integrity ok)\n`)
+  if (r.previous) writeOut(`the file it replaced is kept as ${r.previous}\n`)
+  if (r.missing > 0) writeOut(`the backup lacks ${r.missing} migration(s); the leader applies them when it starts\n`)
+  writeOut('put the artifact blobs of the same time back too (docs/operations.md, Backup and restore), then start the leader\n')
   return 0
 }
 
@@ -176,17 +179,17 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
   }
   const ok = results.every((r) => r.findings.length === 0 && r.skipped === undefined)
   if (flags.json) {
-    process.stdout.write(JSON.stringify({ db: path, ok, pending_migrations: pending, checks: results }, null, 2) + '\n')
+    writeOut(JSON.stringify({ db: path, ok, pending_migrations: pending, checks: results }, null, 2) + '\n')
   } else {
     for (const r of results) {
-      for (const f of r.fixed) process.stdout.write(`fixed  ${r.name}: ${f}\n`)
-      if (r.skipped !== undefined) process.stdout.write(`skip   ${r.name}: ${r.skipped}\n`)
-      else if (r.findings.length === 0) process.stdout.write(`ok     ${r.name}\n`)
-      for (const f of r.findings) process.stdout.write(`FAIL   ${r.name}: ${f}\n`)
+      for (const f of r.fixed) writeOut(`fixed  ${r.name}: ${f}\n`)
+      if (r.skipped !== undefined) writeOut(`skip   ${r.name}: ${r.skipped}\n`)
+      else if (r.findings.length === 0) writeOut(`ok     ${r.name}\n`)
+      for (const f of r.findings) writeOut(`FAIL   ${r.name}: ${f}\n`)
     }
-    if (pending.length > 0) process.stdout.write(`${path} is ${pending.length} migration${pending.length === 1 ? '' : 's'} behind this svc (${pending.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE)\n`)
+    if (pending.length > 0) writeOut(`${path} is ${pending.length} migration${pending.length === 1 ? '' : 's'} behind this svc (${pending.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE)\n`)
     const bad = results.filter((r) => r.findings.length > 0)
-    if (bad.length > 0 && !flags.fix && bad.some((r) => r.fixable)) process.stdout.write('svc admin doctor --fix repairs what it can (take a backup first: svc admin backup FILE)\n')
+    if (bad.length > 0 && !flags.fix && bad.some((r) => r.fixable)) writeOut('svc admin doctor --fix repairs what it can (take a backup first: svc admin backup FILE)\n')
   }
   return ok ? 0 : 1
 }

@@ -226,4 +226,15 @@ describe('help, version and completion output', () => {
       expect([await proc.exited, await new Response(proc.stderr).text()]).toEqual([1, 'svc: cannot write the output: ENOSPC: no space left on device\n'])
     }
   })
+
+  test('svc admin commands too: a full disk is one line and exit 1, a reader gone ends them quietly', async () => {
+    const db = join(mkdtempSync(join(tmpdir(), 'svc-admin-out-')), 'state.sqlite3')
+    const spawn = (args: string[], stdin?: string) =>
+      Bun.spawn([SVC_BIN, 'admin', ...args, '--db', db], { env: { PATH: process.env.PATH ?? '' }, stdin: stdin === undefined ? 'ignore' : new TextEncoder().encode(stdin), stdout: Bun.file('/dev/full'), stderr: 'pipe' })
+    for (const [args, stdin] of [[['create-user', 'root@example.org', '--password-stdin'], 'a long password\n'], [['doctor']]] as const) {
+      const proc = spawn([...args], stdin)
+      expect([args[0], await proc.exited, await new Response(proc.stderr).text()]).toEqual([args[0], 1, 'svc: cannot write the output: ENOSPC: no space left on device\n'])
+    }
+    expect(await piped(['admin', 'doctor', '--db', db], 'true')).toEqual({ status: 141, stderr: '' })
+  }, 30_000)
 })
