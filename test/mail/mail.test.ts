@@ -419,6 +419,9 @@ describe('svc admin send-test-mail (the built binary)', () => {
       const sent = await runSvc(['admin', 'send-test-mail', 'ops@example.org'], { env: smtpEnv(inbox.port, 'none') })
       expect([sent.code, sent.stderr, sent.stdout]).toEqual([0, '', `test mail sent to ops@example.org through 127.0.0.1:${inbox.port} (none)\n`])
       expect(inbox.messages.map((m) => m.to)).toEqual([['ops@example.org']])
+      // --db, which every admin command takes (CONTRACT), is taken here too (and not read).
+      const withDb = await runSvc(['admin', 'send-test-mail', 'ops@example.org', '--db', '/nonexistent/join_state.sqlite3'], { env: smtpEnv(inbox.port, 'none') })
+      expect([withDb.code, withDb.stderr]).toEqual([0, ''])
     } finally {
       await inbox.close()
     }
