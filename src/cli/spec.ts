@@ -103,8 +103,14 @@ export function groupHelp(group: Group, cmds: Command[]): string {
 function parseError(e: unknown, usage: string): never {
   const msg = (e as Error).message
   const unknown = /^Unknown option '([^']+)'/.exec(msg)
-  if (unknown) throw new UsageError(`unknown option ${unknown[1]}`, usage)
-  const missing = /^Option '(?:-\w, )?(--[\w-]+)[^']*' argument (?:missing|is ambiguous)/.exec(msg)
+  // A short one is most often an argument that starts with a dash ("-1 is ...", "-hello").
+  if (unknown) {
+    const name = unknown[1]!.startsWith('-') ? unknown[1]! : `-${unknown[1]}`
+    throw new UsageError(`unknown option ${name}${name.startsWith('--') ? '' : ' (an argument that starts with "-" goes after "--": svc ... -- "-x")'}`, usage)
+  }
+  const ambiguous = /^Option '(?:-\w, )?(--[\w-]+)[^']*' argument is ambiguous/.exec(msg)
+  if (ambiguous) throw new UsageError(`option ${ambiguous[1]} needs a value (a value that starts with "-" is written ${ambiguous[1]}=-x)`, usage)
+  const missing = /^Option '(?:-\w, )?(--[\w-]+)[^']*' argument missing/.exec(msg)
   if (missing) throw new UsageError(`option ${missing[1]} needs a value`, usage)
   const bool = /^Option '(?:-\w, )?(--[\w-]+)' does not take an argument/.exec(msg)
   if (bool) throw new UsageError(`option ${bool[1]} takes no value`, usage)

@@ -135,6 +135,9 @@ describe('the command table', () => {
       [['jobs', 'list'], ['--json=yes'], 'option --json takes no value'],
       // Log lines have no ids: --quiet is not taken rather than taken and ignored.
       [['jobs', 'logs'], ['J', '--quiet'], 'unknown option --quiet'],
+      // A value or an argument that starts with a dash: how to write it (they read "needs a value", "unknown option 1").
+      [['pools', 'create'], ['x', '--description', '-starts with a dash'], 'option --description needs a value (a value that starts with "-" is written --description=-x)'],
+      [['chat'], ['m', '-1 is a number'], 'unknown option -1 (an argument that starts with "-" goes after "--": svc ... -- "-x")'],
     ]
     for (const [path, argv, message] of cases) {
       let err: unknown
