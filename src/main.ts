@@ -99,6 +99,8 @@ async function main(argv: string[]): Promise<number> {
 function usageMessage(e: Error): string {
   const unknown = /^Unknown option '([^']+)'/.exec(e.message)
   if (unknown) return `unknown option ${unknown[1]}`
+  const ambiguous = /^Option '(?:-\w, )?(--[\w-]+)[^']*' argument is ambiguous/.exec(e.message)
+  if (ambiguous) return `option ${ambiguous[1]} needs a value (a value that starts with "-" is written ${ambiguous[1]}=-x)`
   return e.message.split('\n')[0]!
 }
 

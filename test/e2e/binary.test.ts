@@ -148,6 +148,9 @@ describe('the built dist/svc', () => {
     const bad = await runSvc(['fellow', '--leader', 'http://127.0.0.1:1', '--bogus'])
     expect(bad.code).toBe(2)
     expect(bad.stderr.split('\n')[0]).toBe('svc: unknown option --bogus')
+    // A value that starts with a dash: how to write it (it read "Option '--p2p-port-base' argument is ambiguous.").
+    const dash = await runSvc(['fellow', '--p2p-port-base', '-1', '--once'])
+    expect([dash.code, dash.stderr.split('\n')[0]]).toEqual([2, 'svc: option --p2p-port-base needs a value (a value that starts with "-" is written --p2p-port-base=-x)'])
   })
 
   test('anonymous half-sent 60 MiB relay pushes are answered 401 at once, over real sockets, without waiting for their bodies', async () => {
