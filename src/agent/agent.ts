@@ -188,7 +188,15 @@ export class Agent {
       } catch (e) {
         if (!isRetryable(e) || this.o.once) {
           const full = e instanceof LeaderError && e.code === 'pool_node_limit'
-          const hint = full ? 'the pool is full: an admin can raise its node limit, or its owner can remove a fellow' : isRetryable(e) ? 'the leader did not answer' : 'check the join token (it may be expired or revoked)'
+          // A 422 is what this agent said (its --hostname, say), not its token.
+          const refusedInput = e instanceof LeaderError && e.status === 422
+          const hint = full
+            ? 'the pool is full: an admin can raise its node limit, or its owner can remove a fellow'
+            : isRetryable(e)
+              ? 'the leader did not answer'
+              : refusedInput
+                ? 'the leader refused what this agent sent (see the error): fix that setting'
+                : 'check the join token (it may be expired or revoked): `svc pools join-command POOL` prints a new one'
           this.o.log.error('registration refused', { error: (e as Error).message, hint })
           this.stop('registration refused', 1)
           return false
@@ -258,7 +266,7 @@ export class Agent {
   }
 
   private onReleased(reason: string): void {
-    this.o.log.warn('the leader released or removed this fellow; stopping (starting the agent again re-registers it)', { reason })
+    this.o.log.warn('the leader released or removed this fellow; stopping (its node token no longer works: to bring it back, start the agent with a join token of a pool, `svc pools join-command POOL`)', { reason })
     this.stop(`released: ${reason}`)
   }
 

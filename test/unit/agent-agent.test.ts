@@ -213,4 +213,20 @@ describe('fellow agent against a stand-in leader', () => {
     expect(await second.exited).toBe(0)
     expect(other.state.goodbyes).toEqual([])
   })
+
+  test('a registration refused for what the agent sent (422) says so, not "check the join token"', async () => {
+    const leader = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: (req) =>
+        new URL(req.url).pathname === '/api/v1/workers/register'
+          ? Response.json({ type: 'about:blank', title: 'Unprocessable', status: 422, code: 'validation_failed', detail: 'body /hostname: must be a host name' }, { status: 422, headers: { 'content-type': 'application/problem+json' } })
+          : Response.json({ status: 'ok' }),
+    })
+    cleanups.push(() => leader.stop(true))
+    const { exited, lines } = startAgent(`http://127.0.0.1:${leader.port}`, mkdtempSync(join(tmpdir(), 'agent-')))
+    expect(await exited).toBe(1)
+    const refused = lines.map((l) => JSON.parse(l) as { msg: string; hint?: string }).find((l) => l.msg === 'registration refused')
+    expect(refused?.hint).toBe('the leader refused what this agent sent (see the error): fix that setting')
+  })
 })
