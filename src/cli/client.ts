@@ -196,7 +196,7 @@ export class Client {
       const err = e as { code?: string; name?: string; message?: string }
       if (err.name === 'TimeoutError') throw new CliError(`the leader at ${this.target.url} did not answer within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`)
       if (err.name === 'AbortError') throw new CliError('cancelled')
-      throw new LeaderUnreachable(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${err.code ?? err.message ?? 'connection failed'}`)
+      throw new LeaderUnreachable(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${netReason(e)}`)
     }
     if (res.status >= 400) throw await failure(res, method, path, this.target.url)
     if (res.status >= 300) throw new CliError(`${method} ${path}: the leader answered ${res.status} (a redirect: is ${this.target.url} the leader's base URL?)`)
@@ -261,13 +261,24 @@ export class Client {
       } catch (e) {
         if (e instanceof CliError || e instanceof UsageError) throw e
         if (ctl.signal.aborted) return
-        throw new LeaderUnreachable(`the stream from ${this.target.url} broke off: ${(e as Error).message}`)
+        throw new LeaderUnreachable(`the stream from ${this.target.url} broke off: ${netReason(e)}`)
       }
     } finally {
       opts.signal?.removeEventListener('abort', abort)
       ctl.abort()
     }
   }
+}
+
+/**
+ * Why a connection failed, for a person: the error code (ECONNRESET) when there is one, else the
+ * message without Bun's advice to its programmers ("pass `verbose: true` ... to fetch()").
+ */
+export function netReason(e: unknown): string {
+  const err = e as { code?: unknown; message?: unknown }
+  if (typeof err?.code === 'string' && /^E[A-Z]+$/.test(err.code)) return err.code
+  const message = typeof err?.message === 'string' ? err.message.replace(/\s*For more information, pass `verbose: true`[\s\S]*$/, '') : ''
+  return message || 'connection failed'
 }
 
 /** The leader did not answer, or a stream from it broke off: a restart, say, which a follower may wait out. */

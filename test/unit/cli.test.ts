@@ -6,7 +6,7 @@ import { lstatSync, mkdtempSync, readFileSync, readdirSync, statSync, symlinkSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { COMMANDS, helpFor } from '../../src/cli/commands'
-import { Client, LeaderRefused, LeaderUnreachable, checkInput, resolveTarget } from '../../src/cli/client'
+import { Client, LeaderRefused, LeaderUnreachable, checkInput, netReason, resolveTarget } from '../../src/cli/client'
 import { SubmitBody } from '../../src/jobs/model'
 import { ChatCompletionBody } from '../../src/inference/model'
 import { allFlags, commandHelp, parseInvocation } from '../../src/cli/spec'
@@ -385,5 +385,12 @@ describe('which leader: mistakes in the config file and SVC_LEADER_URL said plai
         else expect(said).toBe(`SVC_LEADER_URL: not a leader URL: ${JSON.stringify(bad)} (want http://HOST:PORT or https://HOST, or the name of a leader you logged in to)`)
       })
     }
+  })
+
+  test("a broken connection is said as its error code, without Bun's advice to programmers", () => {
+    const bun = Object.assign(new Error('The socket connection was closed unexpectedly. For more information, pass `verbose: true` in the second argument to fetch()'), { code: 'ECONNRESET' })
+    expect(netReason(bun)).toBe('ECONNRESET')
+    expect(netReason(new Error('The socket connection was closed unexpectedly. For more information, pass `verbose: true` in the second argument to fetch()'))).toBe('The socket connection was closed unexpectedly.')
+    expect(netReason({})).toBe('connection failed')
   })
 })

@@ -6,7 +6,7 @@ import { basename, join } from 'node:path'
 import type { Static } from '@sinclair/typebox'
 import * as A from '../../artifacts/model'
 import type { Pool } from '../../pools/model'
-import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, isUuid, type Client } from '../client'
+import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, isUuid, netReason, type Client } from '../client'
 import { ago, modeOf, note, printDone, printList, writeOut } from '../output'
 import { CliError, UsageError } from '../usage'
 import type { Invocation } from '../spec'
@@ -160,7 +160,7 @@ export async function upload({ args, flags, usage }: Invocation): Promise<number
       if (!resumable || attempt >= ATTEMPTS) throw e
       await Bun.sleep(500 * attempt)
       offset = (await c.get<Static<typeof A.UploadState>>(`/api/v1/artifacts/uploads/${begun.upload_id}`)).offset
-      note(`the upload broke off (${(e as Error).message}); resuming at byte ${offset} of ${bytes}`)
+      note(`the upload broke off (${netReason(e)}); resuming at byte ${offset} of ${bytes}`)
     }
   }
   p.end()
@@ -246,7 +246,7 @@ export async function download({ args, flags }: Invocation): Promise<number> {
       try {
         next = await reader.read()
       } catch (e) {
-        throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${(e as Error).message}${toStdout ? '' : `; the same command resumes from ${part}`}`)
+        throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${netReason(e)}${toStdout ? '' : `; the same command resumes from ${part}`}`)
       }
       if (next.done) break
       h.update(next.value)
