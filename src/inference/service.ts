@@ -183,19 +183,24 @@ export class Inference {
   }
 
   /**
-   * The fellow with the most room for the model: requests it holds over what it said it takes at
-   * once (its engine's max_concurrent). A fellow at its limit still gets the request when every
-   * one is (it queues there until the dispatch timeout); ties rotate, so equally idle fellows
-   * share the work instead of the first one taking it all.
+   * The fellow for the next request of the model: among those with room (fewer requests in flight
+   * than the capacity it said for the model: its engine's max_concurrent), the one with the fewest
+   * in flight; when every one is full, the one least over its capacity (it queues there until the
+   * dispatch timeout). Ties rotate, so equally idle fellows share the work. The capacity is a
+   * fellow's word about itself, so it only says when a fellow is full: weighing the load by it let
+   * one that claimed 10,000 take nearly every request of the pool's model (a member's machine
+   * answering, with whatever it liked, for another member's engine).
    */
   private leastLoaded(candidates: LiveFellow[], model: string): LiveFellow {
-    let least = Infinity
     let best: LiveFellow[] = []
+    let bestKey: [number, number] = [Infinity, Infinity]
     for (const f of candidates) {
       const cap = f.capacity !== null && Object.hasOwn(f.capacity, model) ? f.capacity[model]! : 1
-      const load = this.hub.inFlight(f.id) / cap
-      if (load < least) [least, best] = [load, [f]]
-      else if (load === least) best.push(f)
+      const inFlight = this.hub.inFlight(f.id)
+      const key: [number, number] = inFlight < cap ? [0, inFlight] : [1, inFlight / cap]
+      const order = key[0] - bestKey[0] || key[1] - bestKey[1]
+      if (order < 0) [bestKey, best] = [key, [f]]
+      else if (order === 0) best.push(f)
     }
     return best[this.rr++ % best.length]!
   }

@@ -189,6 +189,31 @@ describe('chat completions through the openai client', () => {
     await third.f.frames(third.req.request_id, [{ delta: 'C' }, { done: true }])
     expect([(await first.answer).choices[0]!.message.content, (await third.answer).choices[0]!.message.content]).toEqual(['A', 'C'])
   })
+
+  test("a fellow's claimed capacity only says when it is full: one that claims 10,000 gets its share of the requests, not nearly all", async () => {
+    const { h, alice, a, poolA, openai, fellow } = await setup()
+    const honest = await fellow(a, poolA.id, [])
+    const claimer = await fellow(a, poolA.id, [])
+    const say = (f: typeof honest, capacity: number) => f.call('POST', '/api/v1/workers/heartbeat', { status: 'idle', servables: ['tiny-llm'], capacity: { 'tiny-llm': capacity } })
+    expect((await say(honest, 2)).status).toBe(200)
+    expect((await say(claimer, 10_000)).status).toBe(200)
+    const client = openai(alice.id)
+    const took: string[] = []
+    const open: { f: typeof honest; id: string; answer: Promise<unknown> }[] = []
+    for (let i = 0; i < 6; i++) {
+      const answer = client.chat.completions.create({ model: 'tiny-llm', messages: ask(`q${i}`) })
+      await until(() => h.services.inference.hub.stats().queued === 1, 'the request queued')
+      const polls = await Promise.all([honest, claimer].map((f) => f.poll(0)))
+      const i2 = polls.findIndex((r) => r !== null)
+      took.push(i2 === 0 ? 'honest' : 'claimer')
+      open.push({ f: i2 === 0 ? honest : claimer, id: polls[i2]!.request_id, answer })
+    }
+    // The honest fellow takes its 2 (it had room), the rest go to the other; weighed by the claim,
+    // the claimer took all but the first.
+    expect(took.filter((t) => t === 'honest')).toHaveLength(2)
+    for (const o of open) await o.f.frames(o.id, [{ delta: 'x' }, { done: true }])
+    await Promise.all(open.map((o) => o.answer))
+  })
 })
 
 describe('the transport', () => {
