@@ -178,8 +178,10 @@ export class Fellows {
    * Registers a fellow. `bearer` is the join token (lands in its pool), the fellow's own node token
    * (re-registration), or null (the default pool). Any other token is refused, whatever the flags.
    */
-  register(bearer: string | null, input: RegisterInput, clientIp: string) {
+  register(bearer: string | null, registered: RegisterInput, clientIp: string) {
     const { ctx } = this
+    const input = { ...registered, address: p2pAddressFor(registered.address, clientIp) }
+    if (input.address !== registered.address) ctx.log.info('p2p address not passed on: it points at the neighbours\' own machine', { address: registered.address, client_ip: clientIp })
     let grant: JoinGrant | null = null
     let self: NodeCaller | null = null
     if (bearer === null) this.admitTokenless(clientIp)
@@ -419,4 +421,20 @@ export class Fellows {
       },
     ]
   }
+}
+
+/**
+ * The p2p address a fellow advertises goes to its job's other fellows, which connect to it. One on
+ * the leader's own machine (tests, one-box setups) may say 127.0.0.1; from anywhere else a
+ * loopback, unspecified or link-local host (127/8, ::1, localhost, 0.0.0.0, ::, 169.254/16) would
+ * point its neighbours at themselves (their own services, a cloud's metadata endpoint) and tell
+ * whoever reads their logs what listens there. Such an address is not passed on: the fellow's
+ * neighbours use the relay.
+ */
+export function p2pAddressFor(address: string | undefined, clientIp: string): string | undefined {
+  if (address === undefined) return undefined
+  const host = (/^\[([^\]]+)\]:\d+$/.exec(address) ?? /^([^:]+):\d+$/.exec(address))?.[1]?.toLowerCase()
+  if (host === undefined) return address
+  const local = (h: string) => /^127\./.test(h) || /^::ffff:127\./.test(h) || h === '::1' || h === 'localhost' || h.endsWith('.localhost') || h === '0.0.0.0' || h === '::' || /^169\.254\./.test(h)
+  return local(host) && !local(clientIp.toLowerCase()) ? undefined : address
 }

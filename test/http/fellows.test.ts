@@ -130,6 +130,23 @@ describe('registration', () => {
     expect((await listed()).sort()).toEqual(['0.2.0', null].sort())
   })
 
+  test("a p2p address pointing at the neighbours' own machine is passed on only from a fellow on the leader's machine", async () => {
+    const { h, a, pool } = await setup()
+    const from = async (ip: string, address: string) => {
+      const r = await h.client({ bearer: await joinToken(a, pool.id), ip }).post('/api/v1/workers/register', { hostname: `gpu-${ip}`, address })
+      expect(r.status).toBe(201)
+      const passed = h.services.fellows.registry.get(r.body.fellow_id)?.address ?? null
+      expect((await a.delete(`/api/v1/workers/${r.body.fellow_id}`)).status).toBe(204) // the pool's node limit
+      return passed
+    }
+    expect(await from('203.0.113.5', '127.0.0.1:5557')).toBeNull()
+    expect(await from('203.0.113.6', '[::1]:5557')).toBeNull()
+    expect(await from('203.0.113.7', '169.254.169.254:80')).toBeNull()
+    expect(await from('203.0.113.8', 'localhost:5557')).toBeNull()
+    expect(await from('203.0.113.9', '10.0.0.7:5557')).toBe('10.0.0.7:5557')
+    expect(await from('127.0.0.1', '127.0.0.1:5557')).toBe('127.0.0.1:5557')
+  })
+
   test("another fellow's node token, or a join token of another pool, cannot take over a fellow id", async () => {
     const { h, a, b, pool, bobPool } = await setup()
     const mine = (await register(h, await joinToken(a, pool.id))).body
