@@ -8,7 +8,7 @@ import { AppError } from './errors'
 import { VERSION } from './version'
 import { hostPort } from './http/ip'
 import { CliError, UsageError } from './cli/usage'
-import { helpFor, rootHelp, runCommand } from './cli/commands'
+import { helpFor, helpTopic, rootHelp, runCommand } from './cli/commands'
 import { Ended, writeOut } from './cli/output'
 
 async function serve(args: string[]): Promise<number> {
@@ -80,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
     case '--help':
     case 'help':
       // `svc help pools create` is `svc pools create --help`.
-      writeOut(cmd === 'help' ? helpFor(rest) : rootHelp())
+      writeOut(cmd === 'help' ? helpTopic(rest) : rootHelp())
       return 0
     case '-v':
     case '--version':

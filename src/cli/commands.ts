@@ -364,6 +364,12 @@ export function helpFor(argv: string[]): string {
   return rootHelp()
 }
 
+/** `svc help WORDS`: the help of a command or group, or a usage error naming what is not one. */
+export function helpTopic(words: string[]): string {
+  if (words.length > 0 && !findCommand(words) && !GROUPS.some((g) => g.name === words[0])) throw new UsageError(`no such command: ${words.join(' ')}`)
+  return helpFor(words)
+}
+
 /** Runs a table command (not serve, fellow, runner or health: main.ts has those). */
 export async function runCommand(argv: string[]): Promise<number> {
   const [first, second] = argv

@@ -136,6 +136,10 @@ describe('the built dist/svc', () => {
     const help = await runSvc(['--help'])
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('admin backup FILE')
+    // Help on a command that is not one is bad usage (it printed the root help, exit 0).
+    const none = await runSvc(['help', 'nonexistent'])
+    expect([none.code, none.stdout, none.stderr.split('\n')[0]]).toEqual([2, '', 'svc: no such command: nonexistent'])
+    expect((await runSvc(['help', 'pools', 'create'])).stdout).toContain('usage: svc pools create NAME')
   })
 
   test('--help after a command prints that command\'s usage and exits 0; an unknown flag is named in one plain line', async () => {
