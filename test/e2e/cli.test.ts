@@ -284,6 +284,12 @@ describe('the other commands against a running leader', () => {
     // All of it is in the audit log.
     const audit = await ok(['audit', 'list', '--page-size', '200'])
     for (const kind of ['job.cancel', 'worker.release', 'worker.remove', 'pool.delete', 'admin.user.status', 'admin.user.delete']) expect([kind, audit.includes(kind)]).toEqual([kind, true])
+    // A page of a longer log says, on stderr, where the next one starts; that cursor goes on.
+    const first = await svc(['audit', 'list', '--page-size', '2'], { env })
+    const cursor = /^more entries: --cursor (\S+) for the next 2\n$/.exec(first.stderr)?.[1]
+    expect(cursor).toBeDefined()
+    const next = await svc(['audit', 'list', '--page-size', '2', '--cursor', cursor!], { env })
+    expect([next.code, next.stdout.split('\n')[1] !== first.stdout.split('\n')[1]]).toEqual([0, true])
   }, 60_000)
 
   test('a shown-once token that could not be shown (standard output a full disk) is revoked; login checks its config file before it mints one', async () => {

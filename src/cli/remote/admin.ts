@@ -2,7 +2,7 @@
 import type { Static } from '@sinclair/typebox'
 import * as M from '../../admin/model'
 import { checkInput, clientFor, LeaderUnreachable } from '../client'
-import { ago, clean, modeOf, out, printDone, printList } from '../output'
+import { ago, clean, modeOf, note, out, printDone, printList } from '../output'
 import { promptHidden } from '../prompt'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
@@ -105,6 +105,8 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
       (e) => e.id,
       'no audit entries match',
     )
+    // As `users list` says its pages: where the next one starts (on stderr: stdout stays the table).
+    if (mode === 'table' && res.next_cursor) note(`more entries: --cursor ${res.next_cursor} for the next ${res.items.length}`)
     return 0
   }
   // --follow: oldest first, then every 2 s what is new (ids are time-ordered UUIDv7s).
