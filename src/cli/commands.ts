@@ -110,7 +110,7 @@ export const COMMANDS: Command[] = [
       { name: 'description', type: 'string', value: 'TEXT', help: 'what it is for' },
       { name: 'visibility', type: 'string', value: 'V', choices: ['private', 'public'], help: 'who sees it' },
       { name: 'node-limit', type: 'int', min: 0, help: 'most fellows it takes (admins only)' },
-      { name: 'open-join', type: 'boolean', help: 'a public pool anyone may join without approval' },
+      { name: 'open-join', type: 'boolean', help: 'with --visibility public: anyone may join without approval' },
     ],
     shared: R,
     examples: ['svc pools create "GPU lab" --description "two A100s"', 'svc pools create commons --visibility public --open-join --quiet'],

@@ -393,4 +393,17 @@ describe('which leader: mistakes in the config file and SVC_LEADER_URL said plai
     expect(netReason(new Error('The socket connection was closed unexpectedly. For more information, pass `verbose: true` in the second argument to fetch()'))).toBe('The socket connection was closed unexpectedly.')
     expect(netReason({})).toBe('connection failed')
   })
+
+  test('pools create --open-join without --visibility public is bad usage, said before any call (it made a private pool nobody could join openly)', async () => {
+    const cmd = COMMANDS.find((c) => c.path.join(' ') === 'pools create')!
+    const { create } = await import('../../src/cli/remote/pools')
+    const env = { leader: process.env.SVC_LEADER_URL }
+    process.env.SVC_LEADER_URL = 'http://127.0.0.1:9' // never called
+    try {
+      await expect(create(parseInvocation(cmd, ['commons', '--open-join']))).rejects.toThrow('--open-join lets anyone join a public pool: add --visibility public')
+    } finally {
+      if (env.leader === undefined) delete process.env.SVC_LEADER_URL
+      else process.env.SVC_LEADER_URL = env.leader
+    }
+  })
 })

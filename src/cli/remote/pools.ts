@@ -3,7 +3,7 @@ import type { Static } from '@sinclair/typebox'
 import * as P from '../../pools/model'
 import * as F from '../../fellows/model'
 import { LeaderRefused, checkInput, clientFor } from '../client'
-import { CliError } from '../usage'
+import { CliError, UsageError } from '../usage'
 import { modeOf, note, out, printDone, printJson, printList, printRecord } from '../output'
 import type { Invocation } from '../spec'
 import { resolvePool } from './refs'
@@ -57,6 +57,8 @@ export async function create({ args, flags, usage }: Invocation): Promise<number
   if (flags.visibility !== undefined) body.visibility = flags.visibility as P.CreatePoolInput['visibility']
   if (flags['node-limit'] !== undefined) body.node_limit = flags['node-limit'] as number
   if (flags['open-join'] !== undefined) body.open_join = true
+  // Open join is how people join a public pool; on a private one (the default) it did nothing.
+  if (body.open_join && body.visibility !== 'public') throw new UsageError('--open-join lets anyone join a public pool: add --visibility public (a private pool is joined by invitation)', usage)
   checkInput(P.CreatePoolBody, body, usage, { name: 'NAME' })
   const c = clientFor(flags)
   const p = await c.call<Pool>('POST', '/api/v1/pools', { body })
