@@ -285,6 +285,7 @@ export class Agent {
         engines: this.inference.engineStates(),
       })
       if (this.heartbeatFailures > 0) log.info('heartbeat recovered', { after_failures: this.heartbeatFailures })
+      this.signals?.leaderIsBack()
       this.heartbeatFailures = 0
       this.heartbeatMs = Math.max(1, res.next_heartbeat_s) * 1000
       for (const s of res.pending_signals ?? []) this.work.handle(s, 'heartbeat')

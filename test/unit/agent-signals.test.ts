@@ -56,6 +56,21 @@ function channel(url: string, token: { v: string }) {
 const signal = (id: string, name = 'PAUSE') => JSON.stringify({ id, signal: name, job_id: 'j1', ts: new Date().toISOString() })
 
 describe('signal channel', () => {
+  test('a leader back (a heartbeat went through) ends the back-off wait: the socket connects now; one open or connecting is left be', async () => {
+    const leader = fakeLeader()
+    const { ch, clock } = channel(leader.url, { v: 'good' })
+    ch.start()
+    await until(() => leader.sockets.length === 1, 'the first connection')
+    ch.leaderIsBack() // open: nothing to do
+    leader.sockets[0]!.close(1001, 'leader restarting')
+    await until(() => clock.pending === 1, 'the reconnect timer')
+    // The clock does not move: without the word, the socket would wait its 500 ms (up to 30 s).
+    ch.leaderIsBack()
+    await until(() => leader.sockets.length === 2, 'connected again at once')
+    expect(clock.pending).toBe(0)
+    expect(leader.handshakes()).toBe(2)
+  })
+
   test('delivers signals, and reconnects with backoff when the leader drops the socket', async () => {
     const leader = fakeLeader()
     const { ch, got, clock } = channel(leader.url, { v: 'good' })
