@@ -125,7 +125,8 @@ describe('what a runner starts', () => {
     await s.started()
     const line = await until(() => (s.lines as { msg: string; line?: string }[]).find((l) => l.msg === 'runner output' && l.line?.startsWith('worker ')) ?? null, 'the worker pid')
     const worker = Number((line as { line: string }).line.split(' ')[1])
-    expect(procState(worker)).toBe('S')
+    // Just forked, it may still be running on its way into sleep.
+    await until(() => (procState(worker) === 'S' ? true : null), 'the worker sleeping')
     s.w.pause()
     await until(() => (procState(worker) === 'T' ? true : null), 'the worker stopped with the runner')
     s.w.resume()
