@@ -69,12 +69,6 @@ export class EventRings<T extends object> {
     return this.rings.get(key)?.ended ?? false
   }
 
-  /** The keys whose rings are not ended. */
-  open(): string[] {
-    const keys: string[] = []
-    for (const [key, ring] of this.rings) if (!ring.ended) keys.push(key)
-    return keys
-  }
 
   /** Forgets the key's ring (a new one numbers on from the time it is made); `wake` tells its viewers at once. */
   drop(key: string, { wake = true }: { wake?: boolean } = {}): void {

@@ -30,12 +30,16 @@ function canonicalLocal(local: string): string | null {
   return l.split('.').every((atom) => ATOM.test(atom)) ? l : null
 }
 
+/** A domain's IDNA A-label form ('' when it is not one); node:url is loaded at the first call, not at every start. */
+export function idnaASCII(domain: string): string {
+  return (require('node:url') as typeof import('node:url')).domainToASCII(domain)
+}
+
 function canonicalDomain(domain: string): string | null {
   // Plain ASCII names keep the rules they always had (an all-digit last label included); only an
   // IDN or an A-label goes through IDNA, which also refuses broken punycode such as `xn--zz`.
   const idn = !ASCII.test(domain) || /(^|\.)xn--/i.test(domain)
-  // node:url is loaded by the first such address, not at every start.
-  const ascii = idn ? (require('node:url') as typeof import('node:url')).domainToASCII(domain) : domain.toLowerCase()
+  const ascii = idn ? idnaASCII(domain) : domain.toLowerCase()
   if (ascii === '' || ascii.length > 253) return null
   const labels = ascii.split('.')
   return labels.length >= 2 && labels.every((l) => LABEL.test(l)) ? ascii : null

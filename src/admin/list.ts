@@ -2,9 +2,9 @@
 // The counts are columns of users kept by triggers (migration 0011), each sort has an index that
 // ends in the email tie-break, and a search of three characters or more goes through a trigram
 // index (users_fts, its rowids those of users): 100,000 users answer any page in milliseconds.
-import { domainToASCII } from 'node:url'
 import { and, asc, count, desc, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
 import { users } from '../db/schema'
+import { idnaASCII } from '../accounts/email'
 import { iso, isoOrNull } from '../time'
 import type { Db } from '../db/client'
 import { DEFAULT_PAGE_SIZE, type AdminUser, type UserList, type UserListQuery, type UserSortKey } from './model'
@@ -44,7 +44,7 @@ export function searchForms(q: string): string[] {
   if (!/[^\x00-\x7f]/.test(q)) return [q]
   const at = q.lastIndexOf('@')
   const domain = q.slice(at + 1)
-  const ascii = domain === '' ? '' : domainToASCII(domain.toLowerCase())
+  const ascii = domain === '' ? '' : idnaASCII(domain.toLowerCase())
   return ascii === '' || ascii === domain ? [q] : [q, q.slice(0, at + 1) + ascii]
 }
 

@@ -1,4 +1,5 @@
 // Fellows: join sessions, registration, node credentials, release and removal.
+import { AddressBlocks } from '../http/ip'
 import { and, count, eq, isNull, sql } from 'drizzle-orm'
 import { fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
@@ -435,6 +436,10 @@ export function p2pAddressFor(address: string | undefined, clientIp: string): st
   if (address === undefined) return undefined
   const host = (/^\[([^\]]+)\]:\d+$/.exec(address) ?? /^([^:]+):\d+$/.exec(address))?.[1]?.toLowerCase()
   if (host === undefined) return address
-  const local = (h: string) => /^127\./.test(h) || /^::ffff:127\./.test(h) || h === '::1' || h === 'localhost' || h.endsWith('.localhost') || h === '0.0.0.0' || h === '::' || /^169\.254\./.test(h)
-  return local(host) && !local(clientIp.toLowerCase()) ? undefined : address
+  return onThisMachine(host) && !onThisMachine(clientIp.toLowerCase()) ? undefined : address
 }
+
+/** Loopback, unspecified and link-local blocks (an IPv4 one also as IPv4-mapped IPv6). */
+const THIS_MACHINE = new AddressBlocks()
+for (const [block, prefix] of [['127.0.0.0', 8], ['0.0.0.0', 32], ['169.254.0.0', 16], ['::1', 128], ['::', 128]] as const) THIS_MACHINE.add(block, prefix)
+const onThisMachine = (host: string) => host === 'localhost' || host.endsWith('.localhost') || THIS_MACHINE.has(host)

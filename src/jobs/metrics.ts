@@ -19,6 +19,7 @@ const EVENTS_PER_JOB = 5000
 /** A job's metric events: one event ring per job (src/events.ts), ended when the job ends. */
 export class JobMetrics {
   private rings: EventRings<Omit<MetricEvent, 'id'>>
+  private readonly live = new Set<string>()
 
   /** `now` numbers the events (see EventRings): the leader's clock, so ids outlast a restart. */
   constructor(now?: () => number) {
@@ -27,20 +28,22 @@ export class JobMetrics {
 
   append(jobId: string, e: Omit<MetricEvent, 'id'>): void {
     this.rings.append(jobId, [e])
+    if (!this.rings.ended(jobId)) this.live.add(jobId)
   }
 
   /** Marks the stream finished so viewers get a final `end` event and close. */
   end(jobId: string): void {
     this.rings.end(jobId)
+    this.live.delete(jobId)
   }
 
   ended(jobId: string): boolean {
     return this.rings.ended(jobId)
   }
 
-  /** Jobs whose streams are not ended. */
+  /** Jobs whose streams are not ended (kept as a set: ended jobs' rings stay for late viewers). */
   open(): string[] {
-    return this.rings.open()
+    return [...this.live]
   }
 
   since(jobId: string, afterId: number): MetricEvent[] {
@@ -49,6 +52,7 @@ export class JobMetrics {
 
   drop(jobId: string): void {
     this.rings.drop(jobId)
+    this.live.delete(jobId)
   }
 
   wait(jobId: string, signal: AbortSignal, timeoutMs: number): Promise<void> {

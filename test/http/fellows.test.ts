@@ -4,7 +4,6 @@ import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from 
 import { auditLog, fellows as fellowsTable, poolMembers, poolNodes } from '../../src/db/schema'
 import { ensureDefaultPool } from '../../src/pools/service'
 import { FellowRegistry } from '../../src/fellows/live'
-import { LogRings } from '../../src/fellows/logs'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -274,25 +273,6 @@ describe('token-less registration', () => {
     }
     expect(h.services.logs.since(mine.fellow_id, 0).map((l) => l.line)).toEqual(lines)
     expect(h.services.logs.totalBytes).toBeLessThanOrEqual(budget)
-  })
-})
-
-describe('the shared log budget', () => {
-  test('hundreds of fellows in one pool (token-less ones land in the default pool) shrink no other pool\'s share', () => {
-    const budget = 1024 * 1024
-    const poolOf = (id: string) => (id.startsWith('flood-') ? 'default' : 'lab')
-    const logs = new LogRings(budget, () => 0, poolOf)
-    const mine = ['x'.repeat(4000), 'y'.repeat(4000)]
-    logs.append('gpu-1', mine, 0)
-    for (let round = 0; round < 3; round++) for (let i = 0; i < 300; i++) logs.append(`flood-${i}`, Array.from({ length: 20 }, () => 'z'.repeat(100)), 0)
-    expect(logs.since('gpu-1', 0).map((l) => l.line)).toEqual(mine)
-    expect(logs.totalBytes).toBeLessThanOrEqual(budget)
-    // The default pool keeps its half, spread over its fellows: the latest of each is kept.
-    expect(logs.since('flood-299', 0).length).toBeGreaterThan(0)
-    // Dropped fellows leave the count: a pool's share grows back.
-    for (let i = 0; i < 300; i++) logs.drop(`flood-${i}`)
-    logs.append('gpu-2', Array.from({ length: 100 }, () => 'w'.repeat(4000)), 0)
-    expect(logs.since('gpu-2', 0)).toHaveLength(100)
   })
 })
 
