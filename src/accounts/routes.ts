@@ -6,7 +6,7 @@ import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { Accounts } from './service'
 import type { NewSession } from './sessions'
-import { listApiTokens, mintApiToken, revokeApiToken } from './api-tokens'
+import { listApiTokens, mintApiToken, requireLiveSession, revokeApiToken } from './api-tokens'
 import * as M from './model'
 
 type CookieJar = Record<string, { set(v: Record<string, unknown>): unknown; remove(): unknown }>
@@ -81,7 +81,9 @@ export function accountRoutes(app: AppBase, ctx: Ctx, accounts: Accounts) {
       '/api/v1/api-tokens',
       ({ body, caller, set }) => {
         set.status = 201
-        return mintApiToken(ctx, asUser(caller).userId, body.name, body.expires_in_days)
+        const me = asUser(caller)
+        requireLiveSession(ctx, me.userId, me.credentialId)
+        return mintApiToken(ctx, me.userId, body.name, body.expires_in_days)
       },
       { policy: 'session', body: M.MintTokenBody, response: { 201: M.MintedToken } },
     )

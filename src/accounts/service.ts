@@ -16,6 +16,7 @@ import { hashPassword, verifyPassword, dummyHash, passwordProblem, HashPool, HAS
 import { createSession, purgeSessions, resolveSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
 import { resolveApiToken, revokeUserApiTokens } from './api-tokens'
 import { normalizeEmail } from './email'
+import { revokeJoinTokensOf } from '../pools/service'
 import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures, purgeLoginFailures } from './lockout'
 import type { UserCaller } from '../caller'
 import type { Ctx } from '../context'
@@ -232,6 +233,12 @@ export class Accounts {
     }
     const now = ctx.clock.now()
     const session = ctx.db.transaction((tx) => {
+      // The hash took a few hundred milliseconds: the account may have changed in them. A password
+      // changed or reset since ends every session, so none may begin with the old one; a deleted
+      // account has nobody to log in as, a disabled one is refused as above.
+      const current = getUser(tx, user.id)
+      if (!current || current.passwordHash !== user.passwordHash) throw new AppError('invalid_credentials', 'Wrong email or password.')
+      if (current.status !== 'active') throw new AppError('account_not_active', notActiveReason(current.status), { account_status: current.status })
       clearLoginFailures(tx, email, req.clientIp)
       tx.update(users).set({ lastLoginAt: now }).where(eq(users.id, user.id)).run()
       recordAudit(tx, ctx.clock, { kind: 'auth.login', actorUserId: user.id, clientIp: req.clientIp, targetType: 'user', targetId: user.id })
@@ -273,12 +280,17 @@ export class Accounts {
     const hash = await hashPassword(next, this.hashes)
     ctx.db.transaction((tx) => {
       const now = ctx.clock.now()
+      // Another change or a reset may have landed during the hashing: the password checked above
+      // is then no longer the account's.
+      if (getUser(tx, userId)?.passwordHash !== u.passwordHash) throw new AppError('wrong_password', 'The current password is wrong.')
       clearLoginFailures(tx, u.email, req.clientIp)
       tx.update(users).set({ passwordHash: hash, updatedAt: now }).where(eq(users.id, userId)).run()
-      // A new password ends every other way in: other sessions and all API tokens (a token
-      // minted by whoever knew the old password must not outlive it).
+      // A new password ends every other way in: other sessions, all API tokens (a token minted by
+      // whoever knew the old password must not outlive it) and the join tokens made for pasting
+      // on machines (which would let them add machines to the user's pools for a day).
       const sessionsRevoked = revokeUserSessions(tx, now, userId, sessionId)
       const tokensRevoked = revokeUserApiTokens(tx, now, userId)
+      const joinRevoked = revokeJoinTokensOf(tx, now, userId)
       ctx.mail.enqueue(tx, 'password-changed', u.email, { name: mailName(u) })
       recordAudit(tx, ctx.clock, {
         kind: 'auth.password_change',
@@ -286,7 +298,7 @@ export class Accounts {
         clientIp: req.clientIp,
         targetType: 'user',
         targetId: userId,
-        detail: { sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked },
+        detail: { sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked, join_sessions_revoked: joinRevoked },
       })
     })
     ctx.mail.wake()
@@ -334,6 +346,7 @@ export class Accounts {
       // API tokens included (a leaked token must not survive the owner's recovery).
       const sessionsRevoked = revokeUserSessions(tx, now, userId)
       const tokensRevoked = revokeUserApiTokens(tx, now, userId)
+      const joinRevoked = revokeJoinTokensOf(tx, now, userId)
       clearAccountFailures(tx, u.email)
       ctx.mail.enqueue(tx, 'password-changed', u.email, { name: mailName(u) })
       recordAudit(tx, ctx.clock, {
@@ -342,7 +355,7 @@ export class Accounts {
         clientIp: req.clientIp,
         targetType: 'user',
         targetId: userId,
-        detail: { sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked },
+        detail: { sessions_revoked: sessionsRevoked, api_tokens_revoked: tokensRevoked, join_sessions_revoked: joinRevoked },
       })
     })
     ctx.mail.wake()
@@ -368,8 +381,8 @@ export class Accounts {
     })
   }
 
-  /** `svc admin set-password`: new password, every session and API token of that user revoked. */
-  async setUserPassword(emailIn: string, password: string): Promise<{ revokedSessions: number; revokedApiTokens: number }> {
+  /** `svc admin set-password`: new password, every session, API token and join token of that user revoked. */
+  async setUserPassword(emailIn: string, password: string): Promise<{ revokedSessions: number; revokedApiTokens: number; revokedJoinTokens: number }> {
     const ctx = this.ctx
     const email = normalizeEmail(emailIn)
     const u = findUserByEmail(ctx.db, email)
@@ -382,9 +395,15 @@ export class Accounts {
       tx.update(users).set({ passwordHash, updatedAt: now }).where(eq(users.id, u.id)).run()
       const revokedSessions = revokeUserSessions(tx, now, u.id)
       const revokedApiTokens = revokeUserApiTokens(tx, now, u.id)
+      const revokedJoinTokens = revokeJoinTokensOf(tx, now, u.id)
       clearAccountFailures(tx, email)
-      recordAudit(tx, ctx.clock, { kind: 'cli.set_password', targetType: 'user', targetId: u.id, detail: { sessions_revoked: revokedSessions, api_tokens_revoked: revokedApiTokens } })
-      return { revokedSessions, revokedApiTokens }
+      recordAudit(tx, ctx.clock, {
+        kind: 'cli.set_password',
+        targetType: 'user',
+        targetId: u.id,
+        detail: { sessions_revoked: revokedSessions, api_tokens_revoked: revokedApiTokens, join_sessions_revoked: revokedJoinTokens },
+      })
+      return { revokedSessions, revokedApiTokens, revokedJoinTokens }
     })
   }
 }

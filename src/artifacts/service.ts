@@ -17,6 +17,7 @@ import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
+import type { Db } from '../db/client'
 import type { Actor, Caller, NodeCaller, UserCaller } from '../caller'
 import type { LoopSpec } from '../loops'
 import type { Artifact, ArtifactFilter, UploadInput, UploadState } from './model'
@@ -191,9 +192,9 @@ export class ArtifactService {
    * An upload the caller began; any other (someone else's, finished, dropped) is "not found", as
    * is a person's upload to a pool they have left since.
    */
-  private ownUpload(by: Uploader, id: string): UploadRow {
-    const row = this.ctx.db.select().from(artifactUploads).where(eq(artifactUploads.id, id)).get()
-    if (!row || (by.kind === 'node' ? row.fellowId !== by.fellowId : row.userId !== by.userId || !inScope(scopeOf(this.ctx.db, by), row.poolId))) throw notFound('Upload')
+  private ownUpload(by: Uploader, id: string, db: Db = this.ctx.db): UploadRow {
+    const row = db.select().from(artifactUploads).where(eq(artifactUploads.id, id)).get()
+    if (!row || (by.kind === 'node' ? row.fellowId !== by.fellowId : row.userId !== by.userId || !inScope(scopeOf(db, by), row.poolId))) throw notFound('Upload')
     return row
   }
 
@@ -243,7 +244,7 @@ export class ArtifactService {
         if (written > 0) this.ctx.db.update(artifactUploads).set({ receivedBytes: at + written, updatedAt: this.ctx.clock.now() }).where(eq(artifactUploads.id, id)).run()
       }
       if (at + written < row.sizeBytes) return { done: false, state: { upload_id: id, offset: at + written, size_bytes: row.sizeBytes } }
-      return { done: true, artifact: await this.complete(row, clientIp) }
+      return { done: true, artifact: await this.complete(by, row, clientIp) }
     } finally {
       this.writing.delete(id)
     }
@@ -252,10 +253,11 @@ export class ArtifactService {
   /**
    * All bytes are in: a wrong hash drops the upload whole (422); a right one moves the file into
    * the blob store (kept once: a blob already there is reused) and turns the upload into an
-   * artifact in one transaction. An upload dropped meanwhile (its job purged) is "not found"; the
-   * blob it left is garbage for the collector.
+   * artifact in one transaction. An upload dropped meanwhile (its job purged), or one its person
+   * may no longer write (removed from the pool while the bytes came), is "not found"; the blob it
+   * left is garbage for the collector.
    */
-  private async complete(row: UploadRow, clientIp?: string): Promise<Artifact> {
+  private async complete(by: Uploader, row: UploadRow, clientIp?: string): Promise<Artifact> {
     const digest = await this.uploads.digest(row.id, row.sizeBytes)
     if (digest !== row.sha256) {
       this.ctx.db.delete(artifactUploads).where(eq(artifactUploads.id, row.id)).run()
@@ -265,8 +267,7 @@ export class ArtifactService {
     return this.inTurn(row.sha256, async () => {
       await this.storeCall(() => this.store.putFile(row.sha256, this.uploads.pathOf(row.id)))
       const artifact = this.ctx.db.transaction((tx) => {
-        const still = tx.select({ id: artifactUploads.id }).from(artifactUploads).where(eq(artifactUploads.id, row.id)).get()
-        if (!still) throw notFound('Upload')
+        this.ownUpload(by, row.id, tx)
         const a: Row = {
           id: newId(),
           poolId: row.poolId,

@@ -100,8 +100,8 @@ export async function setPassword({ args, flags, usage }: Invocation): Promise<n
   checkPassword(password, addr)
   const ctx = adminContext(flags.db as string | undefined, false)
   try {
-    const { revokedSessions, revokedApiTokens } = await new Accounts(ctx).setUserPassword(addr, password)
-    writeOut(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked\n`)
+    const { revokedSessions, revokedApiTokens, revokedJoinTokens } = await new Accounts(ctx).setUserPassword(addr, password)
+    writeOut(`password set for ${addr.toLowerCase()}; ${revokedSessions} session(s) revoked, ${revokedApiTokens} API token(s) revoked, ${revokedJoinTokens} join token(s) revoked\n`)
   } finally {
     ctx.sqlite.close()
   }

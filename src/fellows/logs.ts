@@ -141,9 +141,9 @@ export class LogRings {
 }
 
 /** The SSE stream of a fellow's log lines, from the line after `after`. */
-export function logStream(logs: LogRings, fellowId: string, after: number, signal: AbortSignal): Response {
+export function logStream(logs: LogRings, fellowId: string, after: number, signal: AbortSignal, allowed: () => boolean): Response {
   return sseStream(
     { since: (id) => logs.since(fellowId, id), wait: (sig, ms) => logs.wait(fellowId, sig, ms) },
-    { event: 'log', data: (l) => ({ ts: new Date(l.ts).toISOString(), line: l.line }), after, signal, headers: { connection: 'keep-alive' } },
+    { event: 'log', data: (l) => ({ ts: new Date(l.ts).toISOString(), line: l.line }), after, signal, allowed, headers: { connection: 'keep-alive' } },
   )
 }

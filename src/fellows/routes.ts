@@ -11,7 +11,7 @@ import { stopOrLeave, type Ctx } from '../context'
 import type { Fellows } from './service'
 import type { FellowViews } from './views'
 import { logStream, type LogRings } from './logs'
-import { lastEventId } from '../http/sse'
+import { lastEventId, stillSees } from '../http/sse'
 import type { Counters } from '../observability/metrics'
 import * as M from './model'
 import type { SignalSocket } from './signals'
@@ -226,9 +226,10 @@ export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, cou
       })
       .get(
         '/api/v1/workers/:fellow_id/logs/stream',
-        ({ caller, params, headers, request }) => {
+        ({ caller, params, headers, request, reauthorize }) => {
           views.fellow(caller, params.fellow_id)
-          return logStream(logs, params.fellow_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request))
+          const allowed = () => stillSees(() => views.fellow(reauthorize(), params.fellow_id))
+          return logStream(logs, params.fellow_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), allowed)
         },
         { policy: 'operator', params: M.FellowParams },
       )

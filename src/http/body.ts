@@ -259,6 +259,11 @@ export class BodyStream {
     private server: Bun.Server<unknown> | null = null,
     /** toFile's idle timeout (s): SVC_UPLOAD_IDLE_TIMEOUT_S. */
     private copyIdleS = 60,
+    /**
+     * Run when the whole body is in: the request gate's second decision (a removed member's or a
+     * revoked token's upload does not complete). Throws the refusal.
+     */
+    private whenDone: () => void = () => {},
   ) {}
 
   /** Content-Length, when the client sent one (and it is a number). */
@@ -288,19 +293,22 @@ export class BodyStream {
     if (declared > this.limit) throw new AppError('payload_too_large', `The body is larger than ${this.limit} bytes.`)
     // Memory holds what the copy has in hand (Bun's read buffer), not the body: no budget share.
     this.server.timeout(this.request, this.copyIdleS)
+    let written: number
     try {
-      return await Bun.write(Bun.file(fd), this.request)
+      written = await Bun.write(Bun.file(fd), this.request)
     } catch {
       throw new AppError('bad_request', 'The request body was cut off before its end.')
     } finally {
       this.server.timeout(this.request, SERVER_IDLE_TIMEOUT_S)
     }
+    this.whenDone()
+    return written
   }
 
   async *chunks(): AsyncGenerator<Uint8Array> {
     const declared = this.declaredBytes
     if (declared !== null && declared > this.limit) throw new AppError('payload_too_large', `The body is larger than ${this.limit} bytes.`)
-    if (this.request.body === null) return
+    if (this.request.body === null) return this.whenDone()
     const reader = this.request.body.getReader()
     let size = 0
     try {
@@ -313,7 +321,7 @@ export class BodyStream {
           // The client went away (or its connection broke) mid-body: a refusal, not a 500.
           throw new AppError('bad_request', 'The request body was cut off before its end.')
         }
-        if (next.done) return
+        if (next.done) return this.whenDone()
         const chunk = next.value
         size += chunk.byteLength
         if (size > this.limit) throw new AppError('payload_too_large', `The body is larger than ${this.limit} bytes.`)
@@ -345,8 +353,10 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budget, timeoutMs, copyIdleS }: BodyLimits, index: PolicyIndex, gate: RequestGate) {
   return new Elysia({ name: 'body' }).onParse({ as: 'global' }, async ({ request, contentType, route, server }) => {
-    // Credential, route class and CSRF first: a refused caller's body is never read.
+    // Credential, route class and CSRF first: a refused caller's body is never read. Then once
+    // more when the body is in (src/http/policy.ts, requestGate): it may have taken its time.
     gate(request, route, server)
+    const again = () => void gate.again(request, route, server)
     // Elysia hands over an empty content type for an empty body (Content-Length: 0): the header says.
     const ct = (contentType || request.headers.get('content-type') || '').trim().toLowerCase()
     const meta = index.lookup(request.method, route)
@@ -354,13 +364,16 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
       // Unread, and refused by the handler once it has checked the caller's job: a fellow of another
       // pool learns "not found" there, not that it sent the wrong type to a job it cannot see.
       if (ct !== 'application/octet-stream') return { unsupportedMediaType: ct }
-      if (meta.stream) return new BodyStream(request, maxStreamBytes, budget, timeoutMs, server ?? null, copyIdleS)
-      return readLimited(request, maxBinaryBytes, budget, timeoutMs)
+      if (meta.stream) return new BodyStream(request, maxStreamBytes, budget, timeoutMs, server ?? null, copyIdleS, again)
+      const bytes = await readLimited(request, maxBinaryBytes, budget, timeoutMs)
+      again()
+      return bytes
     }
     if (isJsonType(ct)) {
       const charset = foreignCharset(request)
       if (charset !== null) throw new AppError('unsupported_media_type', `Send JSON as UTF-8 (charset=utf-8, or no charset); this body says charset=${charset.slice(0, 40)}.`)
       const value = await readJson(request, maxJsonBytes, budget, timeoutMs)
+      again()
       // A route that takes no body refuses one with something in it: a field sent there would
       // otherwise be dropped without a word ({"to": ...} to the test mail went to the admin).
       if (meta.bodyless && value !== undefined && !(isRecord(value) && Object.keys(value).length === 0)) {
@@ -372,7 +385,10 @@ export function bodyPlugin({ maxJsonBytes, maxBinaryBytes, maxStreamBytes, budge
       return value
     }
     // No content type: fine when there is no body at all (a bodiless POST or DELETE).
-    if (ct === '' && (await readLimited(request, maxJsonBytes, budget, timeoutMs)).byteLength === 0) return undefined
+    if (ct === '' && (await readLimited(request, maxJsonBytes, budget, timeoutMs)).byteLength === 0) {
+      again()
+      return undefined
+    }
     throw new AppError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.')
   })
 }

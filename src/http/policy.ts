@@ -208,9 +208,22 @@ export type Admission = {
   caller: Caller
   clientIp: string
   routeClass: PolicyClass
+  /**
+   * The caller decided anew from the state file (throws the refusal): for a response that goes on
+   * for long, an event stream, whose viewer may lose the right to it while it is open.
+   */
+  reauthorize: () => Caller
 }
 
-export type RequestGate = (request: Request, route: string, server: { requestIP(r: Request): { address: string } | null } | null) => Admission
+type GateServer = { requestIP(r: Request): { address: string } | null } | null
+
+/**
+ * Admits a request (decided once, kept per Request); `again` decides it anew from the state file,
+ * for a request whose body took a while to arrive.
+ */
+export type RequestGate = ((request: Request, route: string, server: GateServer) => Admission) & {
+  again(request: Request, route: string, server: GateServer): Admission
+}
 
 /**
  * A route that takes no query parameters refuses any it is sent: `?force=1` on a delete, `?page=2`
@@ -230,11 +243,18 @@ function refuseParameters(url: string, upgrade: boolean): void {
  * The credential and CSRF check of one request, decided once: the body parser calls it before it
  * reads a byte (so an anonymous caller cannot park a 65 MiB upload in memory), the derive after it
  * for the routes that have no body. The answer (or the refusal) is kept per Request.
+ *
+ * A body arrives at the sender's pace, and what the credential stood for when its first byte came
+ * may be gone by its last: the session revoked by a password change, the API token revoked, the
+ * account disabled or deleted, the admin demoted. A client holding a body back could otherwise
+ * mint an API token with a session the victim's password change had ended. So the body parser
+ * decides once more (`again`) when the body is in, and the handler acts for the caller as they
+ * are then.
  */
 export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)
-  const decide = (request: Request, route: string, server: Parameters<RequestGate>[2]): Admission => {
+  const decide = (request: Request, route: string, server: GateServer): Admission => {
     const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request))
     const meta = index.lookup(request.method, route)
     const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
@@ -245,7 +265,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
       if (token !== null) authorization = `Bearer ${token}`
     }
     if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {
-      return { caller: { kind: 'anonymous', open: false }, clientIp: ip, routeClass: meta.policy }
+      return { caller: { kind: 'anonymous', open: false }, clientIp: ip, routeClass: meta.policy, reauthorize: () => decideAndKeep(request, route, server).caller }
     }
     const sessionCookie = authorization === null ? cookieFrom(request.headers.get('cookie'), SESSION_COOKIE) : undefined
     const presented = presentedCredential(authorization, sessionCookie, resolve)
@@ -268,12 +288,9 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
       throw new AppError('csrf_failed', 'Missing or wrong X-CSRF-Token header.')
     }
     if (meta.queryless) refuseParameters(request.url, upgrade)
-    return { caller, clientIp: ip, routeClass: meta.policy }
+    return { caller, clientIp: ip, routeClass: meta.policy, reauthorize: () => decideAndKeep(request, route, server).caller }
   }
-  return (request, route, server) => {
-    const known = decided.get(request)
-    if (known instanceof AppError) throw known
-    if (known !== undefined) return known
+  const decideAndKeep = (request: Request, route: string, server: GateServer): Admission => {
     try {
       const admission = decide(request, route, server)
       decided.set(request, admission)
@@ -283,6 +300,13 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
       throw e
     }
   }
+  const gate = (request: Request, route: string, server: GateServer): Admission => {
+    const known = decided.get(request)
+    if (known instanceof AppError) throw known
+    if (known !== undefined) return known
+    return decideAndKeep(request, route, server)
+  }
+  return Object.assign(gate, { again: decideAndKeep })
 }
 
 export function policyPlugin(gate: RequestGate) {

@@ -25,6 +25,27 @@ export interface SseOptions<E extends { id: number }> {
   signal: AbortSignal
   headers?: Record<string, string>
   keepAliveMs?: number
+  /**
+   * Whether the viewer may still see the stream: their session or token may be revoked, their
+   * account disabled or their membership ended while it is open. Asked before anything is sent
+   * (events, the end, a keep-alive): false ends the stream without another byte. A lookup of the
+   * credential and the scope, for streams people watch, not a hot path.
+   */
+  allowed?: () => boolean
+}
+
+/**
+ * An `allowed` for sseStream from the route's own check (which throws when the viewer may not
+ * see the thing): a refusal, or a failure to decide, is a no. Runs the check against the caller
+ * decided anew (the route's `reauthorize`).
+ */
+export function stillSees(check: () => unknown): boolean {
+  try {
+    check()
+    return true
+  } catch {
+    return false
+  }
 }
 
 export function sseStream<E extends { id: number }>(source: SseSource<E>, opts: SseOptions<E>): Response {
@@ -37,6 +58,7 @@ export function sseStream<E extends { id: number }>(source: SseSource<E>, opts: 
       for (;;) {
         if (signal.aborted) return controller.close()
         const events = source.since(last)
+        if (opts.allowed?.() === false) return controller.close()
         if (events.length > 0) {
           let out = ''
           for (const e of events) {

@@ -64,9 +64,9 @@ export class JobMetrics {
  * An SSE response that replays events after `after` and follows new ones until the job ends, or is
  * gone (a purge deletes the job and its events: its viewers waited for an end that never came).
  */
-export function metricsStream(metrics: JobMetrics, jobId: string, after: number, signal: AbortSignal, gone: () => boolean): Response {
+export function metricsStream(metrics: JobMetrics, jobId: string, after: number, signal: AbortSignal, gone: () => boolean, allowed: () => boolean): Response {
   return sseStream(
     { since: (id) => metrics.since(jobId, id), wait: (sig, ms) => metrics.wait(jobId, sig, ms), ended: () => metrics.ended(jobId) || gone() },
-    { event: 'metrics', data: ({ id: _id, ts, ...rest }) => ({ ...rest, ts: new Date(ts).toISOString() }), after, signal },
+    { event: 'metrics', data: ({ id: _id, ts, ...rest }) => ({ ...rest, ts: new Date(ts).toISOString() }), after, signal, allowed },
   )
 }

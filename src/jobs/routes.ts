@@ -7,7 +7,7 @@ import type { AppBase } from '../http/base'
 import { stopOrLeave, type Ctx } from '../context'
 import type { JobService } from './service'
 import { metricsStream } from './metrics'
-import { lastEventId } from '../http/sse'
+import { lastEventId, stillSees } from '../http/sse'
 import * as M from './model'
 
 export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
@@ -67,9 +67,10 @@ export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
     )
     .get(
       '/api/v1/jobs/:job_id/metrics/stream',
-      ({ caller, params, headers, request }) => {
+      ({ caller, params, headers, request, reauthorize }) => {
         jobs.visible(caller, params.job_id)
-        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), () => !jobs.exists(params.job_id))
+        const allowed = () => stillSees(() => jobs.visible(reauthorize(), params.job_id))
+        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), () => !jobs.exists(params.job_id), allowed)
       },
       { policy: 'operator', params: M.JobParams },
     )

@@ -439,7 +439,7 @@ describe('password change and reset end API tokens too (issue 26)', () => {
     expect((await here.post('/api/v1/auth/password', { current_password: PASSWORD, new_password: 'a brand new password' })).status).toBe(204)
     expect((await t.get('/api/v1/auth/me')).status).toBe(401)
     expect((await here.get('/api/v1/auth/me')).status).toBe(200)
-    expect(JSON.parse(audits(h, 'auth.password_change')[0]!.detail!)).toEqual({ sessions_revoked: 0, api_tokens_revoked: 1 })
+    expect(JSON.parse(audits(h, 'auth.password_change')[0]!.detail!)).toEqual({ sessions_revoked: 0, api_tokens_revoked: 1, join_sessions_revoked: 0 })
   })
 
   test("completing a password reset revokes all of the user's API tokens as well as every session", async () => {
@@ -452,16 +452,19 @@ describe('password change and reset end API tokens too (issue 26)', () => {
     const token = issueActionToken(h.ctx.db, h.clock.now(), u.id, 'reset')
     expect((await h.client({ ip: freshIp() }).post('/api/v1/auth/reset-password', { token, new_password: 'the reset password' })).status).toBe(200)
     expect([(await t1.get('/api/v1/auth/me')).status, (await t2.get('/api/v1/auth/me')).status, (await s.get('/api/v1/auth/me')).status]).toEqual([401, 401, 401])
-    expect(JSON.parse(audits(h, 'auth.password_reset')[0]!.detail!)).toEqual({ sessions_revoked: 1, api_tokens_revoked: 2 })
+    expect(JSON.parse(audits(h, 'auth.password_reset')[0]!.detail!)).toEqual({ sessions_revoked: 1, api_tokens_revoked: 2, join_sessions_revoked: 0 })
   })
 
-  test("`svc admin set-password` revokes the user's API tokens as well as sessions", async () => {
+  test("`svc admin set-password` revokes the user's API tokens and join tokens as well as sessions", async () => {
     const h = harness()
     const u = await seedUser(h, 'cli-tokens@example.com')
     const s = sessionClient(h, u.id)
     const t = tokenClient(h, u.id)
-    expect(await h.services.accounts.setUserPassword('CLI-tokens@example.com', 'a password set by the operator')).toEqual({ revokedSessions: 1, revokedApiTokens: 1 })
+    const pool = (await s.post('/api/v1/pools', { name: 'Mine' })).body
+    const join = (await s.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).body.join_token
+    expect(await h.services.accounts.setUserPassword('CLI-tokens@example.com', 'a password set by the operator')).toEqual({ revokedSessions: 1, revokedApiTokens: 1, revokedJoinTokens: 1 })
     expect([(await t.get('/api/v1/auth/me')).status, (await s.get('/api/v1/auth/me')).status]).toEqual([401, 401])
+    expect((await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'after' })).status).toBe(401)
   })
 })
 
