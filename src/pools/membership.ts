@@ -1,7 +1,7 @@
 // Pool membership: invites by email, join requests, approval, leaving and removal.
 // Service style: the `Memberships` class, built once in app.ts `createServices` and handed to the
 // pool routes; what it shares with `Pools` are the Db-first transaction helpers of ./service.
-import { and, asc, count, eq, gt, isNull, min } from 'drizzle-orm'
+import { and, asc, count, eq, gt, isNull, min, ne } from 'drizzle-orm'
 import { joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { hmac, newId, safeEqual } from '../crypto'
@@ -221,7 +221,13 @@ export class Memberships {
         recordAudit(tx, ctx.clock, { kind: 'pool.join', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
         return { status: 'joined' as const }
       }
-      tx.insert(joinRequests).values({ poolId, userId: actor.userId, status: 'pending', createdAt: now }).onConflictDoNothing().run()
+      // One request per person and pool: a pending one stays as it is (its place in the owner's
+      // list), and the approved one a former member left behind becomes a new request (it was
+      // kept, and the new ask was swallowed while the person was told it was pending).
+      tx.insert(joinRequests)
+        .values({ poolId, userId: actor.userId, status: 'pending', createdAt: now })
+        .onConflictDoUpdate({ target: [joinRequests.poolId, joinRequests.userId], set: { status: 'pending', createdAt: now }, setWhere: ne(joinRequests.status, 'pending') })
+        .run()
       recordAudit(tx, ctx.clock, { kind: 'pool.join_request', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
       return { status: 'pending' as const }
     })
