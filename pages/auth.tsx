@@ -1,6 +1,8 @@
 // Login, registration and the two email-link pages. Each form posts JSON to the account API from
 // auth.js; the forms are ordinary labelled <form>s, so Enter submits and native validation speaks.
 // Every form says method="post": should its script fail to load, a password never lands in a URL.
+// Their buttons are off until app.js turns them on (data-needs-js): without JavaScript a form was
+// posted to the page's own address, which answered with raw JSON; the layout's notice says why.
 import { Layout, Notice, type PageCtx } from './layout'
 import type { Lang } from './i18n'
 
@@ -61,7 +63,7 @@ export function LoginPage(props: { ctx: PageCtx; next: string }) {
           <label for="login-password" safe>{t.password}</label>
           <input id="login-password" name="password" type="password" autocomplete="current-password" required />
           <div class="actions">
-            <button type="submit" safe>{t.login}</button>
+            <button type="submit" disabled data-needs-js="" safe>{t.login}</button>
           </div>
           <Notice id="login-msg" />
         </form>
@@ -92,7 +94,7 @@ export function RegisterPage(props: { ctx: PageCtx; next: string }) {
           <input id="reg-password" name="password" type="password" autocomplete="new-password" minlength="10" maxlength="512" required aria-describedby="reg-password-hint" />
           <p class="hint" id="reg-password-hint" safe>{t.pwHint}</p>
           <div class="actions">
-            <button type="submit" safe>{t.register}</button>
+            <button type="submit" disabled data-needs-js="" safe>{t.register}</button>
           </div>
           <Notice id="register-msg" />
         </form>
@@ -113,7 +115,7 @@ export function VerifyEmailPage(props: { ctx: PageCtx }) {
         <form id="verify-form" method="post">
           <p safe>{t.verifyText}</p>
           <div class="actions">
-            <button type="submit" safe>{t.verifyButton}</button>
+            <button type="submit" disabled data-needs-js="" safe>{t.verifyButton}</button>
           </div>
           <Notice id="verify-msg" />
         </form>
@@ -135,7 +137,7 @@ export function ResetPasswordPage(props: { ctx: PageCtx }) {
           <label for="reset-confirm" safe>{t.repeat}</label>
           <input id="reset-confirm" name="confirm" type="password" autocomplete="new-password" minlength="10" maxlength="512" required />
           <div class="actions">
-            <button type="submit" safe>{t.setPassword}</button>
+            <button type="submit" disabled data-needs-js="" safe>{t.setPassword}</button>
           </div>
           <Notice id="reset-msg" />
         </form>

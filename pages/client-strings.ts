@@ -16,6 +16,7 @@ const en = {
   'common.loadFailed': 'Could not load: {error}',
   'common.never': 'never',
   'common.saved': 'Saved.',
+  'common.nothingChanged': 'Nothing was changed, so nothing was saved.',
 
   'state.online': 'online',
   'state.stale': 'stale',
@@ -230,6 +231,7 @@ const en = {
   'log.pause': "Pause",
   'log.resume': "Resume",
   'log.held': { one: "Paused: {n} new line held back.", other: "Paused: {n} new lines held back." },
+  'log.machine': "Machine",
   'log.none': "No log lines yet.",
   'log.noneAtLevel': "No lines at this level.",
   'fellow.notFound': "There is no machine here, or it is not visible to you.",
@@ -314,6 +316,7 @@ const de: Record<ClientKey, Message> = {
   'common.loadFailed': 'Konnte nicht geladen werden: {error}',
   'common.never': 'nie',
   'common.saved': 'Gespeichert.',
+  'common.nothingChanged': 'Es wurde nichts geändert, also nichts gespeichert.',
 
   'state.online': 'online',
   'state.stale': 'verzögert',
@@ -528,6 +531,7 @@ const de: Record<ClientKey, Message> = {
   'log.pause': "Anhalten",
   'log.resume': "Weiter",
   'log.held': { one: "Angehalten: {n} neue Zeile zurückgehalten.", other: "Angehalten: {n} neue Zeilen zurückgehalten." },
+  'log.machine': "Maschine",
   'log.none': "Noch keine Protokollzeilen.",
   'log.noneAtLevel': "Keine Zeilen auf dieser Stufe.",
   'fellow.notFound': "Hier gibt es keine Maschine, oder sie ist für Sie nicht sichtbar.",

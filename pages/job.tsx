@@ -70,7 +70,7 @@ export function JobPage(props: { ctx: PageCtx; jobId: string }) {
     </>
   )
   return (
-    <Layout ctx={props.ctx} title={t.title} script={['uplot.js', 'console.js', 'job.js']} data={{ 'job-id': props.jobId }}>
+    <Layout ctx={props.ctx} title={t.title} script={['uplot.js', 'console.js', 'job.js']} data={{ 'job-id': props.jobId, 'user-id': props.ctx.user?.id ?? '', admin: props.ctx.user?.role === 'admin' ? '1' : '0' }}>
       <p class="muted">
         <a href="/dashboard" safe>{t.dashboard}</a> / <span id="job-pool-crumb" safe>{t.title}</span>
       </p>
@@ -87,7 +87,7 @@ export function JobPage(props: { ctx: PageCtx; jobId: string }) {
         {fact('job-created', t.created)}
         {fact('job-updated', t.updated)}
       </dl>
-      <section class="card" aria-labelledby="steer-title">
+      <section class="card" aria-labelledby="steer-title" id="steer-card" hidden>
         <h2 id="steer-title" safe>{t.steer}</h2>
         <div class="actions">
           <button type="button" class="secondary" id="job-pause" hidden safe>{t.pause}</button>

@@ -152,6 +152,7 @@ export function Layout(props: LayoutProps) {
   // Chrome roots declare their own language only when it differs from the body's (SPEC.md, Pages).
   const primary = bodyLang.toLowerCase().split('-')[0]
   const chromeLang = primary === ctx.lang ? undefined : ctx.lang
+  const scripts = [props.script ?? []].flat()
   const data: Record<string, string> = {}
   for (const [k, v] of Object.entries(props.data ?? {})) data[`data-${k}`] = escapeHtml(v)
   return (
@@ -165,13 +166,22 @@ export function Layout(props: LayoutProps) {
         {props.head ?? ''}
         <script src={asset(ctx, `strings-${ctx.lang}.js`)} defer></script>
         <script src={asset(ctx, 'app.js')} defer></script>
-        {[props.script ?? []].flat().map((name) => (
+        {scripts.map((name) => (
           <script src={asset(ctx, name)} defer></script>
         ))}
       </head>
       <body {...data}>
         <Header ctx={ctx} chromeLang={chromeLang} />
         <main id="main" tabindex="-1">
+          {scripts.length ? (
+            // The page's panels, forms and buttons are its scripts': without them it said
+            // "Loading…" for ever and its forms posted to the page URL (answered with raw JSON).
+            <noscript>
+              <p class="notice error" data-noscript="" lang={chromeLang} safe>{STRINGS[ctx.lang].noScript}</p>
+            </noscript>
+          ) : (
+            ''
+          )}
           {props.children ?? ''}
         </main>
         <Footer ctx={ctx} chromeLang={chromeLang} />

@@ -75,7 +75,7 @@ button.secondary:hover, .btn.secondary:hover { background: #eef2ff; color: var(-
 button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
 button.danger:hover { background: var(--err-bg); }
 button.small { padding: .2rem .6rem; font-size: .875rem; }
-button:disabled { opacity: .6; cursor: not-allowed; }
+button:disabled, button[aria-disabled="true"] { opacity: .6; cursor: not-allowed; }
 .btn-link { background: none; border: none; color: var(--accent); padding: .2rem .4rem; text-decoration: underline; font-weight: 400; }
 .btn-link:hover { background: none; color: var(--accent-dark); }
 form .actions { margin-top: 1rem; }

@@ -43,6 +43,13 @@ export function adminAuditClient(): void {
     // The total is counted up to a cap (total_exact false past it); next_cursor says whether more follow.
     const exact = r.data.total_exact !== false
     const pages = Math.max(1, Math.ceil(total / SIZE))
+    // A page past the end (an old link, a filter with fewer entries): the last page instead of
+    // "No entries match" under "Page 5,000 of 1", as the user list does. Past a capped total the
+    // last page is not known: the last one the count vouches for.
+    if (items.length === 0 && page > pages) {
+      page = pages
+      return load()
+    }
     more = r.data.next_cursor !== null && r.data.next_cursor !== undefined
     ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
     ;($('page-next') as HTMLButtonElement).disabled = !more

@@ -9,9 +9,9 @@ export function adminPoolsClient(): void {
   const editForm = $('edit-form') as HTMLFormElement
   let editing: any = null
 
-  const fields = (form: HTMLFormElement) => {
-    const body: Record<string, unknown> = svc.formJson(form)
-    body.node_limit = body.node_limit === '' ? null : Number(body.node_limit)
+  const fields = (form: HTMLFormElement, only: 'all' | 'changed') => {
+    const body: Record<string, unknown> = only === 'all' ? svc.formJson(form) : svc.changedFields(form)
+    if ('node_limit' in body) body.node_limit = body.node_limit === '' ? null : Number(body.node_limit)
     if (body.slug === '') delete body.slug
     return body
   }
@@ -28,6 +28,8 @@ export function adminPoolsClient(): void {
     set('visibility', p.visibility)
     set('node_limit', p.node_limit === null ? '' : String(p.node_limit))
     set('open_join', p.open_join)
+    // What was loaded is what a save compares with: only the fields changed here are sent.
+    svc.settleFields(editForm)
     const section = $('edit-section')
     if (section) section.hidden = false
     svc.say('edit-msg', '')
@@ -62,7 +64,7 @@ export function adminPoolsClient(): void {
           'div',
           { class: 'actions' },
           el('button', { type: 'button', class: 'small secondary', 'aria-label': t('pools.editLabel', { name: p.name }), onclick: () => startEdit(p) }, t('pools.edit')),
-          el('button', { type: 'button', class: 'small danger', 'aria-label': t('pools.deleteLabel', { name: p.name }), onclick: () => void remove(p) }, t('pools.delete')),
+          el('button', { type: 'button', class: 'small danger', 'aria-label': t('pools.deleteLabel', { name: p.name }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => remove(p)) }, t('pools.delete')),
         ),
       ),
     )
@@ -75,14 +77,17 @@ export function adminPoolsClient(): void {
     svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: t('pools.none') }))]))
   }
 
-  editForm.addEventListener('submit', (e) => {
-    e.preventDefault()
+  // Only the fields changed here are sent: a save sent every field as the row had been loaded,
+  // undoing what another tab or admin had saved meanwhile.
+  svc.onSubmit(editForm, async () => {
     if (!editing) return
-    void svc.api('PATCH', '/api/v1/admin/pools/' + encodeURIComponent(editing.id), fields(editForm)).then((r) => {
-      if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
-      svc.say('edit-msg', t('pools.saved', { name: r.data.name }), 'ok')
-      list.now()
-    })
+    const body = fields(editForm, 'changed')
+    if (Object.keys(body).length === 0) return svc.say('edit-msg', t('common.nothingChanged'), 'ok')
+    const r = await svc.api('PATCH', '/api/v1/admin/pools/' + encodeURIComponent(editing.id), body)
+    if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
+    svc.settleFields(editForm)
+    svc.say('edit-msg', t('pools.saved', { name: r.data.name }), 'ok')
+    list.now()
   })
   $('edit-cancel')?.addEventListener('click', () => {
     const section = $('edit-section')
@@ -90,15 +95,13 @@ export function adminPoolsClient(): void {
     editing = null
   })
 
-  $('create-form')?.addEventListener('submit', (e) => {
-    e.preventDefault()
-    const form = e.currentTarget as HTMLFormElement
-    void svc.api('POST', '/api/v1/admin/pools', fields(form)).then((r) => {
-      if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
-      svc.say('create-msg', t('pools.created', { name: r.data.name }), 'ok')
-      form.reset()
-      list.now()
-    })
+  // One request at a time: a double click created two pools.
+  svc.onSubmit('create-form', async (form) => {
+    const r = await svc.api('POST', '/api/v1/admin/pools', fields(form, 'all'))
+    if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
+    svc.say('create-msg', t('pools.created', { name: r.data.name }), 'ok')
+    form.reset()
+    list.now()
   })
 
   const list = svc.poll(load, 10000)

@@ -68,19 +68,20 @@ export function adminUsersClient(): void {
   }
 
   const actions = (u: any) => {
-    const b = (text: string, handler: () => void, cls = 'small secondary') =>
-      el('button', { type: 'button', class: cls, 'aria-label': `${text} ${u.email}`, onclick: handler }, text)
+    // One request at a time per button: a double click sent the action twice.
+    const b = (text: string, handler: () => unknown, cls = 'small secondary') =>
+      el('button', { type: 'button', class: cls, 'aria-label': `${text} ${u.email}`, onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, async () => handler()) }, text)
     const list: HTMLElement[] = []
     const approve = t('users.approve')
     const deactivate = t('users.deactivate')
     const reactivate = t('users.reactivate')
     const reset = t('users.reset')
     const del = t('users.delete')
-    if (u.status === 'pending_approval' || u.status === 'unverified') list.push(b(approve, () => void act(u, approve, 'POST', '/approve'), 'small'))
-    if (u.status === 'active') list.push(b(deactivate, () => confirm(t('users.confirmDeactivate', { email: u.email })) && void act(u, deactivate, 'POST', '/status', { status: 'disabled' })))
-    if (u.status === 'disabled') list.push(b(reactivate, () => void act(u, reactivate, 'POST', '/status', { status: 'active' })))
-    list.push(b(reset, () => void act(u, reset, 'POST', '/reset-password')))
-    list.push(b(del, () => confirm(t('users.confirmDelete', { email: u.email })) && void act(u, del, 'DELETE', ''), 'small danger'))
+    if (u.status === 'pending_approval' || u.status === 'unverified') list.push(b(approve, () => act(u, approve, 'POST', '/approve'), 'small'))
+    if (u.status === 'active') list.push(b(deactivate, () => confirm(t('users.confirmDeactivate', { email: u.email })) && act(u, deactivate, 'POST', '/status', { status: 'disabled' })))
+    if (u.status === 'disabled') list.push(b(reactivate, () => act(u, reactivate, 'POST', '/status', { status: 'active' })))
+    list.push(b(reset, () => act(u, reset, 'POST', '/reset-password')))
+    list.push(b(del, () => confirm(t('users.confirmDelete', { email: u.email })) && act(u, del, 'DELETE', ''), 'small danger'))
     return el('div', { class: 'actions' }, ...list)
   }
 
@@ -142,9 +143,10 @@ export function adminUsersClient(): void {
     ])
   }
 
-  $('mail-test')?.addEventListener('click', () => {
-    svc.say('mail-msg', t('mail.sending'))
-    void svc.api('POST', '/api/v1/admin/mail/test').then((r) => {
+  $('mail-test')?.addEventListener('click', (e) => {
+    void svc.exclusive(e.currentTarget as Element, async () => {
+      svc.say('mail-msg', t('mail.sending'))
+      const r = await svc.api('POST', '/api/v1/admin/mail/test')
       svc.say('mail-msg', r.ok ? t('mail.sent', { to: r.data?.to ?? t('mail.yourAddress') }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
       void loadMail()
     })

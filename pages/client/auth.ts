@@ -5,18 +5,8 @@ export function authClient(): void {
   const svc = window.svc
   const t = svc.t
   const tokenFromUrl = () => new URLSearchParams(location.search).get('token') ?? ''
-  const busy = (form: HTMLFormElement, on: boolean) => {
-    const b = form.querySelector('button[type=submit]') as HTMLButtonElement | null
-    if (b) b.disabled = on
-  }
-  const on = (id: string, handler: (form: HTMLFormElement) => Promise<void>) => {
-    const form = document.getElementById(id) as HTMLFormElement | null
-    form?.addEventListener('submit', (e) => {
-      e.preventDefault()
-      busy(form, true)
-      void handler(form).finally(() => busy(form, false))
-    })
-  }
+  // One request at a time per form (svc.onSubmit: its button is off while one is under way).
+  const on = svc.onSubmit
   // Only a same-origin path may be a post-login destination (no open redirect).
   const safeNext = (n: string) => (/^\/(?!\/)[^\s\\]*$/.test(n) ? n : '/dashboard')
 

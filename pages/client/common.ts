@@ -25,6 +25,57 @@ export function commonClient(): void {
     return m ? decodeURIComponent(m[1] ?? '') : ''
   }
 
+  // The session ended while the page was open (logged out in another tab, revoked, expired): the
+  // API answers 401 to every poll, which the panels showed as "No data yet." for ever. The first
+  // such answer goes to the login page, which comes back here. Only on a page drawn for a signed-in
+  // person (a wrong password on the login form is a 401 too), and once: a login page that sends
+  // the browser straight back (the page thinks the session lives, the API not) would loop, so a
+  // second 401 within a minute of the last such trip stays on the page.
+  let leaving = false
+  function sessionEnded(): void {
+    if (leaving || !document.querySelector('[data-logout]')) return
+    const KEY = 'svc_session_ended_at'
+    let last = 0
+    try {
+      last = Number(sessionStorage.getItem(KEY)) || 0
+      sessionStorage.setItem(KEY, String(Date.now()))
+    } catch {
+      // no storage: the page-level flag alone
+    }
+    if (Date.now() - last < 60_000) return
+    leaving = true
+    location.href = '/login?next=' + encodeURIComponent(location.pathname + location.search)
+  }
+
+  // The leader's messages are English whatever the page's language (the API speaks English): a
+  // German page marks them lang="en", so a screen reader says them in English, not in German sounds.
+  const serverTexts: string[] = []
+  function fromServer(text: string): void {
+    if (lang === 'en' || serverTexts.includes(text)) return
+    serverTexts.push(text)
+    if (serverTexts.length > 50) serverTexts.shift()
+  }
+  /** The text as nodes, a server message in it wrapped in <span lang="en">; null when it holds none. */
+  function marked(text: string): Node[] | null {
+    const found = serverTexts.filter((d) => text.includes(d)).sort((a, b) => b.length - a.length)[0]
+    if (found === undefined) return null
+    const at = text.indexOf(found)
+    const span = document.createElement('span')
+    span.lang = 'en'
+    span.textContent = found
+    return [document.createTextNode(text.slice(0, at)), span, document.createTextNode(text.slice(at + found.length))].filter((n) => n.textContent !== '')
+  }
+  /** Sets an element's text; in a page that is not English, a server message in it carries lang="en". */
+  function setText(node: Element, text: string): void {
+    node.removeAttribute('lang')
+    const parts = lang === 'en' ? null : marked(text)
+    if (parts === null) node.textContent = text
+    else if (parts.length === 1) {
+      node.textContent = text
+      node.setAttribute('lang', 'en')
+    } else node.replaceChildren(...parts)
+  }
+
   async function api<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResult<T>> {
     const h: Record<string, string> = { accept: 'application/json', ...headers }
     // Double-submit CSRF: the cookie's value goes back in the header on every state change.
@@ -45,6 +96,9 @@ export function commonClient(): void {
       }
     }
     const detail = data && typeof data.detail === 'string' ? data.detail : null
+    if (detail) fromServer(detail)
+    if (Array.isArray(data?.errors)) for (const e of data.errors) if (typeof e?.message === 'string') fromServer(e.message)
+    if (res.status === 401 && data?.code !== 'invalid_credentials' && path !== '/api/v1/auth/logout') sessionEnded()
     return { ok: res.ok, status: res.status, data, error: res.ok ? null : (detail ?? t('common.httpFailed', { status: String(res.status) })) }
   }
 
@@ -66,7 +120,7 @@ export function commonClient(): void {
   function say(target: string | Element | null, text: string, kind: 'ok' | 'error' | '' = ''): void {
     const node = typeof target === 'string' ? document.getElementById(target) : target
     if (!node) return
-    node.textContent = text
+    setText(node, text)
     node.className = 'notice' + (kind && text ? ' ' + kind : '')
     // Errors interrupt (alert); confirmations wait their turn (status).
     node.setAttribute('role', kind === 'error' ? 'alert' : 'status')
@@ -87,7 +141,7 @@ export function commonClient(): void {
   function fieldError(id: string, text: string): boolean {
     const input = document.getElementById(id)
     const msg = document.getElementById(id + '-error')
-    if (msg) msg.textContent = text
+    if (msg) setText(msg, text)
     if (input) {
       if (text) input.setAttribute('aria-invalid', 'true')
       else input.removeAttribute('aria-invalid')
@@ -128,6 +182,130 @@ export function commonClient(): void {
     return { now: () => void tick() }
   }
 
+  // One request at a time per form or button: a double click (or Enter pressed twice) sent two
+  // (two jobs, two pools, two API tokens of which the first was never shown). While one is under
+  // way further calls are ignored and the form's submit buttons (or the button) say they are off
+  // with aria-disabled: `disabled` would take the keyboard focus off a button that has it.
+  const inFlight = new WeakSet<Element>()
+  async function exclusive(owner: Element, fn: () => Promise<unknown>): Promise<void> {
+    if (inFlight.has(owner)) return
+    inFlight.add(owner)
+    const buttons = owner instanceof HTMLFormElement ? Array.from(owner.querySelectorAll('button[type=submit], button:not([type])')) : [owner]
+    const marked = buttons.filter((b) => !b.hasAttribute('aria-disabled'))
+    for (const b of marked) b.setAttribute('aria-disabled', 'true')
+    try {
+      await fn()
+    } catch (e) {
+      console.error(e)
+    } finally {
+      inFlight.delete(owner)
+      for (const b of marked) b.removeAttribute('aria-disabled')
+    }
+  }
+  /** A form's submit handler that sends at most one request at a time (see exclusive). */
+  function onSubmit(target: string | HTMLFormElement | null, handler: (form: HTMLFormElement) => Promise<unknown>): void {
+    const form = typeof target === 'string' ? (document.getElementById(target) as HTMLFormElement | null) : target
+    form?.addEventListener('submit', (e) => {
+      e.preventDefault()
+      void exclusive(form, () => handler(form))
+    })
+  }
+
+  // Server-sent events over fetch, not EventSource: a browser keeps six connections per host over
+  // HTTP/1.1 and every open stream holds one, so a few console tabs left every other tab waiting.
+  // A stream closes while its tab is hidden and opens again when it is shown, resuming after the
+  // last event it got (Last-Event-ID, which EventSource cannot send on a stream it opens anew). A
+  // dropped connection is opened again after a pause; `end` (the job finished) closes it for good.
+  function stream(url: string, on: Record<string, (data: string) => void>): { close(): void } {
+    let lastId: string | null = null
+    let ctl: AbortController | null = null
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let closed = false
+    let failures = 0
+    const stop = () => {
+      ctl?.abort()
+      ctl = null
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+    }
+    const retry = () => {
+      ctl = null
+      if (closed || document.hidden) return
+      failures++
+      timer = setTimeout(open, Math.min(30_000, 1000 * 2 ** Math.min(failures, 5)))
+    }
+    async function open() {
+      timer = undefined
+      if (closed || ctl || document.hidden) return
+      const mine = (ctl = new AbortController())
+      const headers: Record<string, string> = { accept: 'text/event-stream' }
+      if (lastId !== null) headers['last-event-id'] = lastId
+      try {
+        const res = await fetch(url, { headers, credentials: 'same-origin', signal: mine.signal })
+        if (res.status === 401) sessionEnded()
+        // Gone or not (any longer) for this viewer: nothing to come back for.
+        if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
+          closed = true
+          return
+        }
+        if (!res.ok || !res.body) return retry()
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+        let buf = ''
+        let id: string | null = null
+        let event = 'message'
+        let data: string[] = []
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) break
+          failures = 0
+          buf += value
+          const lines = buf.split(/\r\n|\r|\n/)
+          buf = lines.pop() ?? ''
+          for (const line of lines) {
+            if (line === '') {
+              if (id !== null) lastId = id
+              if (event === 'end') {
+                closed = true
+                mine.abort()
+                on.end?.('')
+                return
+              }
+              if (data.length) on[event]?.(data.join('\n'))
+              id = null
+              event = 'message'
+              data = []
+              continue
+            }
+            if (line.startsWith(':')) continue
+            const colon = line.indexOf(':')
+            const field = colon < 0 ? line : line.slice(0, colon)
+            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '')
+            if (field === 'id') id = value
+            else if (field === 'event') event = value
+            else if (field === 'data') data.push(value)
+          }
+        }
+      } catch {
+        if (mine.signal.aborted) return
+      }
+      if (ctl === mine) retry()
+    }
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden) stop()
+      else if (!closed) {
+        failures = 0
+        void open()
+      }
+    })
+    void open()
+    return {
+      close: () => {
+        closed = true
+        stop()
+      },
+    }
+  }
+
   const rendered = new WeakMap<Element, string>()
   function render(container: Element | null, key: unknown, build: () => Child[]): void {
     if (!container) return
@@ -136,6 +314,67 @@ export function commonClient(): void {
     rendered.set(container, k)
     container.replaceChildren(...build().filter((c): c is Node | string => c !== null && c !== undefined && c !== false).map((c) => (typeof c === 'number' ? String(c) : c)))
     if (container.tagName === 'TBODY') labelCells(container)
+  }
+
+  // Makes `old` look like `nu` while keeping every node that is the same kind in the same place:
+  // text and attributes change in place, so a focused link or button in a row stays the element
+  // it was (and keeps focus) while the step and loss beside it move. Children marked data-key
+  // (rows) are matched by key. Listeners are not copied: for content whose elements carry none
+  // (links; buttons handled by delegation).
+  function morph(old: Node, nu: Node): void {
+    if (old.nodeType !== nu.nodeType || old.nodeName !== nu.nodeName) return (old as ChildNode).replaceWith(nu)
+    if (old.nodeType !== Node.ELEMENT_NODE) {
+      if (old.nodeValue !== nu.nodeValue) old.nodeValue = nu.nodeValue
+      return
+    }
+    const o = old as Element
+    const n = nu as Element
+    for (const a of Array.from(o.attributes)) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name)
+    for (const a of Array.from(n.attributes)) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value)
+    morphChildren(o, Array.from(n.childNodes))
+  }
+  function morphChildren(parent: Element, next: Node[]): void {
+    const keyOf = (c: Node) => (c instanceof Element ? c.getAttribute('data-key') : null)
+    const byKey = new Map<string, Node>()
+    for (const c of Array.from(parent.childNodes)) {
+      const k = keyOf(c)
+      if (k !== null) byKey.set(k, c)
+    }
+    next.forEach((nu, i) => {
+      const k = keyOf(nu)
+      const at = parent.childNodes[i] ?? null
+      const match = k !== null ? (byKey.get(k) ?? null) : at && keyOf(at) === null ? at : null
+      if (match === null) return parent.insertBefore(nu, at)
+      if (k !== null) byKey.delete(k)
+      if (match !== at) parent.insertBefore(match, at)
+      morph(match, nu)
+    })
+    while (parent.childNodes.length > next.length) parent.lastChild!.remove()
+  }
+  /** As render, but the container's content is updated in place (morph), so focus stays put. */
+  function update(container: Element | null, key: unknown, build: () => Child[]): void {
+    if (!container) return
+    const k = JSON.stringify(key)
+    if (rendered.get(container) === k) return
+    rendered.set(container, k)
+    const next = build()
+      .filter((c): c is Node | string | number => c !== null && c !== undefined && c !== false)
+      .map((c) => (typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c))
+    if (container.tagName === 'TBODY') {
+      // Labelled before the comparison, so the labels are no difference.
+      const scratch = document.createElement('tbody')
+      scratch.append(...next)
+      const table = container.closest('table')
+      if (table) {
+        const heads = Array.from(table.querySelectorAll('thead th')).map((th) => th.textContent?.trim() ?? '')
+        for (const row of Array.from(scratch.querySelectorAll('tr')))
+          Array.from(row.children).forEach((cell, i) => {
+            if (cell.getAttribute('colspan') === null && heads[i]) cell.setAttribute('data-label', heads[i]!)
+          })
+      }
+      return morphChildren(container, Array.from(scratch.childNodes))
+    }
+    morphChildren(container, next)
   }
 
   /** Each cell names its column (data-label), which the narrow layout shows when rows stack. */
@@ -157,6 +396,33 @@ export function commonClient(): void {
       else out[f.name] = f.value.trim()
     }
     return out
+  }
+
+  // An edit form sends only what its user changed: two tabs (or two people) editing the same
+  // thing undid each other's changes when every field went back as it was loaded. A field's
+  // default (the value attribute, defaultChecked, defaultSelected) is what was loaded or last saved.
+  type Field = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
+  const fieldsOf = (form: HTMLFormElement) =>
+    Array.from(form.elements).filter((f): f is Field => (f instanceof HTMLInputElement || f instanceof HTMLSelectElement || f instanceof HTMLTextAreaElement) && f.name !== '' && !f.disabled)
+  function changedFields(form: HTMLFormElement): Record<string, string | boolean> {
+    const out: Record<string, string | boolean> = {}
+    for (const f of fieldsOf(form)) {
+      if (f instanceof HTMLInputElement && f.type === 'checkbox') {
+        if (f.checked !== f.defaultChecked) out[f.name] = f.checked
+      } else if (f instanceof HTMLSelectElement) {
+        const loaded = Array.from(f.options).find((o) => o.defaultSelected)?.value ?? f.options[0]?.value ?? ''
+        if (f.value !== loaded) out[f.name] = f.value
+      } else if (f.value.trim() !== f.defaultValue.trim()) out[f.name] = f.value.trim()
+    }
+    return out
+  }
+  /** What the form shows becomes what it compares with (after loading it, or a save). */
+  function settleFields(form: HTMLFormElement): void {
+    for (const f of fieldsOf(form)) {
+      if (f instanceof HTMLInputElement && f.type === 'checkbox') f.defaultChecked = f.checked
+      else if (f instanceof HTMLSelectElement) for (const o of Array.from(f.options)) o.defaultSelected = o.selected
+      else f.defaultValue = f.value
+    }
   }
 
   const pad = (n: number) => String(n).padStart(2, '0')
@@ -220,8 +486,12 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, el, say, fieldError, clearOnInput, poll, render, formJson, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, exclusive, onSubmit, stream, el, say, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
+
+  // Forms that only a script can send come with their button off, so that without JavaScript
+  // they are not posted to the page's own address (which answered with raw JSON).
+  for (const b of Array.from(document.querySelectorAll<HTMLButtonElement>('button[data-needs-js]'))) b.disabled = false
 
   // Times the server wrote (UTC) are shown like every other time on the page.
   for (const node of Array.from(document.querySelectorAll('time[datetime][data-local]'))) node.textContent = fmtTime(node.getAttribute('datetime'))

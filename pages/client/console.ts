@@ -2,7 +2,7 @@
 // pages). Charts are uPlot (/assets/uplot.js, served by the binary) on a canvas the screen reader
 // skips; beside each is the text that says the same: a summary of every series (now, lowest,
 // highest) and the points as a table behind a disclosure. Log lines are SSE from
-// /api/v1/workers/{id}/logs/stream, shown as text only.
+// /api/v1/workers/{id}/logs/stream (svc.stream), one machine at a time, shown as text only.
 import type { Chart, ChartSeries, LogTail, SvcConsole } from './types'
 
 export function consoleClient(): void {
@@ -119,12 +119,17 @@ export function consoleClient(): void {
 
   const LEVELS = ['debug', 'info', 'warn', 'error']
 
-  /** A live tail of the fellows' log lines: follow (scroll along), pause (hold new lines), filter by level. */
+  /**
+   * A live tail of the fellows' log lines: follow (scroll along), pause (hold new lines), filter by
+   * level. One machine at a time (a chooser when there are several): every open stream holds one of
+   * the six connections a browser keeps per host, and a job page of four machines held five.
+   */
   function logTail(container: HTMLElement, sources: { id: string; name: string }[]): LogTail {
     const MAX = 500
-    const MAX_STREAMS = 4
     const list = el('ol', { class: 'log-lines plain', tabindex: '0', 'aria-label': t('log.lines') })
     const level = el('select', { id: container.id + '-level' }, ...['all', 'info', 'warn', 'error'].map((l) => el('option', { value: l, text: t('log.level.' + l) }))) as HTMLSelectElement
+    const machine = el('select', { id: container.id + '-source' }) as HTMLSelectElement
+    const machineBox = el('span', { class: 'log-source' }, el('label', { for: machine.id, class: 'inline', text: t('log.machine') }), ' ', machine)
     const pauseBtn = el('button', { type: 'button', class: 'secondary small', 'aria-pressed': 'false', text: t('log.pause') })
     const follow = el('input', { type: 'checkbox', id: container.id + '-follow', checked: true }) as HTMLInputElement
     const status = el('p', { class: 'muted log-status', role: 'status' })
@@ -132,6 +137,7 @@ export function consoleClient(): void {
       el(
         'div',
         { class: 'actions log-controls' },
+        machineBox,
         el('label', { for: level.id, class: 'inline', text: t('log.filter') }),
         level,
         el('label', { class: 'check inline' }, follow, ' ', t('log.follow')),
@@ -141,9 +147,9 @@ export function consoleClient(): void {
       list,
     )
     let paused = false
-    let held: { ts: string; line: string; name: string }[] = []
-    const lines: { ts: string; line: string; name: string; lvl: string }[] = []
-    const sources2 = new Map<string, EventSource>()
+    let held: { ts: string; line: string }[] = []
+    const lines: { ts: string; line: string; lvl: string }[] = []
+    let current: { id: string; close(): void } | null = null
     const parse = (line: string) => {
       try {
         const o = JSON.parse(line)
@@ -165,8 +171,6 @@ export function consoleClient(): void {
         { class: 'log-' + p.lvl, 'data-level': p.lvl },
         el('time', { datetime: l.ts, text: fmtClock(Date.parse(l.ts) / 1000, false) }),
         ' ',
-        sources.length > 1 ? el('span', { class: 'log-src', text: l.name }) : '',
-        sources.length > 1 ? ' ' : '',
         el('span', { class: 'log-lvl', text: p.lvl.toUpperCase() }),
         ' ',
         el('span', { class: 'log-msg', text: p.text }),
@@ -178,14 +182,14 @@ export function consoleClient(): void {
       if (visible.length === 0) list.append(el('li', { class: 'empty', text: lines.length ? t('log.noneAtLevel') : t('log.none') }))
       if (follow.checked) list.scrollTop = list.scrollHeight
     }
-    const take = (batch: { ts: string; line: string; name: string }[]) => {
+    const take = (batch: { ts: string; line: string }[]) => {
       for (const b of batch) lines.push({ ...b, lvl: parse(b.line).lvl })
       if (lines.length > MAX) lines.splice(0, lines.length - MAX)
       redraw()
     }
     let timer: ReturnType<typeof setTimeout> | undefined
-    let incoming: { ts: string; line: string; name: string }[] = []
-    const arrive = (x: { ts: string; line: string; name: string }) => {
+    let incoming: { ts: string; line: string }[] = []
+    const arrive = (x: { ts: string; line: string }) => {
       if (paused) {
         held.push(x)
         status.textContent = t('log.held', { n: held.length })
@@ -200,23 +204,35 @@ export function consoleClient(): void {
         take(batch)
       }, 100)
     }
-    function connect(list2: { id: string; name: string }[]) {
-      for (const s of list2) {
-        if (sources2.has(s.id)) continue
-        // Each stream holds a connection; a browser has six per host over HTTP/1.1.
-        if (sources2.size >= MAX_STREAMS) break
-        const es = new EventSource('/api/v1/workers/' + encodeURIComponent(s.id) + '/logs/stream')
-        es.addEventListener('log', (e) => {
+    /** Follows one machine: its lines from the start of what the leader keeps, then new ones. */
+    function connect(id: string) {
+      if (current?.id === id) return
+      current?.close()
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+      incoming = []
+      held = []
+      lines.length = 0
+      if (paused) status.textContent = t('log.held', { n: 0 })
+      redraw()
+      const s = svc.stream('/api/v1/workers/' + encodeURIComponent(id) + '/logs/stream', {
+        log: (raw) => {
+          if (current?.id !== id) return
           try {
-            const d = JSON.parse((e as MessageEvent).data)
-            arrive({ ts: String(d.ts), line: String(d.line), name: s.name })
+            const d = JSON.parse(raw)
+            arrive({ ts: String(d.ts), line: String(d.line) })
           } catch {
             // a malformed event is skipped
           }
-        })
-        sources2.set(s.id, es)
-      }
+        },
+      })
+      current = { id, close: s.close }
     }
+    const options = () => {
+      machine.replaceChildren(...sources.map((s) => el('option', { value: s.id, selected: s.id === current?.id, text: s.name })))
+      machineBox.hidden = sources.length < 2
+    }
+    machine.addEventListener('change', () => connect(machine.value))
     pauseBtn.addEventListener('click', () => {
       paused = !paused
       pauseBtn.setAttribute('aria-pressed', String(paused))
@@ -233,11 +249,14 @@ export function consoleClient(): void {
       if (follow.checked) list.scrollTop = list.scrollHeight
     })
     redraw()
-    connect(sources)
+    if (sources[0]) connect(sources[0].id)
+    options()
     return {
       add: (more) => {
+        const before = sources.length
         for (const m of more) if (!sources.some((s) => s.id === m.id)) sources.push(m)
-        connect(more)
+        if (!current && sources[0]) connect(sources[0].id)
+        if (sources.length !== before) options()
       },
     }
   }

@@ -133,8 +133,8 @@ export function dashboardClient(): void {
                   'li',
                   { class: 'actions', 'data-request': j.email },
                   el('span', {}, el('strong', { text: who }), j.display_name ? ` (${j.email})` : '', ' ', svc.t('requests.asksToJoin'), ' ', el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: j.pool_name }), ' · ', svc.ago(j.created_at)),
-                  el('button', { type: 'button', class: 'small', 'aria-label': svc.t('requests.approveLabel', { who }), onclick: () => void decide(j, 'approve') }, svc.t('requests.approve')),
-                  el('button', { type: 'button', class: 'small danger', 'aria-label': svc.t('requests.rejectLabel', { who }), onclick: () => void decide(j, 'reject') }, svc.t('requests.reject')),
+                  el('button', { type: 'button', class: 'small', 'aria-label': svc.t('requests.approveLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'approve')) }, svc.t('requests.approve')),
+                  el('button', { type: 'button', class: 'small danger', 'aria-label': svc.t('requests.rejectLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'reject')) }, svc.t('requests.reject')),
                 )
               }),
             ),
@@ -170,7 +170,7 @@ export function dashboardClient(): void {
   if (linkInvite && linkToken) {
     const card = $('invite-link-card')
     if (card) card.hidden = false
-    $('accept-link-invite')?.addEventListener('click', () => void accept(linkInvite, linkToken))
+    $('accept-link-invite')?.addEventListener('click', (e) => void svc.exclusive(e.currentTarget as Element, () => accept(linkInvite, linkToken)))
   }
 
   async function loadInvites() {
@@ -188,7 +188,7 @@ export function dashboardClient(): void {
                   'li',
                   { class: 'actions' },
                   el('span', {}, svc.t('invites.to'), ' ', el('strong', { text: i.pool_name }), ` (${svc.t('invites.expires', { time: svc.fmtTime(i.expires_at) })})`),
-                  el('button', { type: 'button', class: 'small', 'aria-label': svc.t('invites.acceptLabel', { pool: i.pool_name }), onclick: () => void accept(i.id) }, svc.t('invites.accept')),
+                  el('button', { type: 'button', class: 'small', 'aria-label': svc.t('invites.acceptLabel', { pool: i.pool_name }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => accept(i.id)) }, svc.t('invites.accept')),
                 ),
               ),
             ),
@@ -197,17 +197,18 @@ export function dashboardClient(): void {
     )
   }
 
-  $('create-pool')?.addEventListener('submit', (e) => {
-    e.preventDefault()
-    const form = e.currentTarget as HTMLFormElement
+  // One request at a time: a double click created two pools.
+  svc.onSubmit('create-pool', async (form) => {
     const body = svc.formJson(form)
     if (body.description === '') delete body.description
     if (body.visibility !== 'public') delete body.open_join
     svc.say('create-msg', svc.t('dash.creating'))
-    void svc.api('POST', '/api/v1/pools', body).then((r) => {
-      if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
-      location.href = '/pools/' + encodeURIComponent(r.data.id) + '?created=1'
-    })
+    const r = await svc.api('POST', '/api/v1/pools', body)
+    if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
+    // On its way to the new pool: the button stays off (a click meanwhile made a second one).
+    const submit = form.querySelector('button[type=submit]') as HTMLButtonElement | null
+    if (submit) submit.disabled = true
+    location.href = '/pools/' + encodeURIComponent(r.data.id) + '?created=1'
   })
 
   const pools = svc.poll(loadPools, 5000)

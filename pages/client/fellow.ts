@@ -68,20 +68,30 @@ export function fellowClient(): void {
     }
   }
 
+  // A failed load's message ("could not be reached") goes once a later load succeeds; it stayed.
+  let loadFailed = false
   async function load() {
     const r = await svc.api('GET', path)
     if (!r.ok) {
       svc.say('fellow-msg', r.status === 404 ? t('fellow.notFound') : (r.error ?? ''), 'error')
+      loadFailed = true
       const body = $('fellow-body')
       if (body) body.hidden = r.status === 404
       return
+    }
+    if (loadFailed) {
+      loadFailed = false
+      svc.say('fellow-msg', '')
+      const body = $('fellow-body')
+      if (body) body.hidden = false
     }
     const n = r.data
     svc.render($('fellow-name'), [n.hostname], () => [n.hostname])
     document.title = `${n.hostname} · svc leader`
     svc.render($('fellow-state'), [n.state], () => [svc.badge(n.state)])
     svc.render($('fellow-status'), [n.status], () => [n.status ? svc.badge(n.status) : '—'])
-    svc.render($('fellow-job'), [n.job_id, n.step], () => [n.job_id ? el('a', { href: '/jobs/' + encodeURIComponent(n.job_id), text: t('fellow.jobAt', { step: svc.fmtNum(n.step) }) }) : t('fellow.noJob')])
+    // In place: the link's text follows the step, the link stays (and keeps focus).
+    svc.update($('fellow-job'), [n.job_id, n.step], () => [n.job_id ? el('a', { href: '/jobs/' + encodeURIComponent(n.job_id), text: t('fellow.jobAt', { step: svc.fmtNum(n.step) }) }) : t('fellow.noJob')])
     svc.render($('fellow-last-seen'), [svc.fmtAgo(n.last_seen_at)], () => [svc.ago(n.last_seen_at)])
     set('fellow-registered', svc.fmtTime(n.registered_at))
     set('fellow-cpu', n.cpu_pct === null ? '—' : pct(n.cpu_pct))
@@ -131,16 +141,18 @@ export function fellowClient(): void {
     if (release) release.disabled = n.state === 'released'
   }
 
-  $('fellow-release')?.addEventListener('click', () => {
-    if (!confirm(t('fellow.confirmRelease'))) return
-    void svc.api('POST', '/api/v1/workers/release', { fellow_id: fellowId }).then((r) => {
+  $('fellow-release')?.addEventListener('click', (e) => {
+    void svc.exclusive(e.currentTarget as Element, async () => {
+      if (!confirm(t('fellow.confirmRelease'))) return
+      const r = await svc.api('POST', '/api/v1/workers/release', { fellow_id: fellowId })
       svc.say('manage-msg', r.ok ? t('fellow.released') : (r.error ?? ''), r.ok ? 'ok' : 'error')
       facts.now()
     })
   })
-  $('fellow-remove')?.addEventListener('click', () => {
-    if (!confirm(t('fellow.confirmRemove'))) return
-    void svc.api('DELETE', path).then((r) => {
+  $('fellow-remove')?.addEventListener('click', (e) => {
+    void svc.exclusive(e.currentTarget as Element, async () => {
+      if (!confirm(t('fellow.confirmRemove'))) return
+      const r = await svc.api('DELETE', path)
       if (!r.ok) return svc.say('manage-msg', r.error ?? '', 'error')
       location.href = poolChecked ? '/pools/' + encodeURIComponent(poolChecked) : '/dashboard'
     })

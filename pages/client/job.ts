@@ -1,7 +1,8 @@
 // job.js: one job, polled: status with its reason (why it waits, why it failed), stages and the
 // machines running them, the transport; the loss and throughput chart and the step progress from
-// the metrics stream (SSE, resumed by the browser with Last-Event-ID); pause, resume, checkpoint
-// and cancel, each after a confirmation; its checkpoints and artifacts; its machines' log tail.
+// the metrics stream (SSE through svc.stream: closed while the tab is hidden, then resumed with
+// Last-Event-ID); pause, resume, checkpoint and cancel, each after a confirmation, for those who
+// may steer the job; its checkpoints and artifacts; the log tail of one of its machines at a time.
 import type {} from './types'
 
 export function jobClient(): void {
@@ -72,11 +73,11 @@ export function jobClient(): void {
     return t('job.hours', { n: Math.round(s / 360) / 10 })
   }
 
-  const stream = new EventSource(path + '/metrics/stream')
-  stream.addEventListener('metrics', (e) => {
+  // The stream ends with the job (`end`): no reconnecting to a finished one.
+  svc.stream(path + '/metrics/stream', { metrics: (raw) => {
     let d: any
     try {
-      d = JSON.parse((e as MessageEvent).data)
+      d = JSON.parse(raw)
     } catch {
       return
     }
@@ -88,19 +89,26 @@ export function jobClient(): void {
     tput.push(typeof d.throughput === 'number' ? d.throughput : null)
     if (xs.length > 2000) for (const a of [xs, loss, tput]) a.splice(0, a.length - 2000)
     draw()
-  })
-  // The stream ends with the job: no reconnecting to a finished one.
-  stream.addEventListener('end', () => stream.close())
+  } })
 
   let tail: ReturnType<typeof window.svcConsole.logTail> | null = null
 
+  // A failed load's message ("could not be reached") goes once a later load succeeds; it stayed.
+  let loadFailed = false
   async function load() {
     const r = await svc.api('GET', path)
     if (!r.ok) {
       svc.say('job-msg', r.status === 404 ? t('job.notFound') : (r.error ?? ''), 'error')
+      loadFailed = true
       const facts = $('job-facts')
       if (facts) facts.hidden = r.status === 404
       return
+    }
+    if (loadFailed) {
+      loadFailed = false
+      svc.say('job-msg', '')
+      const facts = $('job-facts')
+      if (facts) facts.hidden = false
     }
     const j = (job = r.data)
     const [nodes, pool, arts] = await Promise.all([
@@ -108,6 +116,10 @@ export function jobClient(): void {
       svc.api('GET', '/api/v1/pools/' + encodeURIComponent(j.pool_id)),
       svc.api('GET', '/api/v1/artifacts?job_id=' + encodeURIComponent(j.id)),
     ])
+    // Steering is for the job's creator, the pool's owner and admins (the rule of JobService's
+    // steerable); other members only look, and were shown buttons that answered 403.
+    const mayControl = svc.data('admin') === '1' || (j.created_by !== null && j.created_by === svc.data('user-id')) || (pool.ok && pool.data.my_role === 'owner')
+    show('steer-card', mayControl)
     const byId = new Map<string, any>(nodes.ok ? (nodes.data.items as any[]).map((n) => [n.fellow_id, n]) : [])
     svc.render($('job-name'), [j.name], () => [j.name])
     document.title = `${j.name} · svc leader`
@@ -161,10 +173,10 @@ export function jobClient(): void {
           )
         : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: arts.ok ? t('job.noArtifacts') : t('common.noData') }))],
     )
-    show('job-pause', j.status === 'running' || j.status === 'scheduled')
-    show('job-resume', j.status === 'paused')
-    show('job-checkpoint', ACTIVE.includes(j.status))
-    show('job-cancel', !TERMINAL.includes(j.status))
+    show('job-pause', mayControl && (j.status === 'running' || j.status === 'scheduled'))
+    show('job-resume', mayControl && j.status === 'paused')
+    show('job-checkpoint', mayControl && ACTIVE.includes(j.status))
+    show('job-cancel', mayControl && !TERMINAL.includes(j.status))
     const sources = rows.filter((s) => s.fellow).map((s) => ({ id: s.fellow as string, name: s.host ?? (s.fellow as string).slice(0, 8) }))
     if (!tail) tail = window.svcConsole.logTail($('job-log')!, sources)
     else tail.add(sources)
@@ -172,9 +184,12 @@ export function jobClient(): void {
   }
 
   const steer = (id: string, confirmKey: string, method: string, suffix: string, doneKey: string) =>
-    $(id)?.addEventListener('click', () => {
-      if (!confirm(t(confirmKey))) return
-      void svc.api(method, path + suffix).then((r) => {
+    $(id)?.addEventListener('click', (e) => {
+      const button = e.currentTarget as HTMLElement
+      void svc.exclusive(button, async () => {
+        if (!confirm(t(confirmKey))) return
+        const r = await svc.api(method, path + suffix)
+        loadFailed = false
         svc.say('job-msg', r.ok ? t(doneKey) : (r.error ?? ''), r.ok ? 'ok' : 'error')
         poll.now()
       })

@@ -37,11 +37,11 @@ export function joinClient(): void {
     )
   }
 
-  $('mint-join')?.addEventListener('click', () => {
+  $('mint-join')?.addEventListener('click', (e) => void svc.exclusive(e.currentTarget as Element, async () => {
     const poolId = select.value
     if (!poolId) return svc.say('join-msg', t('joinw.choosePool'), 'error')
     svc.say('join-msg', t('join.creating'))
-    void svc.api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId }).then(async (r) => {
+    await svc.api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId }).then(async (r) => {
       if (!r.ok) return svc.say('join-msg', r.status === 404 || r.status === 401 ? t('join.unavailable') : (r.error ?? ''), 'error')
       const cmd = $('join-cmd')
       if (cmd) cmd.textContent = String(r.data.command ?? '')
@@ -56,7 +56,7 @@ export function joinClient(): void {
       if (watching) watching.now()
       else watching = svc.poll(watch, 3000)
     })
-  })
+  }))
 
   select.addEventListener('change', () => {
     known = null

@@ -91,8 +91,8 @@ export function poolConsoleClient(): void {
   }
 
   let submitted: string | null = null
-  form?.addEventListener('submit', async (e) => {
-    e.preventDefault()
+  // One submit at a time: a double click sent two jobs.
+  svc.onSubmit(form, async (form) => {
     if (machines === null) await loadMachines()
     const body = check()
     if (!body) {
@@ -101,17 +101,16 @@ export function poolConsoleClient(): void {
       return
     }
     svc.say('submit-msg', t('submit.sending'))
-    void svc.api('POST', '/api/v1/jobs', body).then((r) => {
-      if (!r.ok && placeErrors(r.data?.errors)) {
-        svc.say('submit-msg', t('submit.fix'), 'error')
-        ;(form.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus()
-        return
-      }
-      if (!r.ok) return svc.say('submit-msg', r.error ?? '', 'error')
-      submitted = r.data.id
-      form.reset()
-      announce(r.data)
-    })
+    const r = await svc.api('POST', '/api/v1/jobs', body)
+    if (!r.ok && placeErrors(r.data?.errors)) {
+      svc.say('submit-msg', t('submit.fix'), 'error')
+      ;(form.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus()
+      return
+    }
+    if (!r.ok) return svc.say('submit-msg', r.error ?? '', 'error')
+    submitted = r.data.id
+    form.reset()
+    announce(r.data)
   })
 
   function announce(j: any) {

@@ -36,7 +36,7 @@ export function poolManageClient(): void {
       el('td', { text: m.email }),
       el('td', { text: t('role.' + m.role) }),
       el('td', { text: svc.fmtTime(m.joined_at) }),
-      el('td', {}, mayRemove ? el('button', { type: 'button', class: 'small danger', 'aria-label': `${label} ${m.display_name || m.email}`, onclick: () => void removeMember(m) }, label) : ''),
+      el('td', {}, mayRemove ? el('button', { type: 'button', class: 'small danger', 'aria-label': `${label} ${m.display_name || m.email}`, onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => removeMember(m)) }, label) : ''),
     )
   }
 
@@ -63,8 +63,8 @@ export function poolManageClient(): void {
                   'li',
                   { class: 'actions', 'data-request': j.email },
                   el('span', {}, el('strong', { text: who }), j.display_name ? ` (${j.email})` : '', ' · ', t('requests.asked', { time: svc.fmtAgo(j.created_at) })),
-                  el('button', { type: 'button', class: 'small', 'aria-label': t('requests.approveLabel', { who }), onclick: () => void decide(j, 'approve') }, t('requests.approve')),
-                  el('button', { type: 'button', class: 'small danger', 'aria-label': t('requests.rejectLabel', { who }), onclick: () => void decide(j, 'reject') }, t('requests.reject')),
+                  el('button', { type: 'button', class: 'small', 'aria-label': t('requests.approveLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'approve')) }, t('requests.approve')),
+                  el('button', { type: 'button', class: 'small danger', 'aria-label': t('requests.rejectLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'reject')) }, t('requests.reject')),
                 )
               }),
             ),
@@ -99,7 +99,7 @@ export function poolManageClient(): void {
                   { class: 'actions', 'data-invite': i.email },
                   el('span', {}, el('strong', { text: i.email }), ' · ', t('invites.expires', { time: svc.fmtTime(i.expires_at) })),
                   el('button', { type: 'button', class: 'small secondary', 'aria-label': t('poolInvites.copyLabel', { email: i.email }), onclick: () => void svc.copy(i.invite_link, 'pool-invites-msg') }, t('poolInvites.copy')),
-                  el('button', { type: 'button', class: 'small danger', 'aria-label': t('poolInvites.withdrawLabel', { email: i.email }), onclick: () => void withdraw(i) }, t('poolInvites.withdraw')),
+                  el('button', { type: 'button', class: 'small danger', 'aria-label': t('poolInvites.withdrawLabel', { email: i.email }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => withdraw(i)) }, t('poolInvites.withdraw')),
                 ),
               ),
             ),
@@ -115,60 +115,59 @@ export function poolManageClient(): void {
     invites?.now()
   }
 
-  $('invite-form')?.addEventListener('submit', (e) => {
-    e.preventDefault()
-    const form = e.currentTarget as HTMLFormElement
+  svc.onSubmit('invite-form', async (form) => {
     const email = String(svc.formJson(form).email)
-    void svc.api('POST', `${base}/invites`, { email }).then((r) => {
-      // The link on show is the last invite's: it does not belong to this attempt.
-      if (!r.ok) {
-        const box = $('invite-link-box')
-        if (box) box.hidden = true
-        return svc.say('invite-form-msg', r.error ?? '', 'error')
-      }
-      // Say what really happened: mailed, not mailed (no mail server), or already open.
-      const key = r.status !== 201 ? 'invite.alreadyOpen' : r.data.mailed ? 'invite.mailed' : 'invite.notMailed'
-      svc.say('invite-form-msg', t(key, { email }), 'ok')
+    const r = await svc.api('POST', `${base}/invites`, { email })
+    // The link on show is the last invite's: it does not belong to this attempt.
+    if (!r.ok) {
       const box = $('invite-link-box')
-      const input = $('invite-link') as HTMLInputElement | null
-      if (box && input) {
-        input.value = r.data.invite_link
-        box.hidden = false
-      }
-      form.reset()
-      invites?.now()
-    })
+      if (box) box.hidden = true
+      return svc.say('invite-form-msg', r.error ?? '', 'error')
+    }
+    // Say what really happened: mailed, not mailed (no mail server), or already open.
+    const key = r.status !== 201 ? 'invite.alreadyOpen' : r.data.mailed ? 'invite.mailed' : 'invite.notMailed'
+    svc.say('invite-form-msg', t(key, { email }), 'ok')
+    const box = $('invite-link-box')
+    const input = $('invite-link') as HTMLInputElement | null
+    if (box && input) {
+      input.value = r.data.invite_link
+      box.hidden = false
+    }
+    form.reset()
+    invites?.now()
   })
 
   svc.clearOnInput('edit-form', 'edit-msg')
   svc.clearOnInput('invite-form', 'invite-form-msg')
-  $('edit-form')?.addEventListener('submit', (e) => {
-    e.preventDefault()
-    const body: Record<string, unknown> = svc.formJson(e.currentTarget as HTMLFormElement)
+  // Only the fields changed here are sent: a second tab's save sent every field as it had loaded
+  // them, undoing what the first had saved meanwhile.
+  svc.onSubmit('edit-form', async (form) => {
+    const body: Record<string, unknown> = svc.changedFields(form)
+    if (Object.keys(body).length === 0) return svc.say('edit-msg', t('common.nothingChanged'), 'ok')
     if ('node_limit' in body) body.node_limit = body.node_limit === '' ? null : Number(body.node_limit)
-    void svc.api('PATCH', base, body).then((r) => {
-      if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
-      const h = $('pool-name')
-      if (h) h.textContent = r.data.name
-      document.title = `${r.data.name} · svc leader`
-      // The page's facts say what was saved (only the title did; the rest waited for a reload).
-      const desc = $('pool-description')
-      if (desc) {
-        desc.textContent = r.data.description ?? ''
-        desc.hidden = !r.data.description
-      }
-      const vis = $('pool-visibility-fact')
-      const label = ($('edit-visibility') as HTMLSelectElement | null)?.querySelector(`option[value="${r.data.visibility}"]`)?.textContent
-      if (vis && label) vis.textContent = label + (r.data.visibility === 'public' && r.data.open_join ? (vis.dataset.openJoin ?? '') : '')
-      const limit = $('pool-limit-fact')
-      if (limit) limit.textContent = r.data.node_limit === null ? (limit.dataset.unlimited ?? '') : String(r.data.node_limit)
-      svc.say('edit-msg', t('common.saved'), 'ok')
-    })
+    const r = await svc.api('PATCH', base, body)
+    if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
+    svc.settleFields(form)
+    const h = $('pool-name')
+    if (h) h.textContent = r.data.name
+    document.title = `${r.data.name} · svc leader`
+    // The page's facts say what was saved (only the title did; the rest waited for a reload).
+    const desc = $('pool-description')
+    if (desc) {
+      desc.textContent = r.data.description ?? ''
+      desc.hidden = !r.data.description
+    }
+    const vis = $('pool-visibility-fact')
+    const label = ($('edit-visibility') as HTMLSelectElement | null)?.querySelector(`option[value="${r.data.visibility}"]`)?.textContent
+    if (vis && label) vis.textContent = label + (r.data.visibility === 'public' && r.data.open_join ? (vis.dataset.openJoin ?? '') : '')
+    const limit = $('pool-limit-fact')
+    if (limit) limit.textContent = r.data.node_limit === null ? (limit.dataset.unlimited ?? '') : String(r.data.node_limit)
+    svc.say('edit-msg', t('common.saved'), 'ok')
   })
 
-  $('delete-pool')?.addEventListener('click', () => {
-    if (!confirm(t('pool.confirmDelete'))) return
-    void (async () => {
+  $('delete-pool')?.addEventListener('click', (e) => {
+    void svc.exclusive(e.currentTarget as Element, async () => {
+      if (!confirm(t('pool.confirmDelete'))) return
       let r = await svc.api('DELETE', base)
       if (!r.ok && r.data?.code === 'pool_has_nodes') {
         if (!confirm(t('pool.confirmDetach', { n: Number(r.data.node_count) || 0 }))) return svc.say('delete-msg', t('pool.notDeleted'))
@@ -176,18 +175,16 @@ export function poolManageClient(): void {
       }
       if (!r.ok) return svc.say('delete-msg', r.error ?? '', 'error')
       location.href = '/dashboard'
-    })()
+    })
   })
 
   $('join-pool')?.addEventListener('click', (e) => {
     const button = e.currentTarget as HTMLButtonElement
-    button.disabled = true
-    void svc.api('POST', `${base}/join`).then((r) => {
-      if (!r.ok) {
-        button.disabled = false
-        return svc.say('join-pool-msg', r.error ?? '', 'error')
-      }
+    void svc.exclusive(button, async () => {
+      const r = await svc.api('POST', `${base}/join`)
+      if (!r.ok) return svc.say('join-pool-msg', r.error ?? '', 'error')
       // Asked: the button stays off (also after a reload: the page knows the open request).
+      button.disabled = true
       if (r.data.status === 'pending') return svc.say('join-pool-msg', t('pool.asked'), 'ok')
       location.reload()
     })

@@ -29,7 +29,7 @@ export function poolClient(): void {
   const nodeRow = (n: any) =>
     el(
       'tr',
-      { 'data-fellow': n.fellow_id, 'data-state': n.state },
+      { 'data-key': n.fellow_id, 'data-fellow': n.fellow_id, 'data-state': n.state },
       el('td', {}, el('a', { href: '/fellows/' + encodeURIComponent(n.fellow_id) }, el('strong', { text: n.hostname ?? '—' })), el('br'), el('span', { class: 'muted mono', text: String(n.fellow_id ?? '').slice(0, 13) })),
       el('td', {}, svc.badge(String(n.state ?? 'unknown'))),
       el('td', {}, n.status ? svc.badge(String(n.status)) : '—', n.job_id ? el('div', {}, el('a', { href: '/jobs/' + encodeURIComponent(n.job_id), text: t('pool.theJob') })) : ''),
@@ -49,11 +49,11 @@ export function poolClient(): void {
     const online = items.filter((n) => n.state === 'online').length
     // Announced only when the count changes (render skips identical data).
     svc.render($('nodes-summary'), [online, items.length], () => [items.length ? t('pool.online', { n: items.length, online }) : ''])
-    // Keyed by what a person sees (the relative "last seen", not its timestamp): every heartbeat
-    // would otherwise rebuild the rows and take keyboard focus away.
+    // Keyed by what a person sees (the relative "last seen", not its timestamp), and what changed
+    // is updated in place: rebuilding the rows at every step took keyboard focus away.
     const key = items.map((n) => [n.fellow_id, n.state, n.status, n.step, n.loss, n.job_id, n.gpus, svc.fmtAgo(n.last_seen_at)])
     const empty = $('join-section') ? t('pool.noMachinesMember') : t('pool.noMachines')
-    svc.render($('nodes-body'), key, () => (items.length ? items.map(nodeRow) : [emptyRow(empty, 7)]))
+    svc.update($('nodes-body'), key, () => (items.length ? items.map(nodeRow) : [emptyRow(empty, 7)]))
   }
 
   let lastJobs = ''
@@ -61,12 +61,14 @@ export function poolClient(): void {
     const r = await svc.api('GET', `/api/v1/jobs?pool_id=${q}`)
     if (!r.ok) return svc.render($('jobs-body'), { s: r.status }, () => [emptyRow(noData(r), 6)])
     const items = ((r.data?.items ?? []) as any[]).filter((j) => j.pool_id === undefined || j.pool_id === poolId)
-    svc.render($('jobs-body'), items, () =>
+    // Updated in place: the step and loss change every few seconds, and a rebuilt row took the
+    // focus off its link.
+    svc.update($('jobs-body'), items, () =>
       items.length
         ? items.map((j) =>
             el(
               'tr',
-              { 'data-job': j.id, 'data-status': j.status },
+              { 'data-key': j.id, 'data-job': j.id, 'data-status': j.status },
               el('td', {}, el('a', { href: '/jobs/' + encodeURIComponent(j.id), text: j.name ?? j.id })),
               el('td', {}, svc.badge(String(j.status ?? 'unknown')), j.reason ? el('div', { class: 'reason', text: j.reason }) : ''),
               el('td', {}, svc.fmtNum(j.stages)),
@@ -136,9 +138,9 @@ export function poolClient(): void {
 
   const copyBtn = $('copy-join') as HTMLButtonElement | null
   if (copyBtn) copyBtn.disabled = true
-  $('mint-join')?.addEventListener('click', () => {
+  $('mint-join')?.addEventListener('click', (e) => void svc.exclusive(e.currentTarget as Element, async () => {
     svc.say('join-msg', t('join.creating'))
-    void svc.api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId }).then((r) => {
+    await svc.api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId }).then((r) => {
       if (!r.ok) return svc.say('join-msg', missing(r.status) && r.status !== 403 ? t('join.unavailable') : (r.error ?? ''), 'error')
       const cmd = $('join-cmd')
       if (cmd) cmd.textContent = String(r.data.command ?? '')
@@ -148,7 +150,7 @@ export function poolClient(): void {
       svc.say('join-msg', t('join.created'), 'ok')
       copyBtn?.focus()
     })
-  })
+  }))
 
   const nodes = svc.poll(loadNodes, 3000)
   if ($('jobs-body')) svc.poll(loadJobs, 3000)

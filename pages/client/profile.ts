@@ -11,7 +11,7 @@ export function profileClient(): void {
 
   const stateOf = (tok: any) => (tok.revoked_at ? 'revoked' : tok.expires_at && new Date(tok.expires_at).getTime() < Date.now() ? 'expired' : 'active')
 
-  async function revoke(tok: any) {
+  async function revoke(tok: any): Promise<void> {
     if (!confirm(t('tokens.confirmRevoke', { name: tok.name }))) return
     const r = await svc.api('DELETE', '/api/v1/api-tokens/' + encodeURIComponent(tok.id))
     svc.say('tokens-msg', r.ok ? t('tokens.revoked', { name: tok.name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
@@ -30,7 +30,7 @@ export function profileClient(): void {
       el('td', { text: svc.fmtTime(tok.last_used_at) }),
       el('td', { text: tok.expires_at ? svc.fmtTime(tok.expires_at) : t('common.never') }),
       el('td', {}, svc.badge(state)),
-      el('td', {}, state === 'active' ? el('button', { type: 'button', class: 'small danger', 'aria-label': t('tokens.revokeLabel', { name: tok.name }), onclick: () => void revoke(tok) }, t('tokens.revoke')) : ''),
+      el('td', {}, state === 'active' ? el('button', { type: 'button', class: 'small danger', 'aria-label': t('tokens.revokeLabel', { name: tok.name }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => revoke(tok)) }, t('tokens.revoke')) : ''),
     )
   }
 
@@ -43,34 +43,29 @@ export function profileClient(): void {
   }
 
   svc.clearOnInput('token-form', 'token-msg')
-  $('token-form')?.addEventListener('submit', (e) => {
-    e.preventDefault()
-    const form = e.currentTarget as HTMLFormElement
+  // One request at a time: a double click minted two tokens, and the first was never shown.
+  svc.onSubmit('token-form', async (form) => {
     const f = svc.formJson(form)
     const body: Record<string, unknown> = { name: f.name }
     if (f.expires_in_days) body.expires_in_days = Number(f.expires_in_days)
-    void svc.api('POST', '/api/v1/api-tokens', body).then((r) => {
-      if (!r.ok) return svc.say('token-msg', r.error ?? '', 'error')
-      const once = $('token-once')
-      const value = $('token-value')
-      if (value) value.textContent = r.data.token
-      if (once) once.hidden = false
-      form.reset()
-      svc.say('token-msg', t('tokens.created', { name: r.data.name }), 'ok')
-      void load()
-    })
+    const r = await svc.api('POST', '/api/v1/api-tokens', body)
+    if (!r.ok) return svc.say('token-msg', r.error ?? '', 'error')
+    const once = $('token-once')
+    const value = $('token-value')
+    if (value) value.textContent = r.data.token
+    if (once) once.hidden = false
+    form.reset()
+    svc.say('token-msg', t('tokens.created', { name: r.data.name }), 'ok')
+    void load()
   })
 
-  $('password-form')?.addEventListener('submit', (e) => {
-    e.preventDefault()
-    const form = e.currentTarget as HTMLFormElement
+  svc.onSubmit('password-form', async (form) => {
     const f = svc.formJson(form)
     if (f.new_password !== f.confirm) return svc.say('password-msg', t('auth.differ'), 'error')
-    void svc.api('POST', '/api/v1/auth/password', { current_password: f.current_password, new_password: f.new_password }).then((r) => {
-      if (!r.ok) return svc.say('password-msg', r.error ?? '', 'error')
-      form.reset()
-      svc.say('password-msg', t('profile.changed'), 'ok')
-    })
+    const r = await svc.api('POST', '/api/v1/auth/password', { current_password: f.current_password, new_password: f.new_password })
+    if (!r.ok) return svc.say('password-msg', r.error ?? '', 'error')
+    form.reset()
+    svc.say('password-msg', t('profile.changed'), 'ok')
   })
 
   void load()

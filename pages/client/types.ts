@@ -15,6 +15,18 @@ export type Attrs = Record<string, string | number | boolean | null | undefined 
 
 export interface Svc {
   api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResult<T>>
+  /**
+   * Runs `fn` unless one started from the same form or button is still under way (then nothing):
+   * the form's submit buttons, or the button, are aria-disabled meanwhile (focus stays on them).
+   */
+  exclusive(owner: Element, fn: () => Promise<unknown>): Promise<void>
+  /** A form's submit handler (default prevented) that sends one request at a time (exclusive). */
+  onSubmit(form: string | HTMLFormElement | null, handler: (form: HTMLFormElement) => Promise<unknown>): void
+  /**
+   * Server-sent events (`on[event](data)`): closed while the tab is hidden, opened again when it is
+   * shown, resuming with Last-Event-ID; reconnects after a dropped connection; `end` closes it.
+   */
+  stream(url: string, on: Record<string, (data: string) => void>): { close(): void }
   el(tag: string, attrs?: Attrs, ...children: Child[]): HTMLElement
   say(target: string | Element | null, text: string, kind?: 'ok' | 'error' | ''): void
   /** Sets the message beside a form field (`<id>-error`) and its aria-invalid; true when `text` is empty. */
@@ -24,7 +36,17 @@ export interface Svc {
   poll(fn: () => Promise<void>, ms: number): { now(): void }
   /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
   render(container: Element | null, key: unknown, build: () => Child[]): void
+  /**
+   * As render, but the content is updated in place: text and attributes change, the elements stay
+   * (a focused link keeps focus while the numbers beside it change). Children with data-key (rows)
+   * are matched by it. Listeners are not carried over: for content without element listeners.
+   */
+  update(container: Element | null, key: unknown, build: () => Child[]): void
   formJson(form: HTMLFormElement): Record<string, string | boolean>
+  /** The fields whose value differs from their default (as loaded or last saved): what an edit sends. */
+  changedFields(form: HTMLFormElement): Record<string, string | boolean>
+  /** Makes the fields' current values their defaults (after loading them into the form, or a save). */
+  settleFields(form: HTMLFormElement): void
   /** One date format everywhere: YYYY-MM-DD HH:MM in the viewer's time zone. */
   fmtTime(iso: string | null | undefined): string
   /** "3 minutes ago" / "vor 3 Minuten", in the page's language. */

@@ -174,6 +174,153 @@ describe.skipIf(!hasChromium)('training console and fleet views in Chromium (iss
     expect(errors).toEqual([])
   }, T)
 
+  /** Marks the focused element (a property, which an update in place keeps) and says whether it is still the focused one. */
+  const markFocus = (p: Page) => p.evaluate('document.activeElement.svcMark = 1')
+  const focusKept = async (p: Page) => (await p.evaluate('document.activeElement && document.activeElement.svcMark === 1')) as boolean
+  const hide = (p: Page, hidden: boolean) =>
+    p.evaluate(
+      hidden
+        ? "Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' }); document.dispatchEvent(new Event('visibilitychange'))"
+        : "delete document.hidden; delete document.visibilityState; document.dispatchEvent(new Event('visibilitychange'))",
+    )
+
+  test('a job page holds at most 2 event streams, none while its tab is hidden, and resumes after the last event when shown (four tabs hung every other tab)', async () => {
+    expect(jobId).not.toBe('')
+    const { context, page } = await signedIn('en-US', 1280)
+    const open = new Set<unknown>()
+    const opened: { url: string; lastEventId: string | undefined }[] = []
+    page.on('request', (r) => {
+      if (!/\/(metrics|logs)\/stream$/.test(r.url())) return
+      open.add(r)
+      opened.push({ url: r.url(), lastEventId: r.headers()['last-event-id'] })
+    })
+    page.on('requestfinished', (r) => void open.delete(r))
+    page.on('requestfailed', (r) => void open.delete(r))
+    try {
+      await page.goto(`${c.leader.url}/jobs/${jobId}`)
+      await page.locator('#job-log li[data-level]').first().waitFor({ timeout: 20_000 })
+      await until(async () => ((await pointsIn(page, '#job-chart')) >= 1 ? true : null), 'the loss chart', { timeoutMs: 30_000, everyMs: 200 })
+      // The metrics and one machine's log: two machines used to mean three streams (up to five).
+      expect(open.size).toBe(2)
+      // The other machine's log on demand, from the chooser; still two streams.
+      const options = await page.locator('#job-log-source option').allInnerTexts()
+      expect(options.sort()).toEqual(['alpha', 'beta'])
+      const other = (await page.locator('#job-log-source option:not(:checked)').getAttribute('value'))!
+      await page.selectOption('#job-log-source', other)
+      await until(async () => (opened.some((o) => o.url.includes(other)) && open.size === 2 ? true : null), "the other machine's stream instead", { timeoutMs: 5000, everyMs: 50 })
+      await page.locator('#job-log li[data-level]').first().waitFor({ timeout: 20_000 })
+      expect(open.size).toBe(2)
+
+      // Hidden: no stream held. Shown again: the metrics resume after the last event received.
+      await hide(page, true)
+      await until(async () => (open.size === 0 ? true : null), 'the streams to close while hidden', { timeoutMs: 5000, everyMs: 50 })
+      const before = opened.length
+      const points = await pointsIn(page, '#job-chart')
+      await hide(page, false)
+      await until(async () => (open.size === 2 ? true : null), 'the streams to open again', { timeoutMs: 5000, everyMs: 50 })
+      const metrics = opened.slice(before).find((o) => o.url.includes('/metrics/stream'))
+      expect(metrics?.lastEventId).toMatch(/^[1-9]\d*$/)
+      await until(async () => ((await pointsIn(page, '#job-chart')) > points ? true : null), 'new points after the return', { timeoutMs: 30_000, everyMs: 200 })
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
+  test('keyboard focus stays on a link in the pool\'s jobs table and the machine page while the step changes (the rows were rebuilt every few seconds)', async () => {
+    expect(jobId).not.toBe('')
+    const { context, page } = await signedIn('en-US', 1280)
+    try {
+      await page.goto(`${c.leader.url}/pools/${c.poolId}`)
+      const row = page.locator(`#jobs-body tr[data-job="${jobId}"]`)
+      await row.waitFor()
+      await row.locator('a').focus()
+      await markFocus(page)
+      const step = await row.locator('td').nth(3).innerText()
+      await until(async () => ((await row.locator('td').nth(3).innerText()) !== step ? true : null), 'the step to change', { timeoutMs: 20_000, everyMs: 100 })
+      expect(await focusKept(page)).toBe(true)
+      // The machine whose step moves (the stage that reports it), then its link focused while it moves on.
+      const steps = () => page.locator('#nodes-body tr[data-fellow] td:nth-child(4)').allInnerTexts()
+      const s0 = await steps()
+      const i = (await until(async () => (await steps()).findIndex((x, k) => x !== s0[k]) + 1, "a machine's step to change", { timeoutMs: 20_000, everyMs: 100 })) - 1
+      const nodeRow = page.locator('#nodes-body tr[data-fellow]').nth(i)
+      const node = nodeRow.locator('td').first().locator('a')
+      await node.focus()
+      await markFocus(page)
+      const s1 = await nodeRow.locator('td').nth(3).innerText()
+      await until(async () => ((await nodeRow.locator('td').nth(3).innerText()) !== s1 ? true : null), "the machine's step to change again", { timeoutMs: 20_000, everyMs: 100 })
+      expect(await focusKept(page)).toBe(true)
+
+      await node.click()
+      await page.waitForURL('**/fellows/*')
+      const link = page.locator('#fellow-job a')
+      await link.waitFor()
+      await link.focus()
+      await markFocus(page)
+      const text0 = await link.innerText()
+      await until(async () => ((await page.locator('#fellow-job').innerText()) !== text0 ? true : null), 'the step on the machine page to change', { timeoutMs: 20_000, everyMs: 100 })
+      expect(await focusKept(page)).toBe(true)
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
+  test('"could not be reached" goes once a later load succeeds, on the job and the machine page', async () => {
+    expect(jobId).not.toBe('')
+    const { context, page } = await signedIn('en-US', 1280)
+    try {
+      await page.goto(`${c.leader.url}/jobs/${jobId}`)
+      await page.waitForSelector('#job-status:has-text("running")')
+      const jobUrl = `**/api/v1/jobs/${jobId}`
+      await page.route(jobUrl, (r) => r.abort())
+      await page.waitForSelector('#job-msg.error:has-text("could not be reached")', { timeout: 10_000 })
+      await page.unroute(jobUrl)
+      await page.waitForSelector('#job-msg:not(.error)', { state: 'attached', timeout: 10_000 })
+      expect(await text(page, '#job-msg')).toBe('')
+
+      const fellow = (await c.api<{ items: { fellow_id: string }[] }>('GET', `/api/v1/cluster/nodes?pool_id=${c.poolId}`)).body.items[0]!.fellow_id
+      await page.goto(`${c.leader.url}/fellows/${fellow}`)
+      await page.waitForSelector('#fellow-state:has-text("online")')
+      const fellowUrl = `**/api/v1/workers/${fellow}`
+      await page.route(fellowUrl, (r) => r.abort())
+      await page.waitForSelector('#fellow-msg.error:has-text("could not be reached")', { timeout: 10_000 })
+      await page.unroute(fellowUrl)
+      await page.waitForSelector('#fellow-msg:not(.error)', { state: 'attached', timeout: 10_000 })
+      expect(await text(page, '#fellow-msg')).toBe('')
+    } finally {
+      await context.close()
+    }
+  }, T)
+
+  test('a plain member of the pool sees no pause, checkpoint or cancel on a job they may not steer', async () => {
+    expect(jobId).not.toBe('')
+    const email = 'member@example.com'
+    const password = 'member password 123'
+    const reg = await fetch(c.leader.url + '/api/v1/auth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
+    expect(reg.status).toBe(201)
+    const user = ((await reg.json()) as { user: { id: string; status: string } }).user
+    if (user.status !== 'active') expect((await c.api('POST', `/api/v1/admin/users/${user.id}/approve`)).status).toBe(200)
+    const invite = await c.api<{ id: string; invite_link: string }>('POST', `/api/v1/pools/${c.poolId}/invites`, { email })
+    expect(invite.status).toBeLessThan(300)
+    const token = new URL(invite.body.invite_link).searchParams.get('token')!
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    const page = await context.newPage()
+    watchErrors(page, errors)
+    try {
+      expect((await page.request.post(c.leader.url + '/api/v1/auth/login', { data: { email, password } })).status()).toBe(200)
+      const csrf = (await context.cookies()).find((k) => k.name === 'svc_csrf')?.value ?? ''
+      expect((await page.request.post(`${c.leader.url}/api/v1/pools/invites/${invite.body.id}/accept`, { headers: { 'x-csrf-token': csrf }, data: { token } })).ok()).toBe(true)
+      await page.goto(`${c.leader.url}/jobs/${jobId}`)
+      await page.waitForSelector('#job-status:has-text("running")')
+      await page.locator('#stages-body tr[data-stage="1"] a').waitFor()
+      for (const id of ['#steer-card', '#job-pause', '#job-checkpoint', '#job-cancel']) expect([id, await page.locator(id).isHidden()]).toEqual([id, true])
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
   test('the same pages in German at 390 px: usable, nothing sideways, charts with their text', async () => {
     expect(jobId).not.toBe('')
     const { context, page } = await signedIn('de-DE', 390)

@@ -499,6 +499,160 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     expect(new URL(page.url()).searchParams.get('page')).toBe('1')
   }, T)
 
+  /** Holds every POST to `url` (a glob) until the returned function is called: two clicks land while the first is on its way. */
+  async function holdPosts(p: Page, url: string): Promise<() => void> {
+    let release = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    await p.route(url, async (route) => {
+      if (route.request().method() === 'POST') await held
+      await route.continue()
+    })
+    return release
+  }
+
+  test('a double click sends one request: an API token (the first was never shown), a pool from the dashboard, a pool from the admin page', async () => {
+    const p = await ada.newPage()
+    watchErrors(p, errors)
+    const posts: string[] = []
+    p.on('request', (r) => {
+      if (r.method() === 'POST') posts.push(new URL(r.url()).pathname)
+    })
+    const csrf = (await ada.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? ''
+    try {
+      await p.goto(leader.url + '/profile')
+      await p.fill('#token-name', 'double click')
+      let release = await holdPosts(p, '**/api/v1/api-tokens')
+      await p.click('#token-form button[type=submit]')
+      // A person's second click goes through whatever the button says (aria-disabled stops Playwright).
+      await p.click('#token-form button[type=submit]', { force: true })
+      await p.keyboard.press('Enter')
+      release()
+      await p.waitForSelector('#token-once:not([hidden]) #token-value:not(:empty)')
+      await p.locator('#tokens-body tr', { hasText: 'double click' }).waitFor()
+      expect(posts.filter((x) => x === '/api/v1/api-tokens')).toHaveLength(1)
+      expect(await p.locator('#tokens-body tr', { hasText: 'double click' }).count()).toBe(1)
+
+      await p.goto(leader.url + '/dashboard')
+      await p.fill('#pool-name', 'Double click pool')
+      release = await holdPosts(p, '**/api/v1/pools')
+      await p.click('#create-pool-submit')
+      await p.click('#create-pool-submit', { force: true })
+      release()
+      await p.waitForURL('**/pools/**')
+      expect(posts.filter((x) => x === '/api/v1/pools')).toHaveLength(1)
+      await p.request.delete(`${leader.url}/api/v1/pools/${new URL(p.url()).pathname.split('/')[2]}`, { headers: { 'x-csrf-token': csrf } })
+
+      await p.goto(leader.url + '/admin/pools')
+      await p.fill('#create-name', 'Double click admin pool')
+      release = await holdPosts(p, '**/api/v1/admin/pools')
+      await p.click('#create-form button[type=submit]')
+      await p.click('#create-form button[type=submit]', { force: true })
+      release()
+      await p.waitForSelector('#create-msg.ok')
+      expect(posts.filter((x) => x === '/api/v1/admin/pools')).toHaveLength(1)
+      const all = (await (await p.request.get(leader.url + '/api/v1/admin/pools')).json()) as { items: { id: string; name: string }[] }
+      const made = all.items.filter((x) => x.name === 'Double click admin pool')
+      expect(made).toHaveLength(1)
+      await p.request.delete(`${leader.url}/api/v1/admin/pools/${made[0]!.id}`, { headers: { 'x-csrf-token': csrf } })
+    } finally {
+      await p.close()
+    }
+  }, T)
+
+  test("two tabs editing the same pool keep each other's changes: only the changed fields are sent (pool page and admin page)", async () => {
+    const a = await ada.newPage()
+    const b = await ada.newPage()
+    for (const p of [a, b]) watchErrors(p, errors)
+    const patched: unknown[] = []
+    b.on('request', (r) => {
+      if (r.method() === 'PATCH') patched.push(JSON.parse(r.postData() ?? 'null'))
+    })
+    const poolApi = leader.url + '/api/v1/pools/' + new URL(poolUrl).pathname.split('/')[2]
+    try {
+      await Promise.all([a.goto(poolUrl), b.goto(poolUrl)])
+      await a.fill('#edit-description', 'described in tab A')
+      await a.click('#edit-form button[type=submit]')
+      await a.waitForSelector('#edit-msg.ok')
+      await b.fill('#edit-limit', '5')
+      await b.click('#edit-form button[type=submit]')
+      await b.waitForSelector('#edit-msg.ok')
+      expect(patched).toEqual([{ node_limit: 5 }])
+      expect(await (await a.request.get(poolApi)).json()).toMatchObject({ description: 'described in tab A', node_limit: 5 })
+      // Saved, then nothing changed: nothing is sent.
+      await b.click('#edit-form button[type=submit]')
+      await b.waitForSelector('#edit-msg:has-text("Nothing was changed")')
+      expect(patched).toHaveLength(1)
+
+      await Promise.all([a.goto(leader.url + '/admin/pools'), b.goto(leader.url + '/admin/pools')])
+      for (const p of [a, b]) await p.getByRole('button', { name: `Edit ${POOL}` }).click()
+      await a.fill('#edit-description', 'described on the admin page')
+      await a.click('#edit-form button[type=submit]')
+      await a.waitForSelector('#edit-msg.ok')
+      await b.fill('#edit-limit', '')
+      await b.click('#edit-form button[type=submit]')
+      await b.waitForSelector('#edit-msg.ok')
+      expect(patched.slice(1)).toEqual([{ node_limit: null }])
+      expect(await (await a.request.get(poolApi)).json()).toMatchObject({ description: 'described on the admin page', node_limit: null })
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  }, T)
+
+  test('the audit log opened past its last page shows the last page (it said "No entries match" under "Page 5,000")', async () => {
+    await page.goto(leader.url + '/admin/audit?page=5000')
+    await page.waitForSelector('#audit-body tr[data-kind]')
+    const info = await page.locator('#page-info').innerText()
+    const m = /^Page (\d+) of (\d+)/.exec(info)
+    expect(m?.[1]).toBe(m?.[2])
+    expect(new URL(page.url()).searchParams.get('page')).toBe(m?.[1] ?? '')
+  }, T)
+
+  test('a German page marks a message from the leader (English) with lang="en"; its own texts carry none', async () => {
+    const de = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'de-DE' })
+    de.setDefaultTimeout(T - 5000)
+    try {
+      const p = await de.newPage()
+      watchErrors(p, errors)
+      await p.goto(leader.url + '/login')
+      expect(await p.getAttribute('html', 'lang')).toBe('de')
+      await p.fill('#login-email', 'bob@example.com')
+      await p.fill('#login-password', 'not the password at all')
+      await p.keyboard.press('Enter')
+      await p.waitForSelector('#login-msg.error')
+      expect([await p.locator('#login-msg').innerText(), await p.getAttribute('#login-msg', 'lang')]).toEqual(['Wrong email or password.', 'en'])
+      await p.fill('#login-password', 'a-brand-new-password')
+      await p.keyboard.press('Enter')
+      await p.waitForURL('**/dashboard')
+    } finally {
+      await de.close()
+    }
+  }, T)
+
+  test('a page whose session ended elsewhere goes to the login page once, which brings it back (it polled 401 for ever under "No data yet.")', async () => {
+    const other = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    other.setDefaultTimeout(T - 5000)
+    try {
+      const p = await other.newPage()
+      watchErrors(p, errors)
+      expect((await p.request.post(leader.url + '/api/v1/auth/login', { data: { email: 'bob@example.com', password: 'a-brand-new-password' } })).status()).toBe(200)
+      const path = new URL(poolUrl).pathname
+      await p.goto(leader.url + path)
+      await p.locator('#nodes-body tr[data-fellow]').first().waitFor()
+      // Logged out in another tab of the same browser.
+      const csrf = (await other.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? ''
+      expect((await p.request.post(leader.url + '/api/v1/auth/logout', { headers: { 'x-csrf-token': csrf } })).status()).toBeLessThan(300)
+      await p.waitForURL((u) => u.pathname === '/login', { timeout: 10_000 })
+      expect(new URL(p.url()).searchParams.get('next')).toBe(path)
+      await p.fill('#login-email', 'bob@example.com')
+      await p.fill('#login-password', 'a-brand-new-password')
+      await p.keyboard.press('Enter')
+      await p.waitForURL((u) => u.pathname === path)
+    } finally {
+      await other.close()
+    }
+  }, T)
+
   test('deleting a pool with a machine attached asks in plain words how many and what happens to them (it quoted the API: "detach them or delete with force=true")', async () => {
     const csrf = (await ada.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? ''
     const made = await page.request.post(leader.url + '/api/v1/pools', { headers: { 'x-csrf-token': csrf }, data: { name: 'Short lived' } })

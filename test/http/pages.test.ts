@@ -402,3 +402,57 @@ describe('newcomer friction (issue 29)', () => {
     }
   })
 })
+
+describe('pages without JavaScript and the audit filter', () => {
+  const NOTICE = { en: 'This console needs JavaScript', de: 'Diese Konsole braucht JavaScript' }
+  const notice = (html: string) => /<noscript>\s*<p[^>]*data-noscript[^>]*>([^<]*)<\/p>\s*<\/noscript>/.exec(html)?.[1] ?? null
+
+  test('every page that needs its script says so in a <noscript> notice, in English and German; pages without a script have none', async () => {
+    for (const lang of ['en', 'de'] as const) {
+      const headers = { 'accept-language': lang }
+      for (const path of [...SESSION_PAGES.filter((p) => !p.startsWith('/admin')), `/pools/${userPool.id}`]) {
+        const html = (await sessionClient(h, user.id).get(path, headers)).body as string
+        expect([lang, path, notice(html)?.startsWith(NOTICE[lang])]).toEqual([lang, path, true])
+      }
+      for (const path of ['/admin/users', '/admin/pools', '/admin/audit']) {
+        const html = (await sessionClient(h, admin.id).get(path, headers)).body as string
+        expect([lang, path, notice(html)?.startsWith(NOTICE[lang])]).toEqual([lang, path, true])
+      }
+      for (const path of ['/login', '/register', '/verify-email?token=x', '/reset-password?token=x']) {
+        const html = (await h.client().get(path, headers)).body as string
+        expect([lang, path, notice(html)?.startsWith(NOTICE[lang])]).toEqual([lang, path, true])
+      }
+      for (const path of [lang === 'de' ? '/de' : '/', '/legal/imprint', '/forgot-password']) {
+        const html = (await h.client().get(path, headers)).body as string
+        expect([lang, path, notice(html)]).toEqual([lang, path, null])
+      }
+    }
+  })
+
+  test('the login and register buttons are off until the script turns them on, so without JavaScript nothing posts to the page (it showed raw JSON)', async () => {
+    for (const path of ['/login', '/register']) {
+      const html = (await h.client().get(path)).body as string
+      const button = /<form id="(?:login|register)-form"[\s\S]*?(<button type="submit"[^>]*>)/.exec(html)?.[1] ?? ''
+      expect([path, /\bdisabled\b/.test(button), button.includes('data-needs-js')]).toEqual([path, true, true])
+    }
+  })
+
+  test('the audit filter offers the kinds the leader records (job.*, artifact.*, cli.*; it offered "jobs." for job.submit and job.cancel)', async () => {
+    // Every kind written in src/: `kind: 'x.y'` and the admin row actions' audit(…, 'admin.user.…').
+    const kinds = new Set<string>()
+    for await (const file of new Bun.Glob('src/**/*.ts').scan({ cwd: import.meta.dir + '/../..' })) {
+      const text = await Bun.file(import.meta.dir + '/../../' + file).text()
+      for (const m of text.matchAll(/(?:kind: |\baudit\([^']*)'([a-z_]+\.[a-z_.]+)'/g)) kinds.add(m[1]!)
+    }
+    expect(kinds.has('job.submit')).toBe(true)
+    for (const lang of ['en', 'de']) {
+      const html = (await sessionClient(h, admin.id).get('/admin/audit', { 'accept-language': lang })).body as string
+      const select = /<select id="a-kind"[\s\S]*?<\/select>/.exec(html)?.[0] ?? ''
+      const values = [...select.matchAll(/<option value="([^"]*)"/g)].map((m) => m[1]!).filter((v) => v !== '')
+      const matches = (v: string, k: string) => (v.endsWith('.') ? k.startsWith(v) : k === v)
+      // Each option finds something, and every recorded kind is under an option.
+      expect(values.filter((v) => ![...kinds].some((k) => matches(v, k)))).toEqual([])
+      expect([...kinds].filter((k) => !values.some((v) => matches(v, k)))).toEqual([])
+    }
+  })
+})
