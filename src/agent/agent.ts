@@ -164,7 +164,7 @@ export class Agent {
     this.signals?.close()
     this.work.stopAll('agent stopping')
     await Promise.all([this.listeners.stop(), this.inference.stop()])
-    if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines)), sleep(this.clock, 2000)])
+    if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines), this.onLogLineDropped), sleep(this.clock, 2000)])
     if (this.state && this.farewell) await this.sayGoodbye()
     return this.exitCode
   }
@@ -310,7 +310,11 @@ export class Agent {
   private async shipLoop(): Promise<void> {
     while (await sleep(this.clock, LOG_SHIP_MS, this.stopper.signal)) {
       const id = this.state?.fellow_id
-      if (id) await this.o.logs.flush((lines) => this.client.shipLogs(id, lines))
+      if (id) await this.o.logs.flush((lines) => this.client.shipLogs(id, lines), this.onLogLineDropped)
     }
   }
+
+  /** A line the leader refuses as too large even alone (a proxy's or its own small body limit). */
+  private readonly onLogLineDropped = ({ chars, error }: { chars: number; error: string }) =>
+    this.o.log.warn('log line dropped: the leader refused it as too large even alone', { chars, error, hint: "raise the leader's SVC_MAX_BODY_BYTES (or a proxy's body limit)" })
 }
