@@ -326,13 +326,8 @@ function smtpConfig(env: Env): SmtpConfig | null {
  * every S3 tool reads; they are resolved here, so Bun's client never reads the environment itself.
  */
 function artifactStore(env: Env): ArtifactStoreConfig {
-  const v = str(env, 'SVC_ARTIFACTS_URL')
-  if (v === null) return { kind: 'local' }
-  // A bucket name as S3 allows it; a prefix of plain key characters (no `..`, no empty segment).
-  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/([A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*)?\/?)?$/.exec(v)
-  if (m === null || (m[2] ?? '').split('/').some((seg) => seg === '.' || seg === '..')) {
-    throw new ConfigError('SVC_ARTIFACTS_URL', `expected s3://bucket or s3://bucket/prefix (unset: files under SVC_STATE_DIR), got ${JSON.stringify(v)}`)
-  }
+  const where = artifactsBucket(env)
+  if (where === null) return { kind: 'local' }
   const either = (name: string, ...fallbacks: string[]) => [name, ...fallbacks].map((n) => str(env, n)).find((x) => x !== null) ?? null
   const endpointName = str(env, 'SVC_ARTIFACTS_S3_ENDPOINT') !== null ? 'SVC_ARTIFACTS_S3_ENDPOINT' : str(env, 'AWS_ENDPOINT_URL_S3') !== null ? 'AWS_ENDPOINT_URL_S3' : 'AWS_ENDPOINT_URL'
   const endpoint = str(env, endpointName) === null ? null : url(env, endpointName, '')
@@ -342,7 +337,22 @@ function artifactStore(env: Env): ArtifactStoreConfig {
   if (secretAccessKey === null) throw new ConfigError('SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY', 'required with an s3:// SVC_ARTIFACTS_URL (or set AWS_SECRET_ACCESS_KEY)')
   const region = either('SVC_ARTIFACTS_S3_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION') ?? 'us-east-1'
   if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError('SVC_ARTIFACTS_S3_REGION', `not a region name: ${JSON.stringify(region)}`)
-  return { kind: 's3', bucket: m[1]!, prefix: m[2] ?? '', endpoint, region, accessKeyId, secretAccessKey, sessionToken: str(env, 'AWS_SESSION_TOKEN') }
+  return { kind: 's3', ...where, endpoint, region, accessKeyId, secretAccessKey, sessionToken: str(env, 'AWS_SESSION_TOKEN') }
+}
+
+/**
+ * The bucket and prefix SVC_ARTIFACTS_URL names, or null when it is unset (blobs under the state
+ * directory). Checked, but needs no keys: `svc admin backup` names the place with it.
+ */
+export function artifactsBucket(env: Env): { bucket: string; prefix: string } | null {
+  const v = str(env, 'SVC_ARTIFACTS_URL')
+  if (v === null) return null
+  // A bucket name as S3 allows it; a prefix of plain key characters (no `..`, no empty segment).
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/([A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*)?\/?)?$/.exec(v)
+  if (m === null || (m[2] ?? '').split('/').some((seg) => seg === '.' || seg === '..')) {
+    throw new ConfigError('SVC_ARTIFACTS_URL', `expected s3://bucket or s3://bucket/prefix (unset: files under SVC_STATE_DIR), got ${JSON.stringify(v)}`)
+  }
+  return { bucket: m[1]!, prefix: m[2] ?? '' }
 }
 
 /** BCP 47 language tag, loosely: a primary subtag and optional subtags. Falls back to `en`. */

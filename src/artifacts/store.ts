@@ -152,11 +152,11 @@ export class S3BlobStore implements BlobStore {
       ...(s.sessionToken !== null ? { sessionToken: s.sessionToken } : {}),
       ...(s.endpoint !== null ? { endpoint: s.endpoint } : {}),
     })
-    this.base = `${s.prefix === '' ? '' : `${s.prefix}/`}sha256/`
+    this.base = keyBase(s.prefix)
   }
 
   get location(): string {
-    return `s3://${this.s.bucket}/${this.base}`
+    return s3BlobsLocation(this.s)
   }
 
   private keyOf(sha256: string): string {
@@ -205,8 +205,16 @@ export class S3BlobStore implements BlobStore {
   }
 }
 
+const keyBase = (prefix: string) => `${prefix === '' ? '' : `${prefix}/`}sha256/`
+
+/** Where an S3 store's blobs are, `s3://bucket/prefix/sha256/` (also for `svc admin backup`). */
+export const s3BlobsLocation = (where: { bucket: string; prefix: string }) => `s3://${where.bucket}/${keyBase(where.prefix)}`
+
+/** Where a local store's blobs are: `<state>/artifacts/blobs`. */
+export const localBlobsDir = (stateDir: string) => join(stateDir, 'artifacts', 'blobs')
+
 /** The store SVC_ARTIFACTS_URL names: unset, files under `<state>/artifacts/blobs`. */
 export function blobStoreFor(cfg: ArtifactStoreConfig, stateDir: string): BlobStore {
   if (cfg.kind === 's3') return new S3BlobStore(cfg)
-  return new LocalBlobStore(join(stateDir, 'artifacts', 'blobs'))
+  return new LocalBlobStore(localBlobsDir(stateDir))
 }

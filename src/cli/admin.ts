@@ -2,13 +2,13 @@
 // Commands and their flags are declared in commands.ts; these are their bodies.
 import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { loadConfig } from '../config'
+import { artifactsBucket, loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
 import { restoreDatabase } from '../db/restore'
 import { openDb, openDbReadOnly, StateVersionError } from '../db/client'
 import { migrationState } from '../db/migrate'
 import type { Database } from 'bun:sqlite'
-import { blobStoreFor } from '../artifacts/store'
+import { localBlobsDir, s3BlobsLocation } from '../artifacts/store'
 import { systemClock } from '../time'
 import { createLogger } from '../log'
 import { Accounts, displayNameProblem, normalizeEmail } from '../accounts/service'
@@ -27,9 +27,11 @@ import type { Invocation } from './spec'
  * SVC_STATE_DIR the state directory is then the file's own (where the leader keeps it unless
  * SVC_JOIN_STATE_DB moved it), not ./state under wherever the command runs.
  */
-function adminConfig(dbFlag: unknown, withSecret = false) {
-  if (typeof dbFlag !== 'string') return loadConfig(process.env, { withoutSecret: !withSecret })
-  const env: Record<string, string | undefined> = { ...process.env, SVC_JOIN_STATE_DB: dbFlag }
+function adminConfig(dbFlag: unknown, withSecret = false, without: string[] = []) {
+  const base: Record<string, string | undefined> = { ...process.env }
+  for (const name of without) delete base[name]
+  if (typeof dbFlag !== 'string') return loadConfig(base, { withoutSecret: !withSecret })
+  const env: Record<string, string | undefined> = { ...base, SVC_JOIN_STATE_DB: dbFlag }
   if ((env.SVC_STATE_DIR ?? '').trim() === '') env.SVC_STATE_DIR = dirname(resolve(dbFlag))
   return loadConfig(env, { withoutSecret: !withSecret })
 }
@@ -125,12 +127,20 @@ export async function sendTestMailCmd({ args, usage }: Invocation): Promise<numb
 }
 
 export async function backup({ args, flags }: Invocation): Promise<number> {
-  const cfg = adminConfig(flags.db)
+  // The copy holds the artifacts' rows, not their bytes: the last line says where those are, so
+  // they are kept too. SVC_ARTIFACTS_URL names the bucket; the store's keys are not needed for
+  // that, nor to copy the state file, so they are not asked for.
+  const bucket = artifactsBucket(process.env)
+  const cfg = adminConfig(flags.db, false, ['SVC_ARTIFACTS_URL'])
   const { path, bytes } = backupDatabase(cfg.dbPath, args.FILE!)
   writeOut(`backup written to ${path} (${bytes} bytes, integrity ok)\n`)
-  // The copy holds the artifacts' rows, not their bytes: say where those are, so they are kept too.
-  const blobs = blobStoreFor(cfg.artifactStore, cfg.stateDir).location
-  writeOut(`artifact bytes are not in this file: back up ${blobs} alongside (docs/operations.md, Backup and restore)\n`)
+  const how = '(docs/operations.md, Backup and restore)'
+  if (bucket !== null) writeOut(`artifact bytes are not in this file: back up ${s3BlobsLocation(bucket)} alongside ${how}\n`)
+  else if (existsSync(localBlobsDir(cfg.stateDir))) writeOut(`artifact bytes are not in this file: back up ${localBlobsDir(cfg.stateDir)} alongside ${how}\n`)
+  else {
+    // Nothing stored here yet, or a leader whose blobs are in a bucket run without its SVC_ARTIFACTS_URL.
+    writeOut(`artifact bytes are not in this file; ${localBlobsDir(cfg.stateDir)} holds none (a leader that keeps them in S3: run this with its SVC_ARTIFACTS_URL to have the bucket named) ${how}\n`)
+  }
   return 0
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { startLeader, runSvc } from '../helpers/leader'
 
 describe('the built dist/svc', () => {
@@ -64,7 +64,19 @@ describe('the built dist/svc', () => {
     const again = await runSvc(['admin', 'backup', out, '--db', db])
     expect(again.code).toBe(1)
     expect(again.stderr).toContain('already exists')
+    // A leader that keeps its artifacts in a bucket: the bucket is named, and the store's keys
+    // (which a backup does not need) are not asked for.
+    const s3 = await runSvc(['admin', 'backup', join(leader.dir, 'backup-2.sqlite3'), '--db', db], { env: { SVC_ARTIFACTS_URL: 's3://team-artifacts/svc' } })
+    expect(s3.stderr).toBe('')
+    expect(s3.code).toBe(0)
+    expect(s3.stdout).toContain('back up s3://team-artifacts/svc/sha256/ alongside')
+    expect((await runSvc(['admin', 'backup', join(leader.dir, 'backup-3.sqlite3'), '--db', db], { env: { SVC_ARTIFACTS_URL: 'http://nope' } })).code).toBe(2)
     expect(await leader.stop()).toBe(0)
+    // Without SVC_ARTIFACTS_URL and no blobs directory, it says there are none there, not "back up" a path that is not there.
+    rmSync(join(leader.dir, 'state', 'artifacts'), { recursive: true, force: true })
+    const none = await runSvc(['admin', 'backup', join(leader.dir, 'backup-4.sqlite3'), '--db', db])
+    expect(none.code).toBe(0)
+    expect(none.stdout).toContain(`${join(leader.dir, 'state', 'artifacts', 'blobs')} holds none`)
   })
 
   test('bad configuration stops serve with one line naming the variable and exit code 2', async () => {
