@@ -120,6 +120,7 @@ export class Agent {
     const signal = this.stopper.signal
     ensureStateDir(this.o.stateDir)
     this.state = loadState(this.o.stateDir)
+    if (this.o.once) return this.checkOnce()
     // Runners of an agent instance that died (a paused one does not die with it) stop now; the
     // runners this agent starts wait for that.
     void reapLeftoverRunners(this.o.stateDir, log)
@@ -137,10 +138,7 @@ export class Agent {
       if (this.o.once) this.stop('--once: leader unreachable', 1)
     }, this.clock)
     if (up && (await this.register())) {
-      if (this.o.once) {
-        await this.heartbeat()
-        this.stop('--once: registered and sent one heartbeat')
-      } else {
+      {
         this.signals = new SignalChannel({
           url: () => this.client.rebase(this.signalsUrl, true),
           token: () => this.state?.node_token ?? null,
@@ -166,6 +164,48 @@ export class Agent {
     await Promise.all([this.listeners.stop(), this.inference.stop()])
     if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines), this.onLogLineDropped), sleep(this.clock, 2000)])
     if (this.state && this.farewell) await this.sayGoodbye()
+    return this.exitCode
+  }
+
+  /**
+   * `--once`, a connectivity check. It may run beside an agent on the same state directory, so it
+   * takes nothing from it: no p2p ports, no leftover runners reaped, no goodbye, and a saved
+   * identity is only used (one heartbeat with the saved node token), never rotated or written: a
+   * re-registration would revoke the running agent's token. Only a state directory without an
+   * identity for this leader registers (and saves it), as the first start of an agent would.
+   */
+  private async checkOnce(): Promise<number> {
+    const { log } = this.o
+    const saved = this.state?.leader_url === this.o.leaderUrl ? this.state : null
+    log.info('connectivity check (--once)', { version: VERSION, leader: redactUrl(this.o.leaderUrl), state_dir: this.o.stateDir, saved_identity: saved?.fellow_id ?? null })
+    const up = await waitForLeader(this.o.leaderUrl, this.stopper.signal, (r) => {
+      log.warn('leader not reachable yet', { reason: r.reason })
+      // An unreachable leader is the check's answer, not a reason to wait.
+      this.stop('--once: leader unreachable', 1)
+    }, this.clock)
+    if (!up) return this.exitCode || 1
+    if (!saved) {
+      this.state = null
+      if (!(await this.register())) return this.exitCode || 1
+    }
+    const how = saved ? 'the saved node token' : 'the new node token'
+    try {
+      // What it does not know (the job an agent beside it may run, its runners) is left out: the
+      // leader keeps what that agent said.
+      const res = await this.client.heartbeat({ status: 'idle', hardware: await readTelemetry(), ...(saved ? {} : { job_id: null, runners: this.work.runnerNames() }) })
+      // Nothing runs here: signals for this fellow belong to the agent that runs its work.
+      const pending = (res.pending_signals ?? []).map((p) => p.signal)
+      if (pending.length > 0) log.warn('signals for this fellow came with the check\'s heartbeat and were not acted on', { signals: pending })
+      log.info('--once: the leader took a heartbeat', { fellow_id: this.state!.fellow_id, with: how })
+    } catch (e) {
+      const gone = e instanceof LeaderError && (e.status === 401 || e.status === 403 || e.status === 404)
+      const hint = gone
+        ? 'the saved node token no longer works (revoked, or the fellow released or removed): start the agent without --once, with a join token (`svc pools join-command POOL`), to register again'
+        : 'the leader did not take the heartbeat'
+      log.error('--once: heartbeat refused', { fellow_id: this.state!.fellow_id, with: how, error: (e as Error).message, hint })
+      this.exitCode = 1
+    }
+    if (!saved) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines), this.onLogLineDropped), sleep(this.clock, 2000)])
     return this.exitCode
   }
 
