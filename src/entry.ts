@@ -16,7 +16,7 @@ export {}
  * an idle process returns it all the same. mimalloc reads the setting from the environment before
  * any of our code runs, so `serve` and `fellow` start themselves again, in the same process (same
  * PID, same descriptors), with it set. An operator who sets MIMALLOC_PURGE_DELAY (any value) keeps
- * theirs; short-lived commands do not pay the second start (about 5 ms); neither does
+ * theirs (and children of the agent inherit it); short-lived commands do not pay the second start (about 5 ms); neither does
  * `bun src/entry.ts`.
  */
 function tuneAllocator(): void {
@@ -24,7 +24,9 @@ function tuneAllocator(): void {
   if (command !== 'serve' && command !== 'fellow') return
   if (!script?.startsWith('/$bunfs/') || process.env.MIMALLOC_PURGE_DELAY !== undefined) return
   try {
-    process.execve?.(process.execPath, [process.execPath, ...process.argv.slice(2)], { ...process.env, MIMALLOC_PURGE_DELAY: '1000' })
+    // SVC_ALLOCATOR_TUNED marks the setting as ours: the agent takes it out of what its engines
+    // and runners inherit (src/agent/lines.ts, childEnv), so they run with their own defaults.
+    process.execve?.(process.execPath, [process.execPath, ...process.argv.slice(2)], { ...process.env, MIMALLOC_PURGE_DELAY: '1000', SVC_ALLOCATOR_TUNED: '1' })
   } catch {
     // Cannot start again (the executable moved or lost its execute bit): run as we are.
   }

@@ -70,11 +70,14 @@ export class LineLimiter {
 /**
  * The environment a child (an engine, a runner) inherits from the agent: everything but the
  * agent's own SVC_* settings, so a join token given as SVC_JOIN_TOKEN never reaches it. A runner
- * gets the SVC_* variables of its contract explicitly.
+ * gets the SVC_* variables of its contract explicitly. MIMALLOC_PURGE_DELAY goes too when the
+ * agent set it for itself (src/entry.ts marks that with SVC_ALLOCATOR_TUNED): a tuning of Bun's
+ * allocator for the agent's own frames, not the operator's wish for a Bun or mimalloc runner.
  */
-export function childEnv(): Record<string, string> {
+export function childEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const ours = env.SVC_ALLOCATOR_TUNED === '1'
   const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('SVC_')) out[k] = v
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith('SVC_') && !(ours && k === 'MIMALLOC_PURGE_DELAY')) out[k] = v
   return out
 }
 
