@@ -9,6 +9,7 @@ JSON, u64 data length, data; big-endian lengths); the data here is little-endian
     svc fellow ... --runner "toy=python3 /path/to/pipeline.py"
     job config: {"steps": 200, "lr": 0.5}
 """
+import http.client
 import json
 import os
 import re
@@ -83,26 +84,48 @@ def decode(body):
     return frames
 
 
+def call(request):
+    """One call to SVC_DATA_URL: (status, body), or None when the stage is stopping. The agent
+    answers 410 once it sent SIGTERM, and an endpoint that refuses or resets the connection while
+    this runner is being stopped (or its agent is gone) is the end too, not an error to crash on."""
+    try:
+        with urllib.request.urlopen(request) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        if e.code != 410:
+            return e.code, body
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException):
+        # SIGTERM or the end of stdin may come a moment after the endpoint went away.
+        for _ in range(40):
+            if state["stopping"]:
+                break
+            time.sleep(0.05)
+        if not state["stopping"]:
+            raise
+    state["stopping"] = True
+    return None
+
+
 def send(channel, step, values):
-    while True:
-        try:
-            with urllib.request.urlopen(urllib.request.Request(DATA + "/" + channel, data=encode({"step": step}, values), method="POST")) as r:
-                r.read()
-                return
-        except urllib.error.HTTPError as e:
-            e.read()
-            time.sleep(0.2)  # 503: the neighbour is not reachable yet
+    while not state["stopping"]:
+        got = call(urllib.request.Request(DATA + "/" + channel, data=encode({"step": step}, values), method="POST"))
+        if got is None or got[0] == 202:
+            return
+        time.sleep(0.2)  # 503: the neighbour is not reachable yet
 
 
 def receive(channel, want, timeout_s):
     end = time.time() + timeout_s
     while not state["stopping"] and time.time() < end:
-        with urllib.request.urlopen(DATA + "/" + channel + "?wait_ms=1000&max=1") as r:
-            if r.status != 200:
-                continue
-            for meta, values in decode(r.read()):
-                if want is None or meta.get("step") == want:
-                    return meta, values
+        got = call(DATA + "/" + channel + "?wait_ms=1000&max=1")
+        if got is None:
+            return None
+        if got[0] != 200:
+            continue
+        for meta, values in decode(got[1]):
+            if want is None or meta.get("step") == want:
+                return meta, values
     return None
 
 
@@ -161,4 +184,6 @@ while not state["stopping"] and state["step"] < STEPS:
 
 if state["checkpoint"]:
     save_checkpoint()
+# Stopped (SIGTERM, the agent gone): 143 (128 + SIGTERM), quietly. Not 0: a stopped stage has not
+# finished, and the last stage's exit 0 would say the job completed.
 sys.exit(143 if state["stopping"] else 0)

@@ -83,9 +83,29 @@ function decode(body: Uint8Array): Frame[] {
   return out
 }
 
+/**
+ * One call to SVC_DATA_URL; null when the stage is stopping: the agent answers 410 once it sent
+ * SIGTERM, and an endpoint that refuses or resets the connection while this runner is being
+ * stopped (or its agent is gone) is the end too, not an error to crash on.
+ */
+async function call(url: string, init?: RequestInit): Promise<Response | null> {
+  try {
+    const res = await fetch(url, init)
+    if (res.status !== 410) return res
+    await res.arrayBuffer()
+  } catch (e) {
+    // SIGTERM or the end of stdin may come a moment after the endpoint went away.
+    for (let i = 0; i < 40 && !stopping; i++) await Bun.sleep(50)
+    if (!stopping) throw e
+  }
+  stopping = true
+  return null
+}
+
 async function send(channel: 'activations' | 'gradients', f: Frame): Promise<void> {
-  for (;;) {
-    const res = await fetch(`${DATA}/${channel}`, { method: 'POST', body: encode([f]) })
+  while (!stopping) {
+    const res = await call(`${DATA}/${channel}`, { method: 'POST', body: encode([f]) })
+    if (!res) return
     await res.arrayBuffer()
     if (res.status === 202) return
     await Bun.sleep(200) // 503: the neighbour is not reachable yet
@@ -96,8 +116,12 @@ async function send(channel: 'activations' | 'gradients', f: Frame): Promise<voi
 async function receive(channel: 'activations' | 'gradients', want: number | null, timeoutMs: number): Promise<Frame | null> {
   const end = Date.now() + timeoutMs
   while (!stopping && Date.now() < end) {
-    const res = await fetch(`${DATA}/${channel}?wait_ms=1000&max=1`)
-    if (res.status !== 200) continue
+    const res = await call(`${DATA}/${channel}?wait_ms=1000&max=1`)
+    if (!res) return null
+    if (res.status !== 200) {
+      await res.arrayBuffer()
+      continue
+    }
     for (const f of decode(new Uint8Array(await res.arrayBuffer()))) if (want === null || f.meta.step === want) return f
   }
   return null
@@ -120,7 +144,7 @@ while (!stopping && step < STEPS) {
     } else {
       await send('activations', { meta: { step: s }, data: y })
       const g = await receive('gradients', s, 5000)
-      if (!g) continue // lost on the way (a neighbour moved): send this step again
+      if (!g) continue // lost on the way (a neighbour moved): send this step again (or stopping)
       w -= LR * g.data.reduce((a, v, i) => a + v * x[i]!, 0)
       step = s
       console.log(JSON.stringify({ step }))
@@ -153,4 +177,6 @@ while (!stopping && step < STEPS) {
   await Bun.sleep(config.step_ms ?? 0)
 }
 if (wantCheckpoint) saveCheckpoint()
+// Stopped (SIGTERM, the agent gone): 143 (128 + SIGTERM), quietly. Not 0: a stopped stage has not
+// finished, and the last stage's exit 0 would say the job completed.
 process.exit(stopping ? 143 : 0)

@@ -209,19 +209,27 @@ export class RunnerWorker {
       signalChild(p, 'SIGCONT') // a paused runner must run to hear SIGTERM
       signalChild(p, 'SIGTERM')
       const timer = setTimeout(() => signalChild(p, 'SIGKILL'), this.spec.stopGraceS * 1000)
+      // SVC_DATA_URL stays up (answering 410) until the runner is gone: one in the middle of a
+      // long poll or a send during its grace period hears "stopping", not a refused connection.
       void p.exited.then(() => {
         clearTimeout(timer)
         signalChild(p, 'SIGKILL') // what it started and left behind goes with it
+        this.closeServer()
       })
-    }
-    this.close()
+      this.close(true)
+    } else this.close()
     this.deps.log.info('stage stopped', { job_id: this.jobId, reason, step: this.step })
   }
 
-  private close(): void {
+  /** Ends the stage's work; `keepServer`: SVC_DATA_URL stays up for a runner still exiting. */
+  private close(keepServer = false): void {
     this.stopper.abort()
     this.unpaused?.() // a start waiting for a resume ends
     this.link.close()
+    if (!keepServer) this.closeServer()
+  }
+
+  private closeServer(): void {
     this.server?.stop(true)
     this.server = null
   }
@@ -357,13 +365,15 @@ export class RunnerWorker {
    * SVC_DATA_URL: POST {url}/activations or /gradients sends frames to the neighbour (202 once
    * handed on; 503 when it cannot be reached: send again; 409 when the stage has no neighbour
    * that way: the last stage's activations, the first stage's gradients), GET the same waits up to `wait_ms` for
-   * frames from the neighbour (200 with frames, 204 without).
+   * frames from the neighbour (200 with frames, 204 without). Once the stage is stopping (STOP:
+   * SIGTERM sent, until the runner exits) every call, a waiting GET too, answers 410: stop.
    */
   private async data(req: Request): Promise<Response> {
     const url = new URL(req.url)
     const [secret, name, ...rest] = url.pathname.slice(1).split('/')
     const channel = name !== undefined && Object.hasOwn(CHANNELS, name) ? CHANNELS[name]! : null
     if (secret !== this.secret || channel === null || rest.length > 0) return new Response('not found\n', { status: 404 })
+    if (this.stopping) return stoppingAnswer()
     if (req.method === 'POST') {
       // The last stage has no next stage, the first no previous one: a send there can never be
       // handed on, so it is refused for good rather than answered "send again" forever.
@@ -384,7 +394,10 @@ export class RunnerWorker {
       for (const f of frames) {
         // The agent's own fields: a runner cannot send frames as another job or stage.
         const frame = { meta: { ...f.meta, job_id: this.jobId, from: this.stage.stage }, data: f.data }
-        if (!(await this.link.send(channel, frame))) return new Response('the neighbour cannot be reached now; send again\n', { status: 503, headers: { 'retry-after': '1' } })
+        if (!(await this.link.send(channel, frame))) {
+          if (this.stopping) return stoppingAnswer()
+          return new Response('the neighbour cannot be reached now; send again\n', { status: 503, headers: { 'retry-after': '1' } })
+        }
       }
       return Response.json({ sent: frames.length }, { status: 202 })
     }
@@ -400,9 +413,12 @@ export class RunnerWorker {
         if (!more) break
         out.push(more.frame)
       }
-      if (out.length === 0) return new Response(null, { status: 204 })
+      if (out.length === 0) return this.stopping ? stoppingAnswer() : new Response(null, { status: 204 })
       return new Response(encodeFrames(out), { headers: { 'content-type': 'application/octet-stream', 'x-frame-count': String(out.length) } })
     }
     return new Response('method not allowed\n', { status: 405, headers: { allow: 'GET, POST' } })
   }
 }
+
+/** What SVC_DATA_URL answers a stopping stage's runner (docs/workloads.md): stop, do not call again. */
+const stoppingAnswer = () => new Response('the stage is stopping: end the runner (do not send or wait again)\n', { status: 410 })

@@ -57,6 +57,29 @@ for channel in ("activations", "gradients"):
         print(channel, e.code, e.read().decode().strip(), file=sys.stderr, flush=True)
 sys.exit(3)
 `,
+  // Stopped while it waits for frames: its long poll, and the calls after, hear 410 (the stage is
+  // stopping), not a closed connection; then it exits on its own.
+  stopping: `
+import json, os, signal, sys, time, urllib.request, urllib.error
+def status(req):
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return str(r.status)
+    except urllib.error.HTTPError as e:
+        e.read()
+        return str(e.code)
+    except Exception as e:
+        return type(e).__name__
+signal.signal(signal.SIGTERM, lambda *_: print("sigterm", file=sys.stderr, flush=True))
+data = os.environ["SVC_DATA_URL"]
+print(json.dumps({"step": 1}), flush=True)
+got = [status(data + "/activations?wait_ms=30000")]
+time.sleep(0.3)
+got.append(status(urllib.request.Request(data + "/gradients", data=b"", method="POST")))
+got.append(status(data + "/gradients?wait_ms=1000"))
+print("while stopping:", " ".join(got), file=sys.stderr, flush=True)
+sys.exit(143)
+`,
 }
 
 type Job = { id: string; status: string; reason: string | null; step: number }
@@ -141,6 +164,18 @@ describe.skipIf(!python)('runners at the edges of the contract', () => {
     expect(failed.reason).toBe(
       "runner solo (stage 0) exited with code 3: activations 409 stage 0 is the last of the job's 1 stage: it has no next stage to send activations to | gradients 409 stage 0 is the first stage: it has no previous stage to send gradients to",
     )
+  }, 30_000)
+
+  test('a stage being stopped keeps its data endpoint until its runner exits: every call answers 410, a waiting long poll too', async () => {
+    const j = await submit('stopping')
+    await until(async () => ((await job(j.id)).step >= 1 ? true : null), 'the runner running', poll(20_000))
+    await Bun.sleep(300) // in its long poll now
+    expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
+    type Line = { msg?: string; job_id?: string; line?: string; code?: number | null }
+    const lines = () => fellow.logs.map((l) => JSON.parse(l) as Line).filter((l) => l.job_id === j.id)
+    const stopped = await until(() => lines().find((l) => l.msg === 'runner stopped') ?? null, 'the runner stopped', poll(20_000))
+    expect(stopped.code).toBe(143)
+    expect(lines().filter((l) => l.msg === 'runner output').map((l) => l.line)).toEqual(['sigterm', 'while stopping: 410 410 410'])
   }, 30_000)
 
   test('the cluster stops cleanly', async () => {

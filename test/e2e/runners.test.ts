@@ -63,6 +63,22 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     await until(() => ([...py.logs, ...ts.logs].some((l) => l.includes('"runner started"')) ? true : null), 'runner logs', poll(5000))
   }, 60_000)
 
+  test('cancelling a running 2-stage job of the example runners stops both quietly: exit 143 on SIGTERM, no stack trace, though their data endpoint was in use', async () => {
+    const j = await submit({ name: 'toy to cancel', runner: 'toy', stages: 2, config: { steps: 100_000_000, lr: 0.5 } })
+    cleanup.push(() => c.api('DELETE', `/api/v1/jobs/${j.id}`))
+    await until(async () => ((await job(j.id)).step > 20 ? true : null), 'the job running', poll(20_000))
+    expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
+    type Line = { msg?: string; job_id?: string; code?: number | null; signal?: string | null; stream?: string; line?: string }
+    const lines = () => [...py.logs, ...ts.logs].map((l) => JSON.parse(l) as Line).filter((l) => l.job_id === j.id)
+    const stopped = await until(() => {
+      const s = lines().filter((l) => l.msg === 'runner stopped')
+      return s.length === 2 ? s : null
+    }, 'both runners stopped', poll(20_000))
+    // Stopped within their grace, by themselves, the way docs/workloads.md says runners stop.
+    expect(stopped.map((l) => [l.code, l.signal])).toEqual([[143, null], [143, null]])
+    expect(lines().filter((l) => l.msg === 'runner output' && l.stream === 'stderr').map((l) => l.line)).toEqual([])
+  }, 60_000)
+
   test('the built-in mlp runs as `svc runner mlp`: CHECKPOINT writes into SVC_CHECKPOINT_DIR, PAUSE stops the process (SIGSTOP) and resume continues it', async () => {
     const j = await submit({ name: 'long mlp', stages: 1, config: { steps: 100_000_000, report_every: 50 } })
     expect(j.runner).toBe('mlp')
