@@ -16,13 +16,22 @@ export interface MetricEvent {
 
 const EVENTS_PER_JOB = 5000
 
+/**
+ * How long an ended job's events stay for late viewers (the job page's chart of a job that just
+ * finished). Then they go, as a restart would take them: kept for good, every finished job held
+ * up to 5000 events (about half a megabyte) until the leader stopped.
+ */
+export const ENDED_KEEP_MS = 60 * 60 * 1000
+
 /** A job's metric events: one event ring per job (src/events.ts), ended when the job ends. */
 export class JobMetrics {
   private rings: EventRings<Omit<MetricEvent, 'id'>>
   private readonly live = new Set<string>()
+  /** Ended jobs by the time they ended, oldest first (a Map keeps its insertion order). */
+  private readonly endedAt = new Map<string, number>()
 
-  /** `now` numbers the events (see EventRings): the leader's clock, so ids outlast a restart. */
-  constructor(now?: () => number) {
+  /** `now` numbers the events (see EventRings) and times their keeping: the leader's clock, so ids outlast a restart. */
+  constructor(private readonly now: () => number = () => Date.now()) {
     this.rings = new EventRings(EVENTS_PER_JOB, now)
   }
 
@@ -35,6 +44,16 @@ export class JobMetrics {
   end(jobId: string): void {
     this.rings.end(jobId)
     this.live.delete(jobId)
+    if (!this.endedAt.has(jobId)) this.endedAt.set(jobId, this.now())
+  }
+
+  /** Drops the events of jobs that ended ENDED_KEEP_MS ago or more (the scheduler's tick). */
+  forgetEnded(): void {
+    const cutoff = this.now() - ENDED_KEEP_MS
+    for (const [jobId, at] of this.endedAt) {
+      if (at > cutoff) break
+      this.drop(jobId)
+    }
   }
 
   ended(jobId: string): boolean {
@@ -53,6 +72,7 @@ export class JobMetrics {
   drop(jobId: string): void {
     this.rings.drop(jobId)
     this.live.delete(jobId)
+    this.endedAt.delete(jobId)
   }
 
   wait(jobId: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
@@ -62,11 +82,12 @@ export class JobMetrics {
 
 /**
  * An SSE response that replays events after `after` and follows new ones until the job ends, or is
- * gone (a purge deletes the job and its events: its viewers waited for an end that never came).
+ * over without a ring saying so (`over`: deleted by a purge, or ended long enough ago that its
+ * events were dropped: its viewers waited for an end that never came).
  */
-export function metricsStream(metrics: JobMetrics, jobId: string, after: number, signal: AbortSignal, gone: () => boolean, allowed: () => boolean): Response {
+export function metricsStream(metrics: JobMetrics, jobId: string, after: number, signal: AbortSignal, over: () => boolean, allowed: () => boolean): Response {
   return sseStream(
-    { since: (id) => metrics.since(jobId, id), wait: (sig, ms) => metrics.wait(jobId, sig, ms), ended: () => metrics.ended(jobId) || gone() },
+    { since: (id) => metrics.since(jobId, id), wait: (sig, ms) => metrics.wait(jobId, sig, ms), ended: () => metrics.ended(jobId) || over() },
     { event: 'metrics', data: ({ id: _id, ts, ...rest }) => ({ ...rest, ts: new Date(ts).toISOString() }), after, signal, allowed },
   )
 }

@@ -70,7 +70,7 @@ export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
       ({ caller, params, headers, request, reauthorize }) => {
         jobs.visible(caller, params.job_id)
         const allowed = () => stillSees(() => jobs.visible(reauthorize(), params.job_id))
-        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), () => !jobs.exists(params.job_id), allowed)
+        return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), () => jobs.over(params.job_id), allowed)
       },
       { policy: 'operator', params: M.JobParams },
     )

@@ -114,6 +114,7 @@ export class JobService {
         intervalMs: 1000,
         run: () => {
           this.sweepVanished()
+          this.metrics.forgetEnded()
           void this.schedulePass()
         },
       },
@@ -146,6 +147,12 @@ export class JobService {
   /** Whether the job is still there (a purge deletes every job). */
   exists(id: string): boolean {
     return this.row(id) !== undefined
+  }
+
+  /** Whether the job is gone or has ended (completed, failed, cancelled). */
+  over(id: string): boolean {
+    const r = this.row(id)
+    return r === undefined || TERMINAL.has(r.status)
   }
 
   /** A job the caller may see (its pools; admins all); anything else is "not found". */

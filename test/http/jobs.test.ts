@@ -346,6 +346,28 @@ describe('metrics stream', () => {
     expect([...String(resumed.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([first + 2, first + 3])
     expect((await h.client().get(`/api/v1/jobs/${job.id}/metrics/stream`)).status).toBe(401)
   })
+
+  test("an ended job's events stay an hour for late viewers, then go (they were kept until a restart: half a megabyte a long job); a viewer then gets the end at once", async () => {
+    const { h, A, pool, fellows } = await cluster(1)
+    const tick = () => h.services.jobs.loops()[0]!.run()
+    const job = (await A.post('/api/v1/jobs', { name: 'm', pool_id: pool.id, stages: 1 })).body
+    const f = fellows[0]!
+    await f.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step: 1, loss: 0.9 })
+    await f.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'completed', step: 2 })
+    const cancelled = (await A.post('/api/v1/jobs', { name: 'never ran', pool_id: pool.id, stages: 1 })).body
+    expect((await A.delete(`/api/v1/jobs/${cancelled.id}`)).status).toBe(200)
+    h.clock.advance(59 * 60_000)
+    await tick()
+    expect(String((await A.get(`/api/v1/jobs/${job.id}/metrics/stream`)).body)).toContain('"loss":0.9')
+    h.clock.advance(2 * 60_000)
+    await tick()
+    expect(h.services.jobs.metrics.since(job.id, 0)).toEqual([])
+    expect(h.services.jobs.metrics.ended(cancelled.id)).toBe(false) // its (empty) ring went too
+    const late = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`)
+    expect(late.status).toBe(200)
+    expect(String(late.body)).toContain('event: end')
+    expect(String(late.body)).not.toContain('"loss"')
+  })
 })
 
 describe('relay', () => {
