@@ -1,5 +1,5 @@
 // Personal API tokens (svc_pat_...). A token acts as its owner; a disabled owner's tokens stop.
-import { and, eq, isNull, desc, sql } from 'drizzle-orm'
+import { and, eq, isNull, desc, lt, or, sql } from 'drizzle-orm'
 import { apiTokens, sessions, users } from '../db/schema'
 import { randomToken, sha256, newId, TOKEN_PREFIX } from '../crypto'
 import { AppError, notFound } from '../errors'
@@ -77,6 +77,15 @@ export function revokeApiToken(ctx: Ctx, caller: UserCaller, id: string): ApiTok
     ctx.db.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)).run()
   }
   return toRecord(row, emailOf(ctx.db, row.userId))
+}
+
+/** How long a revoked or expired token stays listed (with its revoked_at / expires_at) before it goes. */
+export const DEAD_TOKEN_KEEP_MS = 30 * DAY_MS
+
+/** Deletes tokens revoked or expired more than 30 days ago: the list (an admin's holds every user's) grew with each token ever made. */
+export function purgeApiTokens(ctx: Ctx): number {
+  const cutoff = ctx.clock.now() - DEAD_TOKEN_KEEP_MS
+  return ctx.db.delete(apiTokens).where(or(lt(apiTokens.revokedAt, cutoff), lt(apiTokens.expiresAt, cutoff))).run().changes
 }
 
 export function revokeUserApiTokens(db: Db, now: number, userId: string): number {

@@ -14,7 +14,7 @@ import { RateLimiter } from '../rate-limit'
 import { DAY_MS, iso, isoOrNull } from '../time'
 import { hashPassword, verifyPassword, dummyHash, passwordProblem, HashPool, HASH_CONCURRENCY } from './passwords'
 import { createSession, purgeSessions, resolveSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
-import { resolveApiToken, revokeUserApiTokens } from './api-tokens'
+import { purgeApiTokens, resolveApiToken, revokeUserApiTokens } from './api-tokens'
 import { normalizeEmail } from './email'
 import { revokeJoinTokensOf } from '../pools/service'
 import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures, purgeLoginFailures } from './lockout'
@@ -95,7 +95,7 @@ export interface RegisterInput {
   display_name?: string
 }
 
-/** Expired sessions and stale login-failure counters, dropped every ten minutes. */
+/** Expired sessions, stale login-failure counters and long-dead API tokens, dropped every ten minutes. */
 function purgeLoop(ctx: Ctx): LoopSpec {
   return {
     name: 'token-purge',
@@ -103,7 +103,8 @@ function purgeLoop(ctx: Ctx): LoopSpec {
     run() {
       const sessions = purgeSessions(ctx)
       const failures = purgeLoginFailures(ctx)
-      if (sessions + failures > 0) ctx.log.debug('purged', { sessions, failures })
+      const apiTokens = purgeApiTokens(ctx)
+      if (sessions + failures + apiTokens > 0) ctx.log.debug('purged', { sessions, failures, api_tokens: apiTokens })
     },
   }
 }

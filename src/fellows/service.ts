@@ -1,6 +1,6 @@
 // Fellows: join sessions, registration, node credentials, release and removal.
 import { AddressBlocks } from '../http/ip'
-import { and, count, eq, isNull, sql } from 'drizzle-orm'
+import { and, count, eq, isNull, lt, sql } from 'drizzle-orm'
 import { fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
@@ -18,6 +18,8 @@ import type { LoopSpec } from '../loops'
 import { shQuote } from './bootstrap'
 
 const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
+/** How long an expired join session's row stays. */
+export const DEAD_JOIN_SESSION_KEEP_MS = 30 * 24 * HOUR_MS
 
 /** `find()`, with a "not found" of what it looked through said as one of `what` instead. */
 function hiddenAs<T>(find: () => T, what: string): T {
@@ -410,6 +412,17 @@ export class Fellows {
     const { ctx, registry } = this
     return [
       { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
+      {
+        // Every join token expires a day after it is made; the rows stayed for good (one per
+        // join command ever shown). They go a month after they expired.
+        name: 'join-session-purge',
+        intervalMs: 10 * 60_000,
+        run: () => {
+          const cutoff = ctx.clock.now() - DEAD_JOIN_SESSION_KEEP_MS
+          const n = ctx.db.delete(joinSessions).where(lt(joinSessions.expiresAt, cutoff)).run().changes
+          if (n > 0) ctx.log.debug('purged', { join_sessions: n })
+        },
+      },
       {
         name: 'liveness',
         intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2),

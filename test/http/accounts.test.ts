@@ -469,6 +469,27 @@ describe('password change and reset end API tokens too (issue 26)', () => {
 })
 
 describe('API tokens', () => {
+  test('a token revoked or expired more than 30 days ago leaves the list (every token ever made stayed in it); live ones stay', async () => {
+    const h = harness()
+    const u = await seedUser(h, 'dead-tokens@example.com')
+    const s = sessionClient(h, u.id)
+    const purge = () => h.services.accounts.loops().find((l) => l.name === 'token-purge')!.run()
+    const revoked = (await s.post('/api/v1/api-tokens', { name: 'revoked' })).body
+    const expiring = (await s.post('/api/v1/api-tokens', { name: 'expiring', expires_in_days: 1 })).body
+    const live = (await s.post('/api/v1/api-tokens', { name: 'live' })).body
+    expect((await s.delete(`/api/v1/api-tokens/${revoked.id}`)).status).toBe(200)
+    // A session of the day (the first one has expired by then).
+    const names = async () => (await sessionClient(h, u.id).get('/api/v1/api-tokens')).body.items.map((t: { name: string }) => t.name).sort()
+    h.clock.advance(30 * DAY_MS)
+    await purge()
+    expect(await names()).toEqual(['expiring', 'live', 'revoked'])
+    h.clock.advance(2 * DAY_MS)
+    await purge()
+    expect(await names()).toEqual(['live'])
+    expect((await h.client({ bearer: live.token }).get('/api/v1/auth/me')).status).toBe(200)
+    expect((await h.client({ bearer: expiring.token }).get('/api/v1/auth/me')).status).toBe(401)
+  })
+
   test('minted once with the secret, listed without it, usable as a bearer, last_used_at kept', async () => {
     const h = harness()
     const u = await seedUser(h, 'pat@example.com')

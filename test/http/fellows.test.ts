@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Harness } from '../helpers/harness'
-import { auditLog, fellows as fellowsTable, poolMembers, poolNodes } from '../../src/db/schema'
+import { auditLog, fellows as fellowsTable, joinSessions, poolMembers, poolNodes } from '../../src/db/schema'
 import { ensureDefaultPool } from '../../src/pools/service'
 import { FellowRegistry } from '../../src/fellows/live'
 
@@ -35,6 +35,21 @@ async function register(h: Harness, token: string | null, body: Record<string, u
 }
 
 describe('join sessions', () => {
+  test('an expired join session is deleted a month after it expired (every one ever made stayed); a live one stays', async () => {
+    const { h, a, alice, pool } = await setup()
+    const purge = () => h.services.fellows.loops().find((l) => l.name === 'join-session-purge')!.run()
+    const rows = () => h.ctx.db.select().from(joinSessions).all().length
+    await joinToken(a, pool.id)
+    h.clock.advance(31 * 24 * 3600_000 - 1000)
+    await purge()
+    expect(rows()).toBe(1)
+    const fresh = await joinToken(sessionClient(h, alice.id), pool.id) // a session of the day
+    h.clock.advance(2000)
+    await purge()
+    expect(rows()).toBe(1)
+    expect((await register(h, fresh)).status).toBe(201)
+  })
+
   test('a pool member mints a join token with a pasteable command; non-members get 404', async () => {
     const { h, a, b, pool } = await setup()
     const r = await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })
