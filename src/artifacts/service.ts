@@ -51,6 +51,9 @@ export type Uploader = NodeCaller | UserCaller
 
 export type WriteResult = { done: false; state: UploadState } | { done: true; artifact: Artifact }
 
+/** Uploads one person (or fellow) may have open in a pool at once. */
+export const MAX_OPEN_UPLOADS = 100
+
 export class ArtifactService {
   readonly uploads: UploadFiles
   /** Uploads a request is writing now: one writer each (an upload lives on one leader, see UploadFiles). */
@@ -154,6 +157,13 @@ export class ArtifactService {
       if (same) {
         tx.update(artifactUploads).set({ updatedAt: clock.now() }).where(eq(artifactUploads.id, same.id)).run()
         return { upload_id: same.id, offset: same.receivedBytes, size_bytes: same.sizeBytes, resumed: true }
+      }
+      // Declarations cost a row and a temp file for a day, and each new one looks at every open
+      // one of the pool: the quota counts bytes, so empty ones were bounded only by request rate.
+      const mine = by.kind === 'node' ? eq(artifactUploads.fellowId, by.fellowId) : eq(artifactUploads.userId, by.userId)
+      const open = tx.select({ n: sql<number>`count(*)` }).from(artifactUploads).where(and(eq(artifactUploads.poolId, poolId), mine)).get()?.n ?? 0
+      if (open >= MAX_OPEN_UPLOADS) {
+        throw new AppError('conflict', `${open} uploads of yours are under way in this pool, the most at once; finish them, or wait: an idle one is dropped after a day.`, { limit: MAX_OPEN_UPLOADS })
       }
       const stored = tx.select({ n: sql<number>`coalesce(sum(${artifacts.sizeBytes}), 0)` }).from(artifacts).where(eq(artifacts.poolId, poolId)).get()?.n ?? 0
       const pending = tx.select({ n: sql<number>`coalesce(sum(${artifactUploads.sizeBytes}), 0)` }).from(artifactUploads).where(eq(artifactUploads.poolId, poolId)).get()?.n ?? 0

@@ -11,7 +11,7 @@ import { listen } from '../helpers/listen'
 import { until } from '../helpers/until'
 import { artifacts, artifactUploads, auditLog, jobs, poolMembers, pools } from '../../src/db/schema'
 import { BLOB_GRACE_MS, UPLOAD_IDLE_MS } from '../../src/artifacts/collector'
-import { ArtifactService } from '../../src/artifacts/service'
+import { ArtifactService, MAX_OPEN_UPLOADS } from '../../src/artifacts/service'
 import type { BlobStore } from '../../src/artifacts/store'
 
 const MAX = 256 * 1024
@@ -277,6 +277,19 @@ describe('uploads', () => {
     expect(Bun.file(tempPath(h, id)).size).toBe(60)
     const rest = await fa.c.call('PUT', `/api/v1/artifacts/uploads/${id}?offset=60`, bytes(100).subarray(60), octets)
     expect(rest.status).toBe(201)
+  })
+
+  test('one person has at most 100 uploads open in a pool (empty ones passed the byte quota without end); others still may', async () => {
+    const declare = (cl: Client, i: number) => cl.post('/api/v1/artifacts/uploads', { kind: 'file', name: `empty-${i}.bin`, size_bytes: 0, sha256: 'c'.repeat(64), pool_id: poolA.id })
+    for (let i = 0; i < MAX_OPEN_UPLOADS; i++) expect((await declare(c, i)).status).toBe(201)
+    const refused = await declare(c, MAX_OPEN_UPLOADS)
+    expect(refused.status).toBe(409)
+    expect(refused.body).toMatchObject({ code: 'conflict', limit: MAX_OPEN_UPLOADS })
+    expect(refused.body.detail).toContain('uploads of yours are under way')
+    expect((await declare(a, 0)).status).toBe(201)
+    h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.poolId, poolA.id)).run()
+    expect((await declare(c, MAX_OPEN_UPLOADS)).status).toBe(201)
+    h.ctx.db.delete(artifactUploads).where(eq(artifactUploads.poolId, poolA.id)).run()
   })
 
   test("past the pool's quota (stored plus uploads under way) a new upload is refused with 409 artifact_quota_exceeded naming use and quota", async () => {
