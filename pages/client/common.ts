@@ -38,11 +38,17 @@ export function commonClient(): void {
     let last = 0
     try {
       last = Number(sessionStorage.getItem(KEY)) || 0
-      sessionStorage.setItem(KEY, String(Date.now()))
     } catch {
       // no storage: the page-level flag alone
     }
     if (Date.now() - last < 60_000) return
+    // Stamped only when leaving: stamped at every 401, a polling tab kept the stamp fresh and
+    // never went to the login page after a second session end within the minute.
+    try {
+      sessionStorage.setItem(KEY, String(Date.now()))
+    } catch {
+      // as above
+    }
     leaving = true
     location.href = '/login?next=' + encodeURIComponent(location.pathname + location.search)
   }

@@ -40,7 +40,7 @@ export class LogBuffer {
     return this.lines.length
   }
 
-  /** The lines per batch now (MAX_BATCH until the leader refuses one as too large). */
+  /** The lines per batch now (MAX_BATCH, halved by each refusal as too large, doubled back by each batch that goes through). */
   get batchCap(): number {
     return this.cap
   }
@@ -49,7 +49,8 @@ export class LogBuffer {
    * Ships one batch (at most `batchCap` lines and MAX_BATCH_BYTES encoded, at least one line);
    * on failure the batch goes back to the front (still bounded), so lines arrive in order and at
    * least once. A batch the leader refuses as too large (413) is not sent again as it was: the cap
-   * halves, and a line refused alone is dropped (`onDropped` says so), so shipping never stalls.
+   * halves (and doubles back with each batch taken), and a line refused alone is dropped
+   * (`onDropped` says so), so shipping never stalls.
    */
   async flush(ship: (lines: string[]) => Promise<void>, onDropped?: OnDropped): Promise<number> {
     if (this.lines.length === 0 && this.dropped === 0) return 0
@@ -68,6 +69,9 @@ export class LogBuffer {
     this.dropped = 0
     try {
       await ship([...note, ...batch])
+      // A cap halved by a refusal grows back as batches go through: one long line that walked it
+      // down to 1 held every later batch to one line, one every 2 s, for the agent's life.
+      this.cap = Math.min(MAX_BATCH, this.cap * 2)
       return batch.length
     } catch (e) {
       if (isTooLarge(e) && note.length + batch.length <= 1) {

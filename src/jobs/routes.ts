@@ -69,7 +69,8 @@ export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
       '/api/v1/jobs/:job_id/metrics/stream',
       ({ caller, params, headers, request, reauthorize }) => {
         jobs.visible(caller, params.job_id)
-        const allowed = () => stillSees(() => jobs.visible(reauthorize(), params.job_id))
+        // A job deleted meanwhile is not a viewer's loss of access: its stream ends with `end`.
+        const allowed = () => !jobs.exists(params.job_id) || stillSees(() => jobs.visible(reauthorize(), params.job_id))
         return metricsStream(jobs.metrics, params.job_id, lastEventId(headers['last-event-id']), stopOrLeave(ctx, request), () => jobs.over(params.job_id), allowed)
       },
       { policy: 'operator', params: M.JobParams },

@@ -347,6 +347,25 @@ describe('metrics stream', () => {
     expect((await h.client().get(`/api/v1/jobs/${job.id}/metrics/stream`)).status).toBe(401)
   })
 
+  test('a purged job ends its open metrics stream with `end` (the viewer has not lost access: the job is gone)', async () => {
+    const { h, A, pool, fellows } = await cluster(1)
+    const job = (await A.post('/api/v1/jobs', { name: 'p', pool_id: pool.id, stages: 1 })).body
+    await fellows[0]!.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step: 1, loss: 0.9 })
+    const res = await h.app.handle(new Request(`http://leader.test/api/v1/jobs/${job.id}/metrics/stream`, { headers: { cookie: [...A.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } }))
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    const dec = new TextDecoder()
+    let seen = ''
+    while (!seen.includes('"step":1')) seen += dec.decode((await reader.read()).value)
+    expect((await A.delete('/api/v1/jobs')).status).toBe(200)
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      seen += dec.decode(value)
+    }
+    expect(seen).toContain('event: end')
+  })
+
   test("an ended job's events stay an hour for late viewers, then go (they were kept until a restart: half a megabyte a long job); a viewer then gets the end at once", async () => {
     const { h, A, pool, fellows } = await cluster(1)
     const tick = () => h.services.jobs.loops()[0]!.run()

@@ -503,6 +503,7 @@ describe('invites and join requests for the pages (issue 29)', () => {
     expect((await b.get('/api/v1/pools/join-requests')).body.items).toEqual([])
     expect((await b.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/reject`)).status).toBe(403)
     expect((await A.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/reject`)).body).toEqual({ status: 'rejected' })
+    expect((await A.get('/api/v1/pools/join-requests')).body.items).toEqual([])
     expect((await b.get(`/api/v1/pools/${closed.body.id}`)).body.my_role).toBeNull()
     expect((await A.post(`/api/v1/pools/${closed.body.id}/join-requests/${bob.id}/reject`)).status).toBe(404)
     expect((await b.post(`/api/v1/pools/${closed.body.id}/join`)).status).toBe(202)
