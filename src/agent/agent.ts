@@ -190,9 +190,18 @@ export class Agent {
     }
     const how = saved ? 'the saved node token' : 'the new node token'
     try {
-      // What it does not know (the job an agent beside it may run, its runners) is left out: the
-      // leader keeps what that agent said.
-      const res = await this.client.heartbeat({ status: 'idle', hardware: await readTelemetry(), ...(saved ? {} : { job_id: null, runners: this.work.runnerNames() }) })
+      // With a saved identity an agent may run beside it: the heartbeat is a check (`check: true`),
+      // which the leader answers without recording a status or handing over the signals waiting
+      // for that agent. A leader from before the flag refuses it (422): a plain heartbeat then,
+      // with what it does not know (the job, the runners) left out.
+      const plain = { status: 'idle' as const, hardware: await readTelemetry(), ...(saved ? {} : { job_id: null, runners: this.work.runnerNames() }) }
+      let res
+      try {
+        res = await this.client.heartbeat(saved ? { ...plain, check: true } : plain)
+      } catch (e) {
+        if (!(saved && e instanceof LeaderError && e.status === 422)) throw e
+        res = await this.client.heartbeat(plain)
+      }
       // Nothing runs here: signals for this fellow belong to the agent that runs its work.
       const pending = (res.pending_signals ?? []).map((p) => p.signal)
       if (pending.length > 0) log.warn('signals for this fellow came with the check\'s heartbeat and were not acted on', { signals: pending })

@@ -274,6 +274,9 @@ export class ArtifactService {
       await this.uploads.remove(row.id)
       throw new AppError('checksum_mismatch', `The bytes received hash to ${digest}, not the declared ${row.sha256}; the upload is dropped, start a new one.`, { sha256: digest })
     }
+    // Checked before the store write too (and again with the insert): a person removed from the
+    // pool meanwhile should not have gigabytes written to the store for nothing.
+    this.ownUpload(by, row.id)
     return this.inTurn(row.sha256, async () => {
       await this.storeCall(() => this.store.putFile(row.sha256, this.uploads.pathOf(row.id)))
       const artifact = this.ctx.db.transaction((tx) => {

@@ -59,7 +59,7 @@ export const COMMANDS: Command[] = [
       { name: 'advertise-host', type: 'string', value: 'HOST', help: 'where neighbours reach those ports, and the only address they are bound on (default: first LAN address)' },
       { name: 'p2p-listen-host', type: 'string', value: 'HOST', help: 'bind those ports here instead (NAT: the advertised address is not local)' },
       { name: 'hostname', type: 'string', value: 'NAME', help: 'the name shown for this machine (default: the system host name)' },
-      { name: 'once', type: 'boolean', help: 'a connectivity check: one heartbeat with the saved node token (nothing rotated or written, no p2p ports; beside a running agent it may take signals waiting for it), then exit; without a saved identity it registers first and keeps it' },
+      { name: 'once', type: 'boolean', help: 'a connectivity check: one heartbeat with the saved node token (nothing rotated, recorded or written, no p2p ports, safe beside a running agent), then exit; without a saved identity it registers first and keeps it' },
       { name: 'engine', type: 'string', multiple: true, value: 'NAME=URL', help: 'serve the model NAME with the OpenAI-compatible engine already running at URL (e.g. http://127.0.0.1:8081/v1)' },
       { name: 'engine-cmd', type: 'string', multiple: true, value: "'NAME=CMD'", help: 'start CMD and serve the model NAME with it; {port} in CMD is a free loopback port; restarted when it exits' },
       { name: 'runner', type: 'string', multiple: true, value: "'NAME=CMD'", help: 'offer the training runner NAME: jobs with "runner": "NAME" start CMD for their stage here (docs/workloads.md); mlp is always offered' },

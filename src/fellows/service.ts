@@ -363,6 +363,7 @@ export class Fellows {
   heartbeat(fellowId: string, body: HeartbeatInput): HeartbeatResult {
     const f = this.registry.get(fellowId)
     if (!f || f.released) throw notFound('Fellow')
+    if (body.check === true) return { ok: true as const, next_heartbeat_s: this.ctx.cfg.heartbeatIntervalS }
     const back = this.registry.heartbeat(f, body, this.ctx.clock.now())
     // Back from offline still busy with a job: whether it still holds it is the jobs' to say (a
     // STOP, if not, goes out with this very answer).

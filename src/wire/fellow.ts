@@ -100,6 +100,12 @@ export const HeartbeatBody = Type.Object(
     runners: Type.Optional(Type.Array(Type.String({ pattern: RUNNER_NAME }), { maxItems: 64 })),
     /** Every engine declared, healthy or not (servables names only the healthy ones' models); the machine page lists them. */
     engines: Type.Optional(Type.Array(EngineState, { maxItems: 100 })),
+    /**
+     * A check (`svc fellow --once`), not a heartbeat: answered as one would be (401/404 for a token
+     * or fellow that no longer works), but nothing is recorded and no waiting signal is handed over:
+     * an agent running beside the check keeps its status and gets its signals.
+     */
+    check: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 )

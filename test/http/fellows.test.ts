@@ -601,6 +601,22 @@ describe('worker management', () => {
     expect(again.body.pending_signals).toBeUndefined()
   })
 
+  test('a check (`check: true`, svc fellow --once) records nothing and leaves waiting signals for the agent; a released fellow is 404 to it too', async () => {
+    const { h, a, pool } = await setup()
+    const f = (await register(h, await joinToken(a, pool.id))).body
+    const node = h.client({ bearer: f.node_token })
+    await node.post('/api/v1/workers/heartbeat', { status: 'error' })
+    await a.post('/api/v1/workers/update', { fellow_id: f.fellow_id })
+    const check = await node.post('/api/v1/workers/heartbeat', { status: 'idle', check: true })
+    expect(check.status).toBe(200)
+    expect(check.body.pending_signals).toBeUndefined()
+    expect(h.services.fellows.registry.get(f.fellow_id)!.status).toBe('error')
+    const hb = await node.post('/api/v1/workers/heartbeat', { status: 'error' })
+    expect(hb.body.pending_signals.map((s: { signal: string }) => s.signal)).toEqual(['UPDATE'])
+    expect((await a.post('/api/v1/workers/release', { fellow_id: f.fellow_id })).status).toBeLessThan(300)
+    expect([401, 404]).toContain((await node.post('/api/v1/workers/heartbeat', { status: 'idle', check: true })).status)
+  })
+
   test('a forced pool delete detaches its fellows and stops them', async () => {
     const { h, a, pool } = await setup()
     const f = (await register(h, await joinToken(a, pool.id))).body
