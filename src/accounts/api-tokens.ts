@@ -1,6 +1,7 @@
 // Personal API tokens (svc_pat_...). A token acts as its owner; a disabled owner's tokens stop.
 import { and, eq, isNull, desc, lt, or, sql } from 'drizzle-orm'
-import { apiTokens, sessions, users } from '../db/schema'
+import { apiTokens, users } from '../db/schema'
+import { sessionLive } from './sessions'
 import { randomToken, sha256, newId, TOKEN_PREFIX } from '../crypto'
 import { AppError, notFound } from '../errors'
 import { DAY_MS, iso, isoOrNull } from '../time'
@@ -26,20 +27,12 @@ function toRecord(r: Row, email: string): ApiTokenRecord {
 }
 
 /**
- * Refuses unless `sessionId` is a live session of an active `userId`: checked by the token mint
- * right before it inserts (one synchronous step), since a token is how a session would outlive a
- * password change that ended it while the request was on its way.
+ * Refuses unless `sessionId` is a live session of `userId`: checked by the token mint right before
+ * it inserts (one synchronous step), since a token is how a session would outlive a password change
+ * that ended it while the request was on its way.
  */
 export function requireLiveSession(ctx: Ctx, userId: string, sessionId: string): void {
-  const live = ctx.db
-    .select({ revokedAt: sessions.revokedAt, expiresAt: sessions.expiresAt, status: users.status })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
-    .get()
-  if (!live || live.revokedAt !== null || live.expiresAt <= ctx.clock.now() || live.status !== 'active') {
-    throw new AppError('unauthorized', 'This session has ended; log in again.')
-  }
+  if (!sessionLive(ctx, userId, sessionId)) throw new AppError('unauthorized', 'This session has ended; log in again.')
 }
 
 export function mintApiToken(ctx: Ctx, userId: string, name: string, expiresInDays?: number): ApiTokenRecord & { token: string } {

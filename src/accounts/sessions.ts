@@ -32,10 +32,26 @@ const sessionLookup = perDb((db) =>
     .prepare(),
 )
 
+type SessionRow = { revokedAt: number | null; expiresAt: number; status: string }
+
+/** A session that lets its person in now: not revoked, not expired, its account active. */
+const isLive = (row: SessionRow | undefined, now: number): row is SessionRow => row !== undefined && row.revokedAt === null && row.expiresAt > now && row.status === 'active'
+
 export function resolveSession(ctx: Ctx, token: string, fromCookie: boolean): UserCaller | null {
   const row = sessionLookup(ctx.db).get({ hash: sha256(token) })
-  if (!row || row.revokedAt !== null || row.expiresAt <= ctx.clock.now() || row.status !== 'active') return null
+  if (!isLive(row, ctx.clock.now())) return null
   return { kind: 'user', userId: row.userId, role: row.role, via: 'session', credentialId: row.id, fromCookie }
+}
+
+/** Whether the session `sessionId` of `userId` still lets them in (the same rule as resolveSession). */
+export function sessionLive(ctx: Ctx, userId: string, sessionId: string): boolean {
+  const row = ctx.db
+    .select({ revokedAt: sessions.revokedAt, expiresAt: sessions.expiresAt, status: users.status })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
+    .get()
+  return isLive(row, ctx.clock.now())
 }
 
 export function revokeSession(ctx: Ctx, sessionId: string): void {
