@@ -107,9 +107,12 @@ export class AdminUsers {
           requireSessionForSelf(actor, id)
           if (findUserByEmail(tx, email)) throw new AppError('email_taken', 'An account with this email already exists.')
           set.email = email
-          // A new address is unproven: it must not take that address's pending invites by id.
+          // A new address is unproven: it must not take that address's pending invites by id. And
+          // the links mailed to the old one stop working, the reset link too: whoever holds the old
+          // mailbox (the address was changed because it is not the person's any more) could
+          // otherwise set a password and take the account.
           tx.update(users).set({ emailVerifiedAt: null }).where(eq(users.id, id)).run()
-          retireActionTokens(tx, now, id, 'verify')
+          retireActionTokens(tx, now, id)
         }
       }
       if (input.role !== undefined && input.role !== u.role) {

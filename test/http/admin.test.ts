@@ -237,6 +237,16 @@ describe('password reset issued by an admin', () => {
     expect((await anon.post('/api/v1/auth/reset-password', { token: again, new_password: 'the third password' })).body).toEqual({ account_status: 'disabled' })
   })
 
+  test("changing an account's address voids the reset link sent to the old one (its holder took the account)", async () => {
+    const { A, alice, h } = await setup()
+    const link = (await A.post(`/api/v1/admin/users/${alice.id}/reset-password`)).body.link
+    const token = new URL(link, 'http://x').searchParams.get('token')!
+    expect((await A.patch(`/api/v1/admin/users/${alice.id}`, { email: 'alice@new.example' })).status).toBe(200)
+    const r = await h.client({ ip: '198.51.100.21' }).post('/api/v1/auth/reset-password', { token, new_password: 'taken over at last' })
+    expect(r.status).toBe(400)
+    expect(r.body.code).toBe('invalid_token')
+  })
+
   test('with mail the link goes out by mail only', async () => {
     const { h, A, alice } = await setup({ mailEnabled: true })
     const r = await A.post(`/api/v1/admin/users/${alice.id}/reset-password`)
