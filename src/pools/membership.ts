@@ -1,8 +1,8 @@
 // Pool membership: invites by email, join requests, approval, leaving and removal.
 // Service style: the `Memberships` class, built once in app.ts `createServices` and handed to the
 // pool routes; what it shares with `Pools` are the Db-first transaction helpers of ./service.
-import { and, asc, count, eq, gt, isNull, min, ne } from 'drizzle-orm'
-import { joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
+import { and, asc, count, eq, gt, isNull, min, ne, sql } from 'drizzle-orm'
+import { auditLog, joinRequests, mailOutbox, poolInvites, poolMembers, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -61,6 +61,22 @@ function checkInviteCaps(ctx: Ctx, tx: Db, actor: Actor, email: string, now: num
         .get()?.n ?? 0
     if (pending >= limit) {
       throw new AppError('invite_limit', `You already have ${limit === 1 ? '1 pending invitation' : `${limit} pending invitations`}, the most one person may have open. Wait until some are accepted or expire.`, { limit })
+    }
+    // Withdrawing an invite takes it off the pending count, not its mail off the wire: invite,
+    // withdraw, invite again mailed any number of addresses a text of the inviter's choosing (the
+    // pool name). So twice that number bounds the invite mails one sends in 24 hours (room for
+    // invites accepted or withdrawn and made again; the audit log keeps them all, with whether a
+    // mail went out).
+    if (ctx.mail.enabled) {
+      const mailed =
+        tx
+          .select({ n: count() })
+          .from(auditLog)
+          .where(and(eq(auditLog.actorUserId, actor.userId), eq(auditLog.kind, 'pool.invite'), gt(auditLog.ts, now - DAY_MS), sql`json_extract(${auditLog.detail}, '$.mailed') = 1`))
+          .get()?.n ?? 0
+      if (mailed >= 2 * limit) {
+        throw new AppError('invite_limit', `You have sent ${mailed} invitation mails in the last 24 hours, the most one person may; try again tomorrow.`, { limit: 2 * limit })
+      }
     }
   }
   if (!ctx.mail.enabled) return

@@ -282,6 +282,22 @@ describe('invite mail is bounded (issue 26, item 6)', () => {
     for (let i = 0; i < 4; i++) expect((await A.post(`/api/v1/pools/${p.body.id}/invites`, { email: `y${i}@example.com` })).status).toBe(201)
   })
 
+  test('withdrawing invites frees pending places, not mails: invite and withdraw mails at most twice the cap a day (it mailed without end)', async () => {
+    const { h, a } = await setup({ mailEnabled: true, env: { [PENDING_CAP]: '2' } })
+    const p = await a.post('/api/v1/pools', { name: 'Claim your prize at http://evil.example/win' })
+    const answers: number[] = []
+    for (let i = 0; i < 8; i++) {
+      const r = await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: `target${i}@example.com` })
+      answers.push(r.status)
+      if (r.status === 201) expect((await a.delete(`/api/v1/pools/${p.body.id}/invites/${r.body.id}`)).status).toBe(204)
+      else expect(r.body).toMatchObject({ code: 'invite_limit', limit: 4 })
+    }
+    expect(answers).toEqual([201, 201, 201, 201, 409, 409, 409, 409])
+    expect(inviteMails(h)).toHaveLength(4)
+    h.clock.advance(DAY_MS + 1)
+    expect((await a.post(`/api/v1/pools/${p.body.id}/invites`, { email: 'next-day@example.com' })).status).toBe(201)
+  })
+
   test(`an address gets at most ${ADDRESS_CAP} invite mails per 24 hours from all pools, also across deleting and re-creating a pool (429 with Retry-After)`, async () => {
     const { h, A, a } = await setup({ mailEnabled: true, env: { [ADDRESS_CAP]: '2' } })
     const cycle = async () => {
