@@ -358,6 +358,34 @@ describe('mail sender', () => {
     expect(mailStatus(h.ctx).pending).toBe(1)
   })
 
+  test('a stopping leader sends no more of its batch: the mail under way finishes, the rest are due again at once (a silent server held the stop 10-15 s a mail)', async () => {
+    let release = () => {}
+    const held = new Promise<void>((r) => (release = r))
+    let reached = () => {}
+    const atServer = new Promise<void>((r) => (reached = r))
+    const inbox = track(
+      await startSmtp({
+        onRcptTo(_address, _session, cb) {
+          reached()
+          void held.then(() => cb())
+        },
+      }),
+    )
+    const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
+    const loop = mailLoop(h.ctx, await createTransport(h.cfg.smtp!), 20)
+    for (let i = 0; i < 3; i++) h.ctx.mail.enqueue(h.ctx.db, 'test', `u${i}@example.com`, {})
+    const running = loop.run()
+    await atServer
+    const closing = loop.close()
+    release()
+    await Promise.all([running, closing])
+    expect(inbox.messages).toHaveLength(1)
+    expect(mailStatus(h.ctx).pending).toBe(2)
+    // Due now, not after the claim's hold: the next start sends them at once.
+    const next = await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))
+    expect(next.sent).toBe(2)
+  })
+
   test('outbox rows survive a restart and are delivered afterwards', async () => {
     const inbox = track(await startSmtp())
     const h = makeHarness(smtpEnv(inbox.port, 'none'))
