@@ -111,7 +111,13 @@ async function deliverRow(ctx: Ctx, transport: MailTransport, from: string, row:
   try {
     if (row.payload === null) throw new Error('payload is missing')
     if (!(MAIL_TEMPLATES as readonly string[]).includes(row.template)) throw new Error(`unknown template ${row.template}`)
-    const vars = openPayload(ctx.cfg.secretKey, row.payload)
+    let vars
+    try {
+      vars = openPayload(ctx.cfg.secretKey, row.payload)
+    } catch {
+      // AES-GCM's own words ("unable to authenticate data") do not say what happened.
+      throw new Error('queued under another SVC_SECRET_KEY (the key changed since): it cannot be opened')
+    }
     message = renderMail(row.template as MailTemplate, vars, ctx.cfg.baseUrl)
   } catch (e) {
     // Retrying cannot fix a payload sealed under another key or a template bug.

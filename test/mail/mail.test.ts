@@ -386,6 +386,18 @@ describe('mail sender', () => {
     expect(next.sent).toBe(2)
   })
 
+  test('a mail queued under another secret key is given up with a reason that says so (it read "unable to authenticate data")', async () => {
+    const inbox = track(await startSmtp())
+    const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
+    h.ctx.mail.enqueue(h.ctx.db, 'test', 'ada@example.com', {})
+    const rotated: Ctx = { ...h.ctx, cfg: { ...h.cfg, secretKey: Buffer.alloc(32, 7) } }
+    expect((await deliverDue(rotated, await createTransport(h.cfg.smtp!))).failed).toBe(1)
+    const row = outboxRow(h)
+    expect(row.status).toBe('failed')
+    expect(row.lastError).toContain('queued under another SVC_SECRET_KEY')
+    expect(inbox.messages).toHaveLength(0)
+  })
+
   test('outbox rows survive a restart and are delivered afterwards', async () => {
     const inbox = track(await startSmtp())
     const h = makeHarness(smtpEnv(inbox.port, 'none'))
