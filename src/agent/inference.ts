@@ -355,6 +355,8 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
  * together in the next. `gone` aborts when the leader answers 410/404 (the client went away) or
  * posting failed for good: the engine's request is aborted with it.
  */
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
+
 export class FramePoster {
   private pending: InferFrame[] = []
   private posting: Promise<void> | null = null
@@ -373,6 +375,18 @@ export class FramePoster {
 
   push(f: InferFrame): void {
     if (this.gone.aborted) return
+    // One content delta over a frame's size (an engine that ignores `stream` answers in one piece)
+    // goes as several: the leader takes at most 65,536 characters a delta, and refused the whole
+    // answer, which its caller then waited 30 s for. Cut between characters, not inside a pair.
+    if (f.delta !== undefined && Object.keys(f).length === 1 && f.delta.length > MERGE_CHARS) {
+      for (let at = 0; at < f.delta.length; ) {
+        let end = Math.min(at + MERGE_CHARS, f.delta.length)
+        if (end < f.delta.length && isHighSurrogate(f.delta.charCodeAt(end - 1))) end--
+        this.push({ delta: f.delta.slice(at, end) })
+        at = end
+      }
+      return
+    }
     const last = this.pending[this.pending.length - 1]
     // A content frame joins the content frame before it, so a batch is one frame, not one per token.
     if (f.delta !== undefined && Object.keys(f).length === 1 && last && last.delta !== undefined && Object.keys(last).length === 1 && last.delta.length + f.delta.length <= MERGE_CHARS) {
@@ -430,6 +444,12 @@ export class FramePoster {
         const full = e instanceof LeaderError && e.status === 429
         if (!isRetryable(e) || (!full && attempt >= 3) || signal.aborted) {
           log.warn('inference response failed; generation aborted', { request_id: this.requestId, error: (e as Error).message })
+          // Refused for what the frames hold (422, 413): the caller is told now, with an error
+          // frame, rather than left to wait out the leader's timeout for a fellow that went quiet.
+          if (e instanceof LeaderError && (e.status === 422 || e.status === 413) && !frames.some((f) => f.error !== undefined) && !signal.aborted) {
+            const error = `the fellow could not pass the engine's answer on: the leader refused it (${e.status}: ${e.message})`.slice(0, 2000)
+            await client.inferRespond(this.requestId, [{ error, error_status: 502 }], signal).catch(() => {})
+          }
           return this.stopper.abort()
         }
         if (!(await sleep(clock, full ? 50 * Math.min(attempt, 20) : 100 * attempt, signal))) return this.stopper.abort()

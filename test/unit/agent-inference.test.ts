@@ -75,6 +75,38 @@ describe('serving the built-in model', () => {
   })
 })
 
+describe('posting frames', () => {
+  test('one content delta over a frame (an engine answering in one piece) goes as several, cut between characters (70,000 were refused whole)', async () => {
+    const { c, posts } = client(() => {})
+    const poster = new FramePoster(deps(c), 'r1')
+    // A pair (an emoji) sits across the first cut at 16,384.
+    const text = 'a'.repeat(16_383) + '😀' + 'b'.repeat(70_000)
+    poster.push({ delta: text })
+    poster.push({ done: true, finish_reason: 'stop' })
+    await poster.close()
+    const deltas = posts.flat().filter((f) => f.delta !== undefined).map((f) => f.delta!)
+    expect(deltas.join('')).toBe(text)
+    expect(deltas.every((d) => d.length <= 16_384)).toBe(true)
+    expect(deltas.every((d) => !/[\ud800-\udbff]$/.test(d))).toBe(true)
+    expect(posts.flat().at(-1)).toEqual({ done: true, finish_reason: 'stop' })
+  })
+
+  test('frames the leader refuses for what they hold (422) end the answer with an error frame at once, not a silent fellow', async () => {
+    const posts: InferFrame[][] = []
+    const c = {
+      async inferRespond(_id: string, frames: InferFrame[]) {
+        posts.push(frames)
+        if (frames.some((f) => f.error === undefined)) throw new LeaderError(422, 'validation_failed', 'body /frames/0/tool_calls: too long', null)
+      },
+    } as unknown as LeaderClient
+    const poster = new FramePoster(deps(c), 'r1')
+    poster.push({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: 'x' } }] } as InferFrame)
+    await poster.close()
+    expect(poster.gone.aborted).toBe(true)
+    expect(posts.at(-1)).toEqual([{ error: expect.stringContaining('the leader refused it (422'), error_status: 502 }])
+  })
+})
+
 describe('what the heartbeat says about the engines', () => {
   test('every declared engine is listed with its model and health; servables names only the healthy ones', () => {
     const { c } = client(() => {})
