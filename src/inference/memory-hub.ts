@@ -29,6 +29,8 @@ interface Live {
   state: 'queued' | 'dispatched' | 'ended'
   /** When it was queued, then when its fellow last posted: the timeouts count from here. */
   since: number
+  /** When a post was last refused because the client had not read the earlier frames (0: never). */
+  fullAt: number
   deltas: Delta[]
   chars: number
   completionFrames: number
@@ -80,7 +82,7 @@ export class MemoryInferenceHub implements InferenceHub {
     let pick!: (e: Ending | null) => void
     const pickedUp = new Promise<Ending | null>((r) => (pick = r))
     const l: Live = {
-      id: newId(), fellowId, job, promptChars, state: 'queued', since: this.opts.now(), deltas: [], chars: 0,
+      id: newId(), fellowId, job, promptChars, state: 'queued', since: this.opts.now(), fullAt: 0, deltas: [], chars: 0,
       completionFrames: 0, usage: null, finishReason: null, resultText: '', end: null, reader: null, readerTimer: null, pick,
     }
     this.live.set(l.id, l)
@@ -154,7 +156,10 @@ export class MemoryInferenceHub implements InferenceHub {
     }
     // Refused whole, so the fellow can resend the same batch once the client caught up. A result
     // is read only when whole, so its pieces count against the leader's budget, not the request's.
-    if (l.chars + incoming > this.maxBuffered || this.held() + incoming + resultChars > this.maxHeld) return 'full'
+    if (l.chars + incoming > this.maxBuffered || this.held() + incoming + resultChars > this.maxHeld) {
+      l.fullAt = this.opts.now()
+      return 'full'
+    }
     if (l.resultText.length + resultChars > MAX_RESULT_CHARS) {
       this.finish(l, { ok: false, code: 'fellow_failed', message: `The answer of the engine serving ${l.job.model} is larger than ${MAX_RESULT_CHARS / (1 << 20)} Mi characters.` })
       return 'ok'
@@ -216,6 +221,9 @@ export class MemoryInferenceHub implements InferenceHub {
       if (now - l.since < this.opts.timeoutMs) continue
       n++
       if (l.state === 'queued') this.finish(l, { ok: false, code: 'dispatch_timeout', message: `No fellow picked the request up within ${s} s.` })
+      // The fellow kept sending, and its frames were refused while the client did not read: the
+      // wait is the client's, not a silent fellow's (which sent operators after the wrong machine).
+      else if (l.fullAt > l.since) this.finish(l, { ok: false, code: 'fellow_timeout', message: `The client did not read the answer of ${l.job.model} for ${s} s.` })
       else this.finish(l, { ok: false, code: 'fellow_timeout', message: `The fellow serving ${l.job.model} sent nothing for ${s} s.` })
     }
     return n

@@ -84,6 +84,19 @@ describe('inference hub', () => {
     expect(h.stats()).toEqual({ open: 0, queued: 0, waiters: 0, bufferedChars: 0 })
   })
 
+  test('a request whose client stopped reading times out naming the client, not the fellow that kept sending', async () => {
+    const { h, clock } = hub({ maxBufferedChars: 4, maxHeldChars: 20 })
+    const t = h.submit('f1', job())
+    await h.next('f1', 0)
+    expect(h.post(t.id, 'f1', [{ delta: 'abcd' }])).toBe('ok')
+    for (let i = 0; i < 11; i++) {
+      clock.advance(100)
+      expect(h.post(t.id, 'f1', [{ delta: 'efgh' }])).toBe('full')
+    }
+    expect(h.expire(clock.now())).toBe(1)
+    expect((await t.read(0)).end).toMatchObject({ ok: false, code: 'fellow_timeout', message: 'The client did not read the answer of m for 1 s.' })
+  })
+
   test('a cancelled request frees its buffered output and is not counted as served', async () => {
     const { h, served } = hub()
     const t = h.submit('f1', job())
