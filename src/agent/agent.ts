@@ -161,7 +161,10 @@ export class Agent {
     this.stopper.abort()
     this.signals?.close()
     this.work.stopAll('agent stopping')
-    await Promise.all([this.listeners.stop(), this.inference.stop()])
+    // The models are withdrawn first: the engines get their stop grace (up to stop_grace_s) to
+    // finish what they hold, and the leader went on routing new requests here all through it,
+    // which then ended as 504s while another fellow stood idle.
+    await Promise.all([this.withdrawModels(), this.listeners.stop(), this.inference.stop()])
     if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines), this.onLogLineDropped), sleep(this.clock, 2000)])
     if (this.state && this.farewell) await this.sayGoodbye()
     return this.exitCode
@@ -317,6 +320,16 @@ export class Agent {
   private onReleased(reason: string): void {
     this.o.log.warn('the leader released or removed this fellow; stopping (its node token no longer works: to bring it back, start the agent with a join token of a pool, `svc pools join-command POOL`)', { reason })
     this.stop(`released: ${reason}`)
+  }
+
+  /** One heartbeat serving nothing, best effort and at most 2 s: no new requests come here. */
+  private async withdrawModels(): Promise<void> {
+    if (!this.state || this.inference.servables().length === 0) return
+    const said = this.client
+      .heartbeat({ ...this.work.snapshot(), servables: [], engines: this.inference.engineStates() })
+      .then(() => this.o.log.info('models withdrawn from the leader before the engines stop'))
+      .catch(() => {})
+    await Promise.race([said, sleep(this.clock, 2000)])
   }
 
   private async heartbeat(): Promise<void> {

@@ -218,6 +218,17 @@ describe('OpenAI-compatible engines behind the leader', () => {
     await until(() => (processAlive(enginePid) ? null : true), 'the killed agent\'s engine gone', poll(10_000))
   }, 30_000)
 
+  test('a stopping fellow withdraws its models at once: no request is routed to it while its engine takes its stop grace', async () => {
+    const slow = startFellow(c, 'slow-stop', ['--engine-cmd', `graceful=bun ${STANDIN} --port {port} --model graceful --ignore-sigterm`])
+    await until(async () => ((await c.api<{ items: { fellow_id: string; servables: string[] }[] }>('GET', `/api/v1/cluster/nodes?pool_id=${c.poolId}`)).body.items.find((n) => n.servables.includes('graceful')) ? true : null), 'the model served', poll(20_000))
+    slow.proc.kill('SIGTERM')
+    // Its engine ignores SIGTERM, so the agent waits out the engine's stop grace (10 s): the model
+    // must be gone from the leader's view well before that.
+    await until(async () => ((await c.api<{ items: { servables: string[] }[] }>('GET', `/api/v1/cluster/nodes?pool_id=${c.poolId}`)).body.items.some((n) => n.servables.includes('graceful')) ? null : true), 'the model withdrawn', poll(3000))
+    expect(processAlive(slow.proc.pid)).toBe(true)
+    expect(await slow.proc.exited).toBe(0)
+  }, 40_000)
+
   test('stopping the agent stops its engine (SIGTERM) and the cluster stops cleanly', async () => {
     const pid = started(supervised).at(-1)!.pid
     await stopCluster(c)
