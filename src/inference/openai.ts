@@ -188,7 +188,13 @@ export async function awaitPickUp(o: OpenedCompletion): Promise<void> {
  * [DONE]. Closing the stream early (the client went away) cancels the request, so the fellow's
  * next post answers 410. Event ids count up, but a chat stream cannot resume from Last-Event-ID.
  */
-export function completionStream(o: OpenedCompletion): Response {
+/**
+ * The SSE answer of a streamed completion. `allowed` (the caller decided again) is asked before
+ * each piece is sent, and may answer from its last decision: a caller whose token was revoked or
+ * whose account was disabled while a long answer streams gets an error chunk and the end, and the
+ * fellow's request is cancelled.
+ */
+export function completionStream(o: OpenedCompletion, allowed: () => boolean = () => true): Response {
   let seq = 0
   let begun = false
   let closed = false
@@ -213,6 +219,13 @@ export function completionStream(o: OpenedCompletion): Response {
       }
       const out = await o.ticket.read(KEEP_ALIVE_MS)
       if (closed) return
+      if (!allowed()) {
+        closed = true
+        o.ticket.cancel()
+        controller.enqueue(event(errorBody(401, 'unauthorized', 'The credential of this request was revoked, or its account disabled, while the answer streamed; it stops here.')))
+        controller.close()
+        return
+      }
       let text = ''
       for (const d of out.deltas) text += typeof d === 'string' ? content(d) : chunk({ tool_calls: d.tool_calls }, null)
       const end = out.end

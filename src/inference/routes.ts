@@ -15,6 +15,8 @@ import { stopOrLeave, type Ctx } from '../context'
 import type { Inference, OpenedCompletion } from './service'
 import * as M from './model'
 import { upgradeOrRefuse } from '../http/native'
+import { stillSees } from '../http/sse'
+import type { Clock } from '../time'
 
 /** A socket of the inference channel as Elysia's dispatcher hands it over: Bun's, with its data. */
 type InferWs = InferSocket & { data: { fellowId: string } }
@@ -37,7 +39,27 @@ async function pickedUp(opened: OpenedCompletion, request: Request, server: { ti
   return opened
 }
 
-function chatRoutes(base: AppBase, inference: Inference) {
+/** How often a streaming answer asks whether its caller may still have it. */
+const RECHECK_MS = 5000
+
+/**
+ * An `allowed` for a long answer: the caller decided again at most every `everyMs` (a lookup of
+ * the credential), the last answer kept in between, so a stream's hot path pays a clock read.
+ */
+function decidedAgainEvery(clock: Clock, everyMs: number, reauthorize: () => unknown): () => boolean {
+  let at = clock.now()
+  let ok = true
+  return () => {
+    const now = clock.now()
+    if (ok && now - at >= everyMs) {
+      at = now
+      ok = stillSees(reauthorize)
+    }
+    return ok
+  }
+}
+
+function chatRoutes(base: AppBase, inference: Inference, clock: Clock) {
   return (
     new Elysia({ name: 'inference-chat' })
       .use(base)
@@ -56,9 +78,9 @@ function chatRoutes(base: AppBase, inference: Inference) {
       })
       .post(
         '/api/v1/chat/completions',
-        async ({ caller, body, request, server }) => {
+        async ({ caller, body, request, server, reauthorize }) => {
           const opened = await pickedUp(inference.open(caller, body), request, server)
-          if (opened.stream) return completionStream(opened)
+          if (opened.stream) return completionStream(opened, decidedAgainEvery(clock, RECHECK_MS, reauthorize))
           // A Response either way (the stream is one); the body is built field by field in openai.ts.
           return Response.json(await collectCompletion(opened))
         },
@@ -123,6 +145,6 @@ function transportRoutes(base: AppBase, ctx: Ctx, inference: Inference) {
 
 export function inferenceRoutes(base: AppBase, ctx: Ctx, { inference }: InferenceRouteDeps) {
   return new Elysia({ name: 'inference' })
-    .use(chatRoutes(base, inference))
+    .use(chatRoutes(base, inference, ctx.clock))
     .use(transportRoutes(base, ctx, inference))
 }

@@ -148,6 +148,36 @@ describe('chat completions through the openai client', () => {
     expect(h.services.inference.counts.requestsServed).toBe(0) // abandoned requests are not counted as served
   })
 
+  test('a streaming answer whose token is revoked meanwhile stops with an error chunk at the next check (it streamed to its end)', async () => {
+    const { h, server, alice, a, poolA, fellow } = await setup()
+    const f = await fellow(a, poolA.id, ['tiny-llm'])
+    const t = tokenClient(h, alice.id)
+    const opening = fetch(`${server.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.opts.bearer}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny-llm', messages: ask('long story'), stream: true }),
+    })
+    const req = await f.poll()
+    expect((await f.frames(req.request_id, [{ delta: 'Once' }])).status).toBe(204)
+    const res = await opening
+    const reader = res.body!.getReader()
+    const dec = new TextDecoder()
+    let seen = ''
+    while (!seen.includes('Once')) seen += dec.decode((await reader.read()).value)
+    expect((await a.delete(`/api/v1/api-tokens/${t.tokenId}`)).status).toBe(200)
+    h.clock.advance(6000) // past the stream's next check
+    expect((await f.frames(req.request_id, [{ delta: ' upon' }])).status).toBe(204)
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      seen += dec.decode(value)
+    }
+    expect(seen).not.toContain(' upon')
+    expect(seen).toContain('"code":"unauthorized"')
+    expect(seen).not.toContain('[DONE]')
+    expect((await f.frames(req.request_id, [{ delta: ' a time' }])).status).toBe(410)
+  })
+
   test('no online fellow serving a model the caller can see answers 503 with the reason', async () => {
     const { h, alice, a, poolA, openai, fellow } = await setup()
     const f = await fellow(a, poolA.id, [])
