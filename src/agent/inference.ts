@@ -350,13 +350,13 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
   else if (!deps.signal.aborted) log.info('inference answered', { request_id: req.request_id, model: req.model, engine: engine.spec.name, chunks: tokens, ms: clock.now() - started })
 }
 
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
+
 /**
  * Frames of one request, posted in order: one post at a time, and frames pushed meanwhile go
  * together in the next. `gone` aborts when the leader answers 410/404 (the client went away) or
  * posting failed for good: the engine's request is aborted with it.
  */
-const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
-
 export class FramePoster {
   private pending: InferFrame[] = []
   private posting: Promise<void> | null = null

@@ -187,12 +187,10 @@ export async function awaitPickUp(o: OpenedCompletion): Promise<void> {
  * began is sent as `data: {error}` (which OpenAI's clients raise) and the stream ends without
  * [DONE]. Closing the stream early (the client went away) cancels the request, so the fellow's
  * next post answers 410. Event ids count up, but a chat stream cannot resume from Last-Event-ID.
- */
-/**
- * The SSE answer of a streamed completion. `allowed` (the caller decided again) is asked before
- * each piece is sent, and may answer from its last decision: a caller whose token was revoked or
- * whose account was disabled while a long answer streams gets an error chunk and the end, and the
- * fellow's request is cancelled.
+ *
+ * `allowed` (the caller decided again) is asked before each piece is sent, and may answer from its
+ * last decision: a caller whose token was revoked or whose account was disabled while a long answer
+ * streams gets an error chunk and the end, and the fellow's request is cancelled.
  */
 export function completionStream(o: OpenedCompletion, allowed: () => boolean = () => true): Response {
   let seq = 0
