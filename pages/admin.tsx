@@ -88,6 +88,7 @@ export function AdminUsersPage(props: { ctx: PageCtx }) {
       <section class="card" aria-labelledby="mail-title">
         <h2 id="mail-title" safe>{t.mail}</h2>
         <p id="mail-status" safe>{t.mailLoading}</p>
+        <div id="mail-failures"></div>
         <button type="button" id="mail-test" class="secondary" safe>{t.mailTest}</button>
         <Notice id="mail-msg" />
       </section>

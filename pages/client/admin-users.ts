@@ -141,6 +141,20 @@ export function adminUsersClient(): void {
     svc.render($('mail-status'), m, () => [
       m.configured ? t('mail.configured', { n: Number(m.pending) || 0, failed: Number(m.failed) || 0 }) : t('mail.disabled'),
     ])
+    // Which mails were given up, and why: the count alone sent the admin to the leader's log.
+    const failures: { to: string; template: string; attempts: number; last_error: string | null; queued_at: string }[] = Array.isArray(m.recent_failures) ? m.recent_failures : []
+    svc.render($('mail-failures'), failures, () =>
+      failures.length === 0
+        ? []
+        : [
+            svc.el('p', {}, t('mail.failures')),
+            svc.el(
+              'ul',
+              {},
+              ...failures.map((f) => svc.el('li', {}, t('mail.failure', { to: f.to, template: f.template, at: svc.fmtTime(f.queued_at), attempts: String(f.attempts) }), svc.el('span', { lang: 'en' }, f.last_error ?? ''))),
+            ),
+          ],
+    )
   }
 
   $('mail-test')?.addEventListener('click', (e) => {

@@ -75,12 +75,23 @@ export type DeleteResult = Static<typeof DeleteResult>
 // The audit log's shapes are the audit feature's (src/audit/model.ts).
 export { AuditQuery, AuditEntry, AuditList } from '../audit/model'
 
+export const FailedMail = t.Object({
+  to: t.String(),
+  template: t.String(),
+  attempts: Int(),
+  /** The SMTP server's reply, or why the mail could not be built. */
+  last_error: t.Union([t.String(), t.Null()]),
+  queued_at: Timestamp,
+})
+
 export const MailState = t.Object({
   configured: t.Boolean(),
   status: t.Union([t.Literal('configured'), t.Literal('disabled')]),
   pending: Int(),
   failed: Int(),
   sent: Int(),
+  /** The ten mails given up most recently, the last attempt first. */
+  recent_failures: t.Array(FailedMail),
 })
 export type MailState = Static<typeof MailState>
 export const MailTestResult = t.Object({ sent: t.Literal(true), to: t.String() })

@@ -6,7 +6,8 @@
 import { listAudit, recordAudit } from '../audit/service'
 import { getUser } from '../accounts/service'
 import { AppError } from '../errors'
-import { mailStatus, sendTestMail, smtpErrorText } from '../mail/sender'
+import { iso } from '../time'
+import { mailStatus, recentFailures, sendTestMail, smtpErrorText } from '../mail/sender'
 import type { Ctx } from '../context'
 import type { AuditQuery, MailState } from './model'
 import type { AdminActor } from '../caller'
@@ -26,7 +27,8 @@ export class Admin {
     const ctx = this.ctx
     const s = mailStatus(ctx)
     const configured = ctx.mail.enabled
-    return { configured, status: configured ? 'configured' : 'disabled', pending: s.pending, failed: s.failed, sent: s.sent }
+    const recent_failures = recentFailures(ctx).map((f) => ({ to: f.to, template: f.template, attempts: f.attempts, last_error: f.lastError, queued_at: iso(f.queuedAt) }))
+    return { configured, status: configured ? 'configured' : 'disabled', pending: s.pending, failed: s.failed, sent: s.sent, recent_failures }
   }
 
   /** Sends the test template to the calling admin, straight to SMTP, so the reply shows in the answer. */

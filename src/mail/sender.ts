@@ -3,7 +3,7 @@
 // outcome, a finished row loses its payload: one-time links must not linger in the state file.
 import type { Transporter } from 'nodemailer'
 import type SMTPTransport from 'nodemailer/lib/smtp-transport'
-import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, lte, sql } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
 import { AppError } from '../errors'
 import type { SmtpConfig } from '../config'
@@ -251,6 +251,25 @@ export function mailStatus(ctx: Ctx): MailStatus {
     .all()
   const count = (s: Row['status']) => Number(rows.find((r) => r.status === s)?.n ?? 0)
   return { configured: ctx.cfg.smtp !== null, pending: count('pending'), failed: count('failed'), sent: count('sent') }
+}
+
+export interface FailedMail {
+  to: string
+  template: string
+  attempts: number
+  lastError: string | null
+  queuedAt: number
+}
+
+/** The mails given up most recently (the last attempt first): whom, what, and the server's word. */
+export function recentFailures(ctx: Ctx, limit = 10): FailedMail[] {
+  return ctx.db
+    .select({ to: mailOutbox.toEmail, template: mailOutbox.template, attempts: mailOutbox.attempts, lastError: mailOutbox.lastError, queuedAt: mailOutbox.createdAt })
+    .from(mailOutbox)
+    .where(eq(mailOutbox.status, 'failed'))
+    .orderBy(desc(mailOutbox.nextAttemptAt))
+    .limit(limit)
+    .all()
 }
 
 /**

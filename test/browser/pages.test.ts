@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { Database } from 'bun:sqlite'
 import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
 import { freeBase } from '../helpers/listen'
 import { until } from '../helpers/until'
@@ -359,6 +360,14 @@ describe.skipIf(!hasChromium)('pages in Chromium', () => {
     const row = page.locator('#users-body tr[data-user="bob@example.com"]')
     await row.waitFor()
     await page.waitForSelector('#mail-status:has-text("Mail is disabled")')
+    // A mail the sender gave up on (written as the leader's sender leaves one): the card says to
+    // whom, what and why, not only how many.
+    const state = new Database(join(leader.dir, 'state', 'join_state.sqlite3'))
+    state.run("INSERT INTO mail_outbox (id, template, to_email, payload, status, attempts, next_attempt_at, last_error, created_at, sent_at) VALUES ('01900000-0000-7000-8000-000000000001', 'pool-invite', 'gone@example.com', NULL, 'failed', 6, 0, '550 5.1.1 mailbox unknown', 0, NULL)")
+    state.close()
+    await page.reload()
+    await page.waitForSelector('#mail-failures li:has-text("gone@example.com")')
+    expect(await page.locator('#mail-failures li span[lang=en]').innerText()).toBe('550 5.1.1 mailbox unknown')
     await shot(page, '05-admin-users')
     await expectAccessible(page, 'admin-users')
     page.once('dialog', (d) => void d.accept())

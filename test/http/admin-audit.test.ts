@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createServer, type AddressInfo } from 'node:net'
 import { SMTPServer } from 'smtp-server'
+import { eq } from 'drizzle-orm'
 import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
 import { recordAudit } from '../../src/audit/service'
-import { auditLog } from '../../src/db/schema'
+import { auditLog, mailOutbox } from '../../src/db/schema'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -158,7 +159,7 @@ async function freePort(): Promise<number> {
 describe('mail status and test mail', () => {
   test('without SMTP the mail status says disabled and the test mail answers 409 mail_disabled', async () => {
     const { A } = await setup()
-    expect((await A.get('/api/v1/admin/mail')).body).toEqual({ configured: false, status: 'disabled', pending: 0, failed: 0, sent: 0 })
+    expect((await A.get('/api/v1/admin/mail')).body).toEqual({ configured: false, status: 'disabled', pending: 0, failed: 0, sent: 0, recent_failures: [] })
     const r = await A.post('/api/v1/admin/mail/test')
     expect([r.status, r.body.code]).toEqual([409, 'mail_disabled'])
   })
@@ -167,7 +168,23 @@ describe('mail status and test mail', () => {
     const { h, A } = await setup({}, { mailEnabled: true })
     h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'x@example.com', { name: 'X' })
     h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'y@example.com', { name: 'Y' })
-    expect((await A.get('/api/v1/admin/mail')).body).toEqual({ configured: true, status: 'configured', pending: 2, failed: 0, sent: 0 })
+    expect((await A.get('/api/v1/admin/mail')).body).toEqual({ configured: true, status: 'configured', pending: 2, failed: 0, sent: 0, recent_failures: [] })
+  })
+
+  test('mails given up are listed with whom, what and the reason, the last attempt first (only counted, the reason was in the log alone)', async () => {
+    const { h, A } = await setup({}, { mailEnabled: true })
+    h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'x@example.com', { name: 'X' })
+    h.ctx.mail.enqueue(h.ctx.db, 'password-changed', 'y@example.com', { name: 'Y' })
+    const [x, y] = h.ctx.db.select().from(mailOutbox).orderBy(mailOutbox.toEmail).all()
+    // As the sender leaves a mail it gave up on (src/mail/sender.ts, giveUp).
+    h.ctx.db.update(mailOutbox).set({ status: 'failed', payload: null, attempts: 6, lastError: '550 5.1.1 mailbox unknown', nextAttemptAt: h.clock.now() + 2000 }).where(eq(mailOutbox.id, x!.id)).run()
+    h.ctx.db.update(mailOutbox).set({ status: 'failed', payload: null, attempts: 1, lastError: 'cannot render: queued under another SVC_SECRET_KEY', nextAttemptAt: h.clock.now() + 1000 }).where(eq(mailOutbox.id, y!.id)).run()
+    const body = (await A.get('/api/v1/admin/mail')).body
+    expect(body).toMatchObject({ pending: 0, failed: 2 })
+    expect(body.recent_failures).toEqual([
+      { to: 'x@example.com', template: 'password-changed', attempts: 6, last_error: '550 5.1.1 mailbox unknown', queued_at: new Date(x!.createdAt).toISOString() },
+      { to: 'y@example.com', template: 'password-changed', attempts: 1, last_error: 'cannot render: queued under another SVC_SECRET_KEY', queued_at: new Date(y!.createdAt).toISOString() },
+    ])
   })
 
   test("the test mail goes to the calling admin's address through the configured server, and is audited", async () => {
