@@ -1,5 +1,6 @@
 // The mail outbox: enqueue inside the caller's transaction, so a mail exists if and only if the
 // change that caused it was committed.
+import { and, eq, inArray } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
 import { newId, nodeCrypto, randomBytes } from '../crypto'
 import type { Db } from '../db/client'
@@ -18,6 +19,20 @@ export const MAIL_TEMPLATES = [
 export type MailTemplate = (typeof MAIL_TEMPLATES)[number]
 
 export type MailVars = Record<string, string>
+
+/**
+ * The mails a new one makes out of date, while they still wait in the outbox (an SMTP outage):
+ * sent after it, they told a deactivated person "approved, log in now", or carried a link a
+ * later one had already voided. Not yet sent, they are dropped when the new one is queued.
+ */
+const SUPERSEDES: Partial<Record<MailTemplate, readonly MailTemplate[]>> = {
+  'verify-email': ['verify-email'],
+  'password-reset': ['password-reset'],
+  'pending-approval': ['pending-approval', 'account-approved', 'account-deactivated'],
+  'account-approved': ['pending-approval', 'account-approved', 'account-deactivated'],
+  // Deactivation also voids every mailed link.
+  'account-deactivated': ['pending-approval', 'account-approved', 'account-deactivated', 'verify-email', 'password-reset'],
+}
 
 function payloadKey(secret: Buffer): Buffer {
   return Buffer.from(new Bun.CryptoHasher('sha256', secret).update('svc mail outbox payload v1').digest())
@@ -51,6 +66,8 @@ export function createOutbox(enabled: boolean, secret: Buffer, clock: Clock, onW
     enqueue(db, template, to, vars) {
       if (!enabled) return
       const now = clock.now()
+      const stale = SUPERSEDES[template]
+      if (stale) db.delete(mailOutbox).where(and(eq(mailOutbox.toEmail, to), eq(mailOutbox.status, 'pending'), inArray(mailOutbox.template, [...stale]))).run()
       db.insert(mailOutbox)
         .values({
           id: newId(),

@@ -398,6 +398,25 @@ describe('mail sender', () => {
     expect(inbox.messages).toHaveLength(0)
   })
 
+  test('a mail queued while an older one to the same person still waits drops what it makes out of date (a deactivated user got "approved" last, after an outage)', async () => {
+    const inbox = track(await startSmtp())
+    const h = track(makeHarness(smtpEnv(inbox.port, 'none')))
+    const waiting = () => h.ctx.db.select().from(mailOutbox).all().filter((r) => r.status === 'pending').map((r) => `${r.template} ${r.toEmail}`)
+    const q = (template: MailTemplate, to = 'erin@example.com') => h.ctx.mail.enqueue(h.ctx.db, template, to, VARS[template])
+    q('verify-email')
+    q('verify-email')
+    q('verify-email', 'other@example.com')
+    expect(waiting()).toEqual(['verify-email erin@example.com', 'verify-email other@example.com'])
+    q('pending-approval')
+    q('account-approved')
+    q('pool-invite')
+    expect(waiting()).toEqual(['verify-email erin@example.com', 'verify-email other@example.com', 'account-approved erin@example.com', 'pool-invite erin@example.com'])
+    q('account-deactivated')
+    expect(waiting()).toEqual(['verify-email other@example.com', 'pool-invite erin@example.com', 'account-deactivated erin@example.com'])
+    await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))
+    expect(inbox.messages.map((m) => m.to[0]).sort()).toEqual(['erin@example.com', 'erin@example.com', 'other@example.com'])
+  })
+
   test('outbox rows survive a restart and are delivered afterwards', async () => {
     const inbox = track(await startSmtp())
     const h = makeHarness(smtpEnv(inbox.port, 'none'))
