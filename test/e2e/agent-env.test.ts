@@ -2,37 +2,12 @@
 // again with MIMALLOC_PURGE_DELAY=1000 (src/entry.ts), a tuning of its own allocator that its
 // runners and engines must not inherit; a value the operator set is theirs and is passed on.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { freeBase } from '../helpers/listen'
-import { track } from '../helpers/children'
-import { SVC_BIN } from '../helpers/leader'
 import { killAll, poll, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
 import { until } from '../helpers/until'
 
 afterAll(killAll)
 
 const PRINT = "sh -c 'echo MPD=${MIMALLOC_PURGE_DELAY-unset}'"
-
-/** startFellow with the operator's own environment added. */
-function fellowWithEnv(c: Cluster, name: string, env: Record<string, string>, extra: string[]): Fellow {
-  const dir = mkdtempSync(join(tmpdir(), `svc-fellow-${name}-`))
-  const args = ['fellow', '--leader', c.leader.url, '--join-token', c.joinToken, '--state-dir', join(dir, 'state'), '--p2p-port-base', String(freeBase()), '--advertise-host', '127.0.0.1', '--hostname', name, ...extra]
-  const proc = track(Bun.spawn([SVC_BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }))
-  const logs: string[] = []
-  void (async () => {
-    let buf = ''
-    for await (const chunk of proc.stdout) {
-      const lines = (buf += new TextDecoder().decode(chunk)).split('\n')
-      buf = lines.pop()!
-      logs.push(...lines)
-    }
-  })()
-  const f = { proc, dir, logs, id: () => '' }
-  c.fellows.push(f as unknown as Fellow)
-  return f as unknown as Fellow
-}
 
 describe("the agent's children", () => {
   let c: Cluster
@@ -42,7 +17,7 @@ describe("the agent's children", () => {
   test('two agents join: one with the allocator setting it gives itself, one whose operator set MIMALLOC_PURGE_DELAY', async () => {
     c = await startCluster('tunnel')
     tuned = startFellow(c, 'tuned', ['--runner', `print-a=${PRINT}`])
-    own = fellowWithEnv(c, 'own', { MIMALLOC_PURGE_DELAY: '25' }, ['--runner', `print-b=${PRINT}`])
+    own = startFellow(c, 'own', ['--runner', `print-b=${PRINT}`], { MIMALLOC_PURGE_DELAY: '25' })
     await waitOnline(c, 2)
   }, 60_000)
 

@@ -84,11 +84,12 @@ export async function startCluster(transport: 'tunnel' | 'p2p', env: Record<stri
 }
 
 /** `svc fellow` joining the cluster's pool; `extra` adds agent options (engines, say). */
-export function startFellow(c: Cluster, name: string, extra: string[] = []): Fellow {
+/** An agent of the cluster; `env` is added to its environment (the operator's own settings). */
+export function startFellow(c: Cluster, name: string, extra: string[] = [], env: Record<string, string> = {}): Fellow {
   const dir = mkdtempSync(join(tmpdir(), `svc-fellow-${name}-`))
   const args = ['fellow', '--leader', c.leader.url, '--join-token', c.joinToken, '--state-dir', join(dir, 'state')]
   args.push('--p2p-port-base', String(freeBase()), '--advertise-host', '127.0.0.1', '--hostname', name, ...extra)
-  const proc = track(Bun.spawn([SVC_BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }))
+  const proc = track(Bun.spawn([SVC_BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }))
   children.push(proc)
   const logs: string[] = []
   void (async () => {
