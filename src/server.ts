@@ -6,7 +6,7 @@ import { createLogger, stdoutIsTerminal, type Logger } from './log'
 import { systemClock } from './time'
 import { createApp, createServices } from './app'
 import { startLoops, type LoopSpec } from './loops'
-import { createTransport, mailLoop } from './mail/sender'
+import { createTransport, mailLoop, mailPurgeLoop } from './mail/sender'
 import { beginStopping, closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
@@ -37,7 +37,7 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
   }
   const services = createServices(ctx)
   const app = createApp(ctx, services)
-  const specs: LoopSpec[] = [...services.loops]
+  const specs: LoopSpec[] = [...services.loops, mailPurgeLoop(ctx)]
   const mailer = cfg.smtp ? mailLoop(ctx, await createTransport(cfg.smtp, { ca: cfg.smtp.ca ?? undefined })) : null
   if (mailer) {
     wakeMail = mailer.wake

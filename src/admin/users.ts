@@ -10,7 +10,7 @@ import { recordAudit } from '../audit/service'
 import { findUserByEmail, getUser, issueActionToken, mailName, normalizeEmail, type UserRow, type UserStatus } from '../accounts/service'
 import { revokeUserSessions } from '../accounts/sessions'
 import { revokeUserApiTokens } from '../accounts/api-tokens'
-import { deletePoolRow, detachNodesOf, revokeJoinTokensOf } from '../pools/service'
+import { deletePoolRow, detachNodesOf, dropPoolInviteMail, revokeJoinTokensOf } from '../pools/service'
 import { DAY_MS, iso } from '../time'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -222,7 +222,10 @@ export class AdminUsers {
       guardLastAdmin(tx, u, 'deleted')
       const owned = tx.select({ id: pools.id }).from(pools).where(eq(pools.ownerUserId, id)).all()
       const fellowIds: string[] = []
-      for (const p of owned) fellowIds.push(...deletePoolRow(tx, ctx.clock, p.id, true, { userId: actor.userId, role: 'admin', clientIp: actor.clientIp }).fellowIds)
+      for (const p of owned) {
+        dropPoolInviteMail(ctx, tx, p.id)
+        fellowIds.push(...deletePoolRow(tx, ctx.clock, p.id, true, { userId: actor.userId, role: 'admin', clientIp: actor.clientIp }).fellowIds)
+      }
       // Dropping the memberships is leaving those pools: the machines the user added there leave
       // too (detached, told to stop), as when a member leaves; nobody outside a pool keeps
       // machines in it. (They stayed, unattributed, receiving the pools' jobs and chats.)

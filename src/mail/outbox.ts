@@ -52,10 +52,24 @@ export function openPayload(secret: Buffer, sealed: string): MailVars {
   return JSON.parse(Buffer.concat([d.update(body!), d.final()]).toString('utf8')) as MailVars
 }
 
+/** Whether a sealed payload opens and `test` holds for it (one sealed under another key never does). */
+function opensTo(secret: Buffer, sealed: string, test: (vars: MailVars) => boolean): boolean {
+  try {
+    return test(openPayload(secret, sealed))
+  } catch {
+    return false
+  }
+}
+
 export interface Outbox {
   /** True when SMTP is configured; without it nothing is queued (features degrade per SPEC.md). */
   readonly enabled: boolean
   enqueue(db: Db, template: MailTemplate, to: string, vars: MailVars): void
+  /**
+   * Drops mail to `to` still waiting to go out (an SMTP outage) whose variables `voided` says the
+   * caller's change made pointless, e.g. the link of an invite withdrawn since. Returns how many.
+   */
+  drop(db: Db, template: MailTemplate, to: string, voided: (vars: MailVars) => boolean): number
   /** Called after the enqueuing transaction commits, to wake the sender early. */
   wake(): void
 }
@@ -80,6 +94,17 @@ export function createOutbox(enabled: boolean, secret: Buffer, clock: Clock, onW
           createdAt: now,
         })
         .run()
+    },
+    drop(db, template, to, voided) {
+      if (!enabled) return 0
+      const waiting = db
+        .select({ id: mailOutbox.id, payload: mailOutbox.payload })
+        .from(mailOutbox)
+        .where(and(eq(mailOutbox.toEmail, to), eq(mailOutbox.status, 'pending'), eq(mailOutbox.template, template)))
+        .all()
+      const ids = waiting.filter((r) => r.payload !== null && opensTo(secret, r.payload, voided)).map((r) => r.id)
+      if (ids.length > 0) db.delete(mailOutbox).where(inArray(mailOutbox.id, ids)).run()
+      return ids.length
     },
     wake: () => onWake(),
   }

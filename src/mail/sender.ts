@@ -3,7 +3,7 @@
 // outcome, a finished row loses its payload: one-time links must not linger in the state file.
 import type { Transporter } from 'nodemailer'
 import type SMTPTransport from 'nodemailer/lib/smtp-transport'
-import { and, asc, desc, eq, inArray, lte, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, lt, lte, ne, sql } from 'drizzle-orm'
 import { mailOutbox } from '../db/schema'
 import { AppError } from '../errors'
 import type { SmtpConfig } from '../config'
@@ -232,6 +232,31 @@ export function mailLoop(ctx: Ctx, transport: MailTransport, batch = 20): MailLo
       if (timer !== null) clearTimeout(timer)
       timer = null
       await current?.catch(() => {})
+    },
+  }
+}
+
+/** How long a sent or given-up mail's row (address, template, the server's reply) is kept. */
+export const FINISHED_MAIL_KEEP_MS = 30 * 24 * 60 * 60_000
+
+/**
+ * Deletes sent and given-up mail queued more than 30 days ago. The rows stayed for good: the
+ * address of everyone ever mailed (invitees who never signed up among them), growing with every
+ * mail. The per-address invite cap counts the last 24 hours only.
+ */
+export function purgeFinishedMail(ctx: Ctx): number {
+  const cutoff = ctx.clock.now() - FINISHED_MAIL_KEEP_MS
+  return ctx.db.delete(mailOutbox).where(and(ne(mailOutbox.status, 'pending'), lt(mailOutbox.createdAt, cutoff))).run().changes
+}
+
+/** `purgeFinishedMail` every ten minutes; runs with SMTP off too (rows from when it was on). */
+export function mailPurgeLoop(ctx: Ctx): LoopSpec {
+  return {
+    name: 'mail-purge',
+    intervalMs: 10 * 60_000,
+    run() {
+      const n = purgeFinishedMail(ctx)
+      if (n > 0) ctx.log.debug('purged', { mails: n })
     },
   }
 }

@@ -8,7 +8,7 @@ import { hmac, newId, safeEqual } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { DAY_MS, iso } from '../time'
 import { getUser, mailName, normalizeEmail } from '../accounts/service'
-import { detachNodesOf, getVisiblePool, memberRole, requireMember, requireOwner, revokeJoinTokensOf } from './service'
+import { detachNodesOf, dropInviteMail, getVisiblePool, memberRole, requireMember, requireOwner, revokeJoinTokensOf } from './service'
 import type { Actor } from '../caller'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -42,6 +42,7 @@ function inviteToken(ctx: Ctx, r: Pick<InviteRow, 'id' | 'poolId' | 'email'>): s
 function inviteLink(ctx: Ctx, r: InviteRow): string {
   return `${ctx.cfg.baseUrl}/dashboard?invite=${encodeURIComponent(r.id)}&token=${inviteToken(ctx, r)}`
 }
+
 
 /**
  * Caps on invite mail, checked before a mail is queued (issue 26, item 6: twenty invite mails to
@@ -169,6 +170,7 @@ export class Memberships {
       const row = tx.select().from(poolInvites).where(and(eq(poolInvites.id, inviteId), eq(poolInvites.poolId, poolId), eq(poolInvites.status, 'pending'))).get()
       if (!row) throw notFound('Invite')
       tx.delete(poolInvites).where(eq(poolInvites.id, inviteId)).run()
+      dropInviteMail(ctx, tx, [row])
       recordAudit(tx, ctx.clock, { kind: 'pool.invite_revoke', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId, detail: { email: row.email } })
     })
   }

@@ -4,7 +4,7 @@
 // to the routes. The plain exported functions take a `Db` (or transaction) first: they are
 // transaction helpers other services compose (fellows, jobs, admin, pages), not a second style.
 import { and, asc, count, eq, inArray, isNull, or, sql, type SQL } from 'drizzle-orm'
-import { joinSessions, poolMembers, poolNodes, pools, roleLimits } from '../db/schema'
+import { joinSessions, poolInvites, poolMembers, poolNodes, pools, roleLimits } from '../db/schema'
 import { AppError, notFound, invalid } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -222,6 +222,7 @@ export class Pools {
     return this.ctx.db.transaction((tx) => {
       const pool = getVisiblePool(tx, actor, id)
       requireOwner(tx, actor, pool)
+      dropPoolInviteMail(this.ctx, tx, id)
       return deletePoolRow(tx, this.ctx.clock, id, force, actor)
     })
   }
@@ -293,6 +294,25 @@ export function revokeJoinTokensOf(tx: Db, now: number, userId: string, poolId?:
     .set({ revokedAt: now })
     .where(poolId === undefined ? mine : and(eq(joinSessions.poolId, poolId), mine))
     .run().changes as number
+}
+
+/** The invite a queued invite mail's link names (by id: the base URL may have changed since). */
+function linkedInvite(link: string | undefined): string | null {
+  if (link === undefined || !URL.canParse(link)) return null
+  return new URL(link).searchParams.get('invite')
+}
+
+/**
+ * Invite mail still waiting for the SMTP server when its invite goes (withdrawn, or its pool
+ * deleted) is not sent: it went out after the withdrawal, with a link that no longer worked.
+ */
+export function dropInviteMail(ctx: Ctx, tx: Db, invites: readonly { id: string; email: string }[]): void {
+  for (const invite of invites) ctx.mail.drop(tx, 'pool-invite', invite.email, (vars) => linkedInvite(vars.link) === invite.id)
+}
+
+/** `dropInviteMail` for every pending invite of a pool about to be deleted. */
+export function dropPoolInviteMail(ctx: Ctx, tx: Db, poolId: string): void {
+  dropInviteMail(ctx, tx, tx.select({ id: poolInvites.id, email: poolInvites.email }).from(poolInvites).where(and(eq(poolInvites.poolId, poolId), eq(poolInvites.status, 'pending'))).all())
 }
 
 /** The deletion itself, shared with the account-deletion cascade. Runs inside the caller's transaction. */

@@ -17,7 +17,8 @@ import { AppError } from '../../src/errors'
 import { issueActionToken } from '../../src/accounts/service'
 import { createOutbox, MAIL_TEMPLATES, type MailTemplate } from '../../src/mail/outbox'
 import { renderMail } from '../../src/mail/templates'
-import { createTransport, deliverDue, mailStatus, sendTestMail, backoffMs, mailLoop } from '../../src/mail/sender'
+import { createTransport, deliverDue, mailStatus, sendTestMail, backoffMs, mailLoop, mailPurgeLoop } from '../../src/mail/sender'
+import { DAY_MS } from '../../src/time'
 import type { Ctx } from '../../src/context'
 
 const BASE = 'https://leader.example.org'
@@ -415,6 +416,47 @@ describe('mail sender', () => {
     expect(waiting()).toEqual(['verify-email other@example.com', 'pool-invite erin@example.com', 'account-deactivated erin@example.com'])
     await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))
     expect(inbox.messages.map((m) => m.to[0]).sort()).toEqual(['erin@example.com', 'erin@example.com', 'other@example.com'])
+  })
+
+  test('an invite withdrawn, or its pool deleted, while its mail still waits (an SMTP outage) is not mailed; other waiting invites to the address are', async () => {
+    const inbox = track(await startSmtp())
+    const h = track(makeHarness(smtpEnv(inbox.port, 'none', { SVC_BASE_URL: BASE })))
+    // An admin: an operator's plan holds fewer pools.
+    const owner = sessionClient(h, (await seedUser(h, 'owner@example.com', { role: 'admin' })).id)
+    const pool = async (name: string) => (await owner.post('/api/v1/pools', { name })).body.id as string
+    const [a, b, c] = [await pool('Withdrawn'), await pool('Kept'), await pool('Deleted')]
+    const invite = async (poolId: string, email = 'dana@example.com') => (await owner.post(`/api/v1/pools/${poolId}/invites`, { email })).body
+    const withdrawn = await invite(a)
+    const kept = await invite(b)
+    await invite(c)
+    await invite(c, 'eve@example.com')
+    expect((await owner.delete(`/api/v1/pools/${a}/invites/${withdrawn.id}`)).status).toBe(204)
+    const del = await owner.delete(`/api/v1/pools/${c}`)
+    expect([del.status, del.body]).toEqual([200, { deleted: true, detached_nodes: 0 }])
+    expect(await deliverDue(h.ctx, await createTransport(h.cfg.smtp!))).toEqual({ sent: 1, failed: 0, retried: 0 })
+    expect(inbox.messages.map((m) => m.to)).toEqual([['dana@example.com']])
+    for (const t of parseMime(inbox.messages[0]!.raw).texts) expect(t).toContain(kept.invite_link.replace(/&/g, t.includes('<html') ? '&#38;' : '&'))
+  })
+
+  test('sent and given-up mail leaves the outbox 30 days after it was queued (every address ever mailed stayed); waiting mail stays', async () => {
+    const h = track(makeHarness(smtpEnv(await closedPort(), 'none')))
+    const q = (to: string) => h.ctx.mail.enqueue(h.ctx.db, 'password-changed', to, VARS['password-changed'])
+    q('sent@example.com')
+    q('failed@example.com')
+    q('waiting@example.com')
+    const set = (to: string, status: 'sent' | 'failed') => h.ctx.db.update(mailOutbox).set({ status, payload: null }).where(eq(mailOutbox.toEmail, to)).run()
+    set('sent@example.com', 'sent')
+    set('failed@example.com', 'failed')
+    const purge = async () => {
+      const loop = mailPurgeLoop(h.ctx)
+      expect(loop.intervalMs).toBe(10 * 60_000)
+      await loop.run()
+      return h.ctx.db.select().from(mailOutbox).all().map((r) => r.toEmail).sort()
+    }
+    h.clock.advance(30 * DAY_MS - 1)
+    expect(await purge()).toEqual(['failed@example.com', 'sent@example.com', 'waiting@example.com'])
+    h.clock.advance(2)
+    expect(await purge()).toEqual(['waiting@example.com'])
   })
 
   test('outbox rows survive a restart and are delivered afterwards', async () => {
