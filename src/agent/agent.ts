@@ -160,11 +160,13 @@ export class Agent {
     }
     this.stopper.abort()
     this.signals?.close()
-    this.work.stopAll('agent stopping')
+    // The runner gets its stop grace here, then SIGKILL with its process group: the agent exits
+    // after it, not before (a runner deaf to SIGTERM, or its children, outlived the agent).
+    const runnersGone = this.work.stopAll('agent stopping')
     // The models are withdrawn first: the engines get their stop grace (up to stop_grace_s) to
     // finish what they hold, and the leader went on routing new requests here all through it,
     // which then ended as 504s while another fellow stood idle.
-    await Promise.all([this.withdrawModels(), this.listeners.stop(), this.inference.stop()])
+    await Promise.all([this.withdrawModels(), this.listeners.stop(), this.inference.stop(), runnersGone])
     if (this.state) await Promise.race([this.o.logs.flush((lines) => this.client.shipLogs(this.state!.fellow_id, lines), this.onLogLineDropped), sleep(this.clock, 2000)])
     if (this.state && this.farewell) await this.sayGoodbye()
     return this.exitCode

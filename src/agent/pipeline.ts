@@ -141,13 +141,15 @@ export class MlpStageRun {
     }
   }
 
-  stop(reason: string): void {
-    if (this.status === 'stopped') return
+  /** In-process: nothing outlives it. */
+  stop(reason: string): Promise<void> {
+    if (this.status === 'stopped') return Promise.resolve()
     this.status = 'stopped'
     this.stopper.abort()
     this.wakeGate?.()
     this.io.close()
     this.deps.log.info('stage stopped', { job_id: this.jobId, reason, step: this.step })
+    return Promise.resolve()
   }
 
   private restore(): void {

@@ -52,6 +52,8 @@ export class RunnerWorker {
   private readonly reporter: StatusReporter
   private readonly stderrTail: string[] = []
   private stopping = false
+  /** Settles once the runner stopped by `stop` has exited (resolved when there was none). */
+  private gone: Promise<void> = Promise.resolve()
   /** SIGUSR1 was sent: an exit with 138 (a shell whose child it killed) is then said as such. */
   private checkpointAsked = false
   private lastReportAt = -Infinity
@@ -141,7 +143,13 @@ export class RunnerWorker {
     }
     // Recorded until it exits, so that the next agent can stop it if this one dies first.
     const forget = recordRunner(this.deps.stateDir, this.proc.pid, { jobId: this.jobId, stage: this.stage.stage, stopGraceS: this.spec.stopGraceS })
-    void this.proc.exited.then(forget)
+    const started = this.proc
+    // However it ends (done, failed, stopped), what it started and left behind in its process
+    // group goes with it.
+    void started.exited.then(() => {
+      signalChild(started, 'SIGKILL')
+      forget()
+    })
     log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport, resume_from: resumeFrom, resumed_from_step: stored?.step ?? null })
     this.report({ status: 'running', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
     const out = readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
@@ -200,8 +208,8 @@ export class RunnerWorker {
     this.deps.log.info('stage reconfigured', { job_id: this.jobId, stage: a.stage, prev: a.prev?.fellow_id ?? null, next: a.next?.fellow_id ?? null })
   }
 
-  stop(reason: string): void {
-    if (this.status === 'stopped') return
+  stop(reason: string): Promise<void> {
+    if (this.status === 'stopped') return this.gone
     this.stopping = true
     this.status = 'stopped'
     const p = this.proc
@@ -211,14 +219,14 @@ export class RunnerWorker {
       const timer = setTimeout(() => signalChild(p, 'SIGKILL'), this.spec.stopGraceS * 1000)
       // SVC_DATA_URL stays up (answering 410) until the runner is gone: one in the middle of a
       // long poll or a send during its grace period hears "stopping", not a refused connection.
-      void p.exited.then(() => {
+      this.gone = p.exited.then(() => {
         clearTimeout(timer)
-        signalChild(p, 'SIGKILL') // what it started and left behind goes with it
         this.closeServer()
       })
       this.close(true)
     } else this.close()
     this.deps.log.info('stage stopped', { job_id: this.jobId, reason, step: this.step })
+    return this.gone
   }
 
   /** Ends the stage's work; `keepServer`: SVC_DATA_URL stays up for a runner still exiting. */

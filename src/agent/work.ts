@@ -44,7 +44,8 @@ export interface StageWorker {
   resume(): void
   checkpoint(): void
   reconfigure(a: StageAssignment): void
-  stop(reason: string): void
+  /** Resolves once nothing the stage started runs any more (a runner gets its stop grace, then SIGKILL). */
+  stop(reason: string): Promise<void>
 }
 
 const SEEN_MAX = 512
@@ -55,6 +56,8 @@ export class Work {
   worker: StageWorker | null = null
   // A signal can reach us twice (socket and heartbeat); ids make handling idempotent.
   private readonly seen = new Set<string>()
+  /** Stages stopped whose runner is still in its stop grace. */
+  private readonly exiting = new Set<Promise<void>>()
 
   constructor(private readonly d: WorkDeps) {}
 
@@ -113,8 +116,14 @@ export class Work {
     }
   }
 
-  stopAll(reason: string): void {
+  /**
+   * Stops the stage and resolves once every runner stopped so far is gone. The agent waits for
+   * it before it exits: the SIGKILL after stop_grace_s and the group's cleanup are its timers,
+   * and a runner deaf to SIGTERM (or its children) outlived an agent that exited first.
+   */
+  async stopAll(reason: string): Promise<void> {
     if (this.worker) this.end(this.worker, reason)
+    await Promise.all([...this.exiting])
   }
 
   /** Names of the runners this fellow offers, for its heartbeats. */
@@ -123,7 +132,9 @@ export class Work {
   }
 
   private end(w: StageWorker, reason: string): void {
-    w.stop(reason)
+    const gone = w.stop(reason)
+    this.exiting.add(gone)
+    void gone.finally(() => this.exiting.delete(gone))
     if (this.worker === w) this.worker = null
   }
 

@@ -3,7 +3,8 @@
 // examples/runners (Python, standard library only, on one fellow; TypeScript on the other,
 // declared under the same name), exchanging frames through SVC_DATA_URL over the relay.
 import { afterAll, afterEach, describe, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { killAll, nodes, poll, processAlive as alive, startCluster, startFellow, stopCluster, waitOnline, type Cluster, type Fellow } from '../helpers/cluster'
 import { until } from '../helpers/until'
@@ -148,6 +149,24 @@ describe.skipIf(!python)('runners declared by the operator', () => {
     await until(async () => ((await nodes(c)).find((n) => n.fellow_id === holder)?.status === 'idle' ? true : null), 'the returned fellow idle', poll(15_000))
     expect((await c.api('DELETE', `/api/v1/jobs/${j.id}`)).status).toBeLessThan(300)
   }, 90_000)
+
+  test('an agent stopped (SIGTERM) while its runner ignores SIGTERM exits only once that runner and what it started are gone: SIGKILL to the group after stop_grace_s (they outlived the agent)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-deaf-runner-'))
+    const childFile = join(dir, 'child.pid')
+    const toml = join(dir, 'fellow.toml')
+    // The shell and its child (which inherits the ignored TERM) hear nothing but SIGKILL.
+    writeFileSync(toml, `[runners.deaf]\ncommand = ["sh", "-c", "trap '' TERM HUP PIPE; sleep 100000 & echo $! > ${childFile}; while :; do sleep 0.2; done"]\nstop_grace_s = 2\n`)
+    const deaf = startFellow(c, 'deaf', ['--config', toml])
+    await waitOnline(c, 3)
+    const j = await submit({ name: 'deaf', runner: 'deaf', stages: 1 })
+    cleanup.push(() => c.api('DELETE', `/api/v1/jobs/${j.id}`))
+    const childPid = await until(() => Number(existsSync(childFile) ? readFileSync(childFile, 'utf8').trim() : '') || null, 'the runner started its child', poll(20_000))
+    const runnerPid = lastRunnerPid(deaf.logs, j.id)
+    expect([alive(runnerPid), alive(childPid)]).toEqual([true, true])
+    deaf.proc.kill('SIGTERM')
+    expect(await deaf.proc.exited).toBe(0)
+    expect([alive(runnerPid), alive(childPid)]).toEqual([false, false])
+  }, 60_000)
 
   test('CHECKPOINT stores both stages in the artifact store; a stage re-placed after its fellow dies resumes from its checkpoint and the job completes', async () => {
     const j = await submit({ name: 'resumable', runner: 'toy', stages: 2, config: { steps: 300, lr: 0.5, step_ms: 20 } })
