@@ -56,6 +56,13 @@ export const clean = (v: unknown): string => {
   return String(v).replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')
 }
 
+/**
+ * Running text from the leader (a model's answer): line breaks and tabs kept, carriage returns
+ * dropped (they would let a line overwrite itself), every other control character replaced, so
+ * that a fellow's engine cannot send escape sequences to the terminal (OSC 52 writes the clipboard).
+ */
+export const cleanText = (s: string): string => s.replace(/\r/g, '').replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '?')
+
 export interface Column<T> {
   head: string
   get(row: T): unknown

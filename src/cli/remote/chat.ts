@@ -3,7 +3,7 @@ import type { Static } from '@sinclair/typebox'
 import * as I from '../../inference/model'
 import { checkInput, clientFor } from '../client'
 import { readLine } from '../prompt'
-import { modeOf, out, printJson, printList, writeOut } from '../output'
+import { cleanText, modeOf, out, printJson, printList, writeOut } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
 import { resolvePool } from './refs'
@@ -64,7 +64,9 @@ export async function chat({ args, flags, usage }: Invocation): Promise<number> 
       const choice = chunk.choices?.[0]
       const text = choice?.delta?.content
       if (text) {
-        writeOut(text)
+        // Replaced whether or not standard output is a terminal, as `jobs logs` does: a file or a
+        // pipe is read on a terminal later (cat, less -R). --json keeps the text as it came.
+        writeOut(cleanText(text))
         wrote = true
       }
       if (choice?.finish_reason) finish = choice.finish_reason
