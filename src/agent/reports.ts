@@ -5,6 +5,16 @@ import type { StatusReport } from '../wire/jobs'
 import { sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
+/**
+ * The reports that end a stage's part in the job. Given up after a few tries, like progress, one
+ * sent while the leader restarted (or the network was down a few seconds) was lost: the job
+ * stayed "running" for good and the fellow counted as busy. These are retried until the leader
+ * takes them (or says the fellow is off the job), as long as the agent runs.
+ */
+const FINAL: ReadonlySet<StatusReport['status']> = new Set(['completed', 'failed'])
+const ATTEMPTS = 5
+const MAX_BACKOFF_MS = 30_000
+
 export class StatusReporter {
   private chain: Promise<void> = Promise.resolve()
   private gone = false
@@ -23,16 +33,21 @@ export class StatusReporter {
     const { client, log, clock } = this.d
     this.chain = this.chain.then(async () => {
       if (this.gone) return
+      const final = FINAL.has(r.status)
       for (let attempt = 1; ; attempt++) {
         try {
-          return await client.jobStatus(this.jobId, r)
+          const sent = await client.jobStatus(this.jobId, r)
+          if (attempt > ATTEMPTS) log.info('job status report delivered', { job_id: this.jobId, status: r.status, attempts: attempt })
+          return sent
         } catch (e) {
           if (e instanceof LeaderError && (e.status === 403 || e.status === 404)) {
             this.gone = true
             return this.d.onGone?.(`the leader no longer has this fellow on the job (${e.message})`)
           }
-          if (!isRetryable(e) || attempt >= 5) return log.warn('job status report failed', { job_id: this.jobId, status: r.status, error: (e as Error).message })
-          await sleep(clock, 250 * 2 ** attempt)
+          const error = (e as Error).message
+          if (!isRetryable(e) || (!final && attempt >= ATTEMPTS)) return log.warn('job status report failed', { job_id: this.jobId, status: r.status, error })
+          if (attempt === ATTEMPTS) log.warn('job status report not delivered yet: retrying until the leader takes it', { job_id: this.jobId, status: r.status, error, retry_ms: MAX_BACKOFF_MS })
+          await sleep(clock, Math.min(MAX_BACKOFF_MS, 250 * 2 ** attempt))
         }
       }
     })

@@ -74,6 +74,8 @@ export interface HistoryPoint {
 const HISTORY_EVERY_MS = 30_000 // one point per fellow per 30 s
 const HISTORY_POINTS = 240 // two hours at that rate
 const EVENTS_PER_POOL = 500
+/** Heartbeat intervals without one after which a fellow is offline (stale from 2). */
+const OFFLINE_AFTER_INTERVALS = 6
 const PERSIST_EVERY_INTERVALS = 3
 
 /** What the state file last got for a fellow. */
@@ -94,6 +96,8 @@ export class FellowRegistry {
   private lastState = new Map<string, NodeState>()
   private history = new Map<string, HistoryPoint[]>()
   private events = new Map<string, PoolEvent[]>()
+  /** Fellows silent since before the leader started that held a stage then: id -> the start. */
+  private awaited = new Map<string, number>()
   /** Downsampled history in the state file (telemetry.ts), written by flush(). */
   readonly telemetry: TelemetryHistory
 
@@ -187,8 +191,19 @@ export class FellowRegistry {
     const interval = this.ctx.cfg.heartbeatIntervalS * 1000
     const age = now - f.lastSeenAt
     if (age <= 2 * interval) return 'online'
-    if (age <= 6 * interval) return 'stale'
+    if (age <= OFFLINE_AFTER_INTERVALS * interval) return 'stale'
     return 'offline'
+  }
+
+  /**
+   * Of `ids` (the fellows holding a job's stage when the leader starts), the ones already offline
+   * by their last heartbeat before the stop: the liveness tick reports them offline (`tick`) once
+   * they stay silent for a whole offline window from `since`. Their heartbeats were refused while
+   * the leader was down, so an old last-seen says nothing yet; a fellow that comes back in time
+   * takes the usual way back.
+   */
+  awaitBack(ids: Iterable<string>, since: number): void {
+    for (const id of ids) if (this.byId.has(id) && this.lastState.get(id) === 'offline') this.awaited.set(id, since)
   }
 
   /** A clean stop: offline now, and the liveness tick will not report it again. */
@@ -293,6 +308,16 @@ export class FellowRegistry {
   /** Liveness transitions since the last tick (no database write); returns fellows that just went offline. */
   tick(now: number): LiveFellow[] {
     const wentOffline: LiveFellow[] = []
+    const window = OFFLINE_AFTER_INTERVALS * this.ctx.cfg.heartbeatIntervalS * 1000
+    for (const [id, since] of this.awaited) {
+      const f = this.byId.get(id)
+      if (!f || f.released || (f.lastSeenAt !== null && f.lastSeenAt >= since)) this.awaited.delete(id)
+      else if (now - since > window) {
+        this.awaited.delete(id)
+        this.event(f, 'offline', null)
+        wentOffline.push(f)
+      }
+    }
     for (const f of this.byId.values()) {
       const s = this.stateOf(f, now)
       const prev = this.lastState.get(f.id)

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { Client, makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { createApp, createServices } from '../../src/app'
 import { makeLoggedHarness } from '../helpers/logged'
 import { encodeFrames, decodeFrames } from '../../src/wire/frames'
 import { UNNAMED_POOL_REASON } from '../../src/jobs/service'
@@ -252,6 +253,50 @@ describe('job lifecycle', () => {
     idle.fellows.forEach(idle.signalsOf)
     expect((await idle.h.client({ bearer: idle.fellows[0]!.node_token }).post('/api/v1/workers/register', { hostname: 'gpu-0', fellow_id: idle.fellows[0]!.fellow_id })).status).toBe(201)
     expect(idle.signalsOf(idle.fellows[0]!)).toEqual([])
+  })
+
+  test('a fellow that died while the leader was down loses its stage one offline window after the start (it was never counted offline: the job hung)', async () => {
+    const { h, A, pool, fellows, signalsOf } = await cluster(3)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    const held = job.assignments.map((a: { fellow_id: string }) => a.fellow_id) as string[]
+    const [s0, s1] = held.map((id) => fellows.find((f) => f.fellow_id === id)!) as [Fellow, Fellow]
+    const spare = fellows.find((f) => !held.includes(f.fellow_id))!
+    fellows.forEach(signalsOf)
+    // The leader stops (its last word on every fellow written), and is down for ten minutes, during
+    // which stage 1's machine dies.
+    h.services.fellows.registry.flush({ all: true })
+    h.clock.advance(10 * 60_000)
+    const services = createServices(h.ctx)
+    const app = createApp(h.ctx, services)
+    const as = (f: { node_token: string }) => new Client(app, { bearer: f.node_token })
+    const beat = (f: { node_token: string }) => as(f).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [{ index: 0, name: 'A100', memory_total_mb: 81920, memory_free_mb: 40_960, utilization_pct: 0 }] } })
+    const liveness = services.loops.find((l) => l.name === 'liveness')!
+    const interval = h.cfg.heartbeatIntervalS * 1000
+    const admin = Object.assign(new Client(app, A.opts), { cookies: A.cookies })
+    const stage1 = async () => (await admin.get(`/api/v1/jobs/${job.id}`)).body.assignments[1].fellow_id
+    // The living come back; stage 1's fellow stays silent.
+    for (let t = 0; t <= 6 * interval; t += interval) {
+      await beat(s0)
+      await beat(spare)
+      await liveness.run()
+      expect(await stage1()).toBe(s1.fellow_id)
+      h.clock.advance(interval)
+    }
+    await liveness.run()
+    expect(await stage1()).toBe(spare.fellow_id)
+    expect(services.fellows.signals.takePending(spare.fellow_id).map((s) => [s.signal, s.job_id, s.payload?.stage])).toEqual([['START', job.id, 1]])
+    // A fellow that comes back within the window keeps its stage (the usual way back).
+    const again = await cluster(2)
+    const kept = (await again.A.post('/api/v1/jobs', { name: 'k', pool_id: again.pool.id, stages: 2 })).body
+    again.h.services.fellows.registry.flush({ all: true })
+    again.h.clock.advance(10 * 60_000)
+    const restarted = createServices(again.h.ctx)
+    const app2 = createApp(again.h.ctx, restarted)
+    again.h.clock.advance(5 * interval)
+    for (const f of again.fellows) expect((await new Client(app2, { bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'running', job_id: kept.id })).status).toBe(200)
+    again.h.clock.advance(5 * interval)
+    await restarted.loops.find((l) => l.name === 'liveness')!.run()
+    expect((await Object.assign(new Client(app2, again.A.opts), { cookies: again.A.cookies }).get(`/api/v1/jobs/${kept.id}`)).body.assignments).toEqual(kept.assignments)
   })
 
   test("a member who leaves the pool takes their fellow along: its stage moves to a spare at once", async () => {
