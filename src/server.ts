@@ -11,7 +11,8 @@ import { beginStopping, closeContext, createContext, type Ctx } from './context'
 import { SERVER_IDLE_TIMEOUT_S } from './http/body'
 import { socketBackpressureLimit } from './relay/socket'
 import { dropStartupCode } from './memory'
-import { lockLeader } from './db/leader-lock'
+import { LeaderLockedError, lockLeader } from './db/leader-lock'
+import { processesHolding } from './db/restore'
 import type { MigrationObserver } from './db/migrate'
 import { hostPort, ipVersion } from './http/ip'
 import { CliError } from './cli/usage'
@@ -118,7 +119,10 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
 function migrationsLogged(cfg: Config, log: Logger): MigrationObserver {
   return {
     starting(pending, applied) {
-      if (applied > 0) checkListen(cfg)
+      if (applied > 0) {
+        checkListen(cfg)
+        checkNoOtherHolder(cfg.dbPath)
+      }
       log.info('applying migrations', { db: cfg.dbPath, count: pending.length, migrations: pending })
     },
     finished(applied, ms) {
@@ -141,6 +145,19 @@ function checkListen(cfg: Config): void {
     throw new ListenError(cfg.host, cfg.port, e)
   }
   void probe.stop(true)
+}
+
+/**
+ * Before an upgrade migrates an existing file: no other process may have it open. The state-file
+ * lock only keeps out leaders that take it; a leader of a release from before the lock (before
+ * 2026-11-27) on the same file was migrated under, answered 503 from then on, and could not start
+ * again. An `svc admin` command holding it (a backup) is waited out by starting again.
+ */
+function checkNoOtherHolder(dbPath: string): void {
+  const others = processesHolding(dbPath)
+  if (others === null || others.length === 0) return
+  const who = others.length === 1 ? `process ${others[0]}` : `processes ${others.join(', ')}`
+  throw new LeaderLockedError(`the state file ${dbPath} is open in ${who} (a leader of an earlier release, which takes no lock, or an svc admin command): stop it before this release migrates the file; nothing was changed`)
 }
 
 /**

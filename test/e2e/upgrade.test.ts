@@ -5,12 +5,13 @@
 // which then answered 503 and could not start again). Requires `bun run build` first.
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runMigrations } from '../../src/db/migrate'
 import { MIGRATIONS } from '../../src/db/migrations.gen'
 import { runSvc, startLeader } from '../helpers/leader'
+import { until } from '../helpers/until'
 
 const PASSWORD = 'correct horse battery staple'
 const sha = (p: string) => new Bun.CryptoHasher('sha256').update(readFileSync(p)).digest('hex')
@@ -94,6 +95,26 @@ describe('a state file an older release wrote', () => {
     }
     // Opened (its checks write a change of nothing), not migrated.
     expect(applied(db)).toEqual(before)
+  }, 30_000)
+
+  test('a start refuses to migrate it while another process has it open (a leader of a release from before the lock was migrated under, then answered 503 and could not start again)', async () => {
+    const { dir, db } = olderState('0013_operator_uploads')
+    const before = applied(db)
+    // Stands in for the older leader: a process holding the file open.
+    const holder = Bun.spawn(['sh', '-c', `exec 3<'${db}'; exec sleep 60`])
+    try {
+      await until(() => (existsSync(`/proc/${holder.pid}/fd/3`) && readlinkSync(`/proc/${holder.pid}/fd/3`) === db ? true : null), 'the file held open')
+      const r = await runSvc(['serve'], { cwd: dir, env: { SVC_PORT: '0', SVC_COOKIE_SECURE: '0' } })
+      expect([r.code, oneLine(r.stderr)]).toEqual([1, `svc: the state file ${db} is open in process ${holder.pid} (a leader of an earlier release, which takes no lock, or an svc admin command): stop it before this release migrates the file; nothing was changed`])
+      expect(applied(db)).toEqual(before)
+    } finally {
+      holder.kill()
+      await holder.exited
+    }
+    // Once it is gone, the start migrates.
+    const leader = await startLeader({}, dir)
+    await leader.stop()
+    expect(applied(db)).toEqual(MIGRATIONS.map((m) => m.tag))
   }, 30_000)
 
   test('doctor reports it behind and skips the checks that need the newer schema, without SQL errors; --fix refuses in one line and changes nothing', async () => {
