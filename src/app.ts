@@ -155,6 +155,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     }
   }
   const onDetached = (ids: string[], reason: string) => services.fellows.detach(ids, reason)
+  const onPoolsDeleted = (ids: string[]) => services.fellows.registry.forgetPools(ids)
   // The OpenAPI route describes the app it is part of; it reads it once composition is done.
   let composed: AnyElysia | null = null
   const policy = { cfg: ctx.cfg, log: ctx.log, resolve, index }
@@ -191,8 +192,8 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
   const routes = app as unknown as AppBase
   healthRoutes(routes, ctx)
   accountRoutes(routes, ctx, services.accounts)
-  poolRoutes(routes, services.pools, services.memberships, { telemetry: services.poolTelemetry, onDetached })
-  adminRoutes(routes, services.admin, services.adminUsers, { onDetached })
+  poolRoutes(routes, services.pools, services.memberships, { telemetry: services.poolTelemetry, onDetached, onPoolsDeleted })
+  adminRoutes(routes, services.admin, services.adminUsers, { onDetached, onPoolsDeleted })
   fellowRoutes(routes, ctx, { ...services, signalSocket, heartbeat })
   jobRoutes(routes, ctx, services.jobs)
   relayRoutes(routes, ctx, services.relay, services.jobs, services.counters, relayData)

@@ -8,6 +8,8 @@ import * as M from './model'
 export interface AdminRouteDeps {
   /** Told which fellows a user deletion detached (with the user's pools), so it can stop them. */
   onDetached?: (fellowIds: string[], reason: string) => void
+  /** Told which pools are gone (an account's own, deleted with it). */
+  onPoolsDeleted?: (poolIds: string[]) => void
 }
 
 export function adminRoutes(app: AppBase, admin: Admin, users: AdminUsers, deps: AdminRouteDeps = {}) {
@@ -55,8 +57,9 @@ export function adminRoutes(app: AppBase, admin: Admin, users: AdminUsers, deps:
     .delete(
       '/api/v1/admin/users/:id',
       ({ caller, clientIp, params }) => {
-        const { fellowIds, ...result } = users.delete(adminActorOf(caller, clientIp), params.id)
+        const { fellowIds, poolIds, ...result } = users.delete(adminActorOf(caller, clientIp), params.id)
         if (fellowIds.length > 0) deps.onDetached?.(fellowIds, 'the account that added this fellow was deleted')
+        if (poolIds.length > 0) deps.onPoolsDeleted?.(poolIds)
         return result
       },
       { policy: 'admin', params: M.UserParams, response: { 200: M.DeleteResult } },

@@ -214,7 +214,7 @@ export class AdminUsers {
    * failed-login counters and queued or sent mail addressed to the account (personal data).
    * Nodes the user attached to other pools leave them with the memberships (detached).
    */
-  delete(actor: AdminActor, id: string): DeleteResult & { fellowIds: string[] } {
+  delete(actor: AdminActor, id: string): DeleteResult & { fellowIds: string[]; poolIds: string[] } {
     const ctx = this.ctx
     return adminTx(ctx, actor, (tx, now) => {
       requireSessionForSelf(actor, id)
@@ -252,7 +252,7 @@ export class AdminUsers {
       }
       const { deleted: _, ...counts } = result
       audit(ctx, tx, actor, 'admin.user.delete', id, counts)
-      return { ...result, fellowIds }
+      return { ...result, fellowIds, poolIds: owned.map((p) => p.id) }
     })
   }
 }

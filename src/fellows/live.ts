@@ -337,6 +337,11 @@ export class FellowRegistry {
     this.events.set(f.poolId, list)
   }
 
+  /** Deleted pools' events go with them (up to 500 each stayed in memory until a restart). */
+  forgetPools(poolIds: readonly string[]): void {
+    for (const id of poolIds) this.events.delete(id)
+  }
+
   poolEvents(poolId: string, limit: number): PoolEvent[] {
     return (this.events.get(poolId) ?? []).slice(-limit).reverse()
   }

@@ -14,12 +14,15 @@ export interface PoolRouteDeps {
   telemetry: PoolTelemetry
   /** Told which fellows a forced delete detached, so it can stop them. */
   onDetached?: (fellowIds: string[], reason: string) => void
+  /** Told which pools are gone, so what is kept in memory for them goes too. */
+  onPoolsDeleted?: (poolIds: string[]) => void
 }
 
 export function poolRoutes(app: AppBase, pools: Pools, memberships: Memberships, deps: PoolRouteDeps) {
   const del = (actor: Actor, id: string, force: boolean) => {
     const r = pools.delete(actor, id, force)
     if (r.fellowIds.length > 0) deps.onDetached?.(r.fellowIds, 'pool deleted')
+    deps.onPoolsDeleted?.([id])
     return { deleted: true as const, detached_nodes: r.detached }
   }
   return (

@@ -434,6 +434,23 @@ describe('heartbeats and telemetry', () => {
     expect(await state()).toBe('online')
   })
 
+  test("a deleted pool's events leave memory with it, by its owner or with its owner's account (up to 500 stayed until a restart)", async () => {
+    const { h, A, a, b, alice, pool, bobPool } = await setup()
+    const events = (id: string) => h.services.fellows.registry.poolEvents(id, 500).length
+    for (const [c, p] of [[a, pool], [b, bobPool]] as const) {
+      const f = (await register(h, await joinToken(c, p.id))).body
+      await h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    }
+    h.clock.advance(120_000)
+    h.services.fellows.registry.tick(h.clock.now())
+    expect([events(pool.id), events(bobPool.id)].every((n) => n > 0)).toBe(true)
+    expect((await b.delete(`/api/v1/pools/${bobPool.id}?force=true`)).status).toBe(200)
+    expect(events(bobPool.id)).toBe(0)
+    expect(events(pool.id)).toBeGreaterThan(0)
+    expect((await A.delete(`/api/v1/admin/users/${alice.id}`)).status).toBe(200)
+    expect(events(pool.id)).toBe(0)
+  })
+
   test('a fellow that says goodbye is offline at once, its job stage moves to a spare, and its next heartbeat brings it back', async () => {
     const { h, a, pool } = await setup()
     const fs = [(await register(h, await joinToken(a, pool.id))).body, (await register(h, await joinToken(a, pool.id))).body]
