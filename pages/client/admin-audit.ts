@@ -20,7 +20,7 @@ export function adminAuditClient(): void {
   const row = (e: any) =>
     el(
       'tr',
-      { 'data-kind': e.kind },
+      { 'data-kind': e.kind, 'data-key': e.id },
       el('td', {}, el('time', { datetime: e.ts, text: svc.fmtTime(e.ts) })),
       el('td', { class: 'mono', text: e.kind }),
       el('td', { text: e.actor_email ?? (e.actor_user_id ? String(e.actor_user_id).slice(0, 13) : '—') }),
@@ -54,7 +54,8 @@ export function adminAuditClient(): void {
     ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
     ;($('page-next') as HTMLButtonElement).disabled = !more
     svc.render($('page-info'), [page, pages, total, exact], () => [exact ? t('audit.page', { page, pages, n: total }) : t('audit.pageMany', { page, n: total })])
-    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: t('audit.none') }))]))
+    // Updated in place: a new entry rebuilt the table and took the keyboard focus off its links.
+    svc.update(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: t('audit.none') }))]))
   }
 
   form.addEventListener('submit', (e) => {

@@ -50,7 +50,7 @@ export function adminPoolsClient(): void {
   const row = (p: any) =>
     el(
       'tr',
-      {},
+      { 'data-key': p.id },
       el('td', {}, el('a', { href: '/pools/' + encodeURIComponent(p.id), text: p.name }), p.is_default ? ' ' + t('pools.default') : ''),
       el('td', { class: 'mono', text: p.slug }),
       el('td', { text: t('visibility.' + p.visibility) + (p.open_join ? ', ' + t('pools.openJoin') : '') }),
@@ -74,7 +74,8 @@ export function adminPoolsClient(): void {
     const body = $('pools-body')
     if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) }))])
     const items = r.data.items as any[]
-    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: t('pools.none') }))]))
+    // Updated in place: a rebuilt table took the keyboard focus off its buttons at every change.
+    svc.update(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 7, class: 'empty', text: t('pools.none') }))]))
   }
 
   // Only the fields changed here are sent: a save sent every field as the row had been loaded,

@@ -108,12 +108,17 @@ export function commonClient(): void {
     return { ok: res.ok, status: res.status, data, error: res.ok ? null : (detail ?? t('common.httpFailed', { status: String(res.status) })) }
   }
 
+  // The listeners el() attached, so that update() can move a new element's onto the old one it keeps.
+  const handlers = new WeakMap<Element, [string, (e: Event) => void][]>()
   function el(tag: string, attrs: Attrs = {}, ...children: Child[]): HTMLElement {
     const e = document.createElement(tag)
     for (const [k, v] of Object.entries(attrs)) {
       if (v === null || v === undefined || v === false) continue
-      if (typeof v === 'function') e.addEventListener(k.replace(/^on/, ''), v)
-      else if (k === 'text') e.textContent = String(v)
+      if (typeof v === 'function') {
+        const type = k.replace(/^on/, '')
+        e.addEventListener(type, v)
+        handlers.set(e, [...(handlers.get(e) ?? []), [type, v]])
+      } else if (k === 'text') e.textContent = String(v)
       else e.setAttribute(k, v === true ? '' : String(v))
     }
     for (const c of children) {
@@ -325,8 +330,8 @@ export function commonClient(): void {
   // Makes `old` look like `nu` while keeping every node that is the same kind in the same place:
   // text and attributes change in place, so a focused link or button in a row stays the element
   // it was (and keeps focus) while the step and loss beside it move. Children marked data-key
-  // (rows) are matched by key. Listeners are not copied: for content whose elements carry none
-  // (links; buttons handled by delegation).
+  // (rows) are matched by key. The listeners el() attached move with the content: a kept button
+  // answers with the new row's handler (its data), not the one it was first drawn with.
   function morph(old: Node, nu: Node): void {
     if (old.nodeType !== nu.nodeType || old.nodeName !== nu.nodeName) return (old as ChildNode).replaceWith(nu)
     if (old.nodeType !== Node.ELEMENT_NODE) {
@@ -337,6 +342,13 @@ export function commonClient(): void {
     const n = nu as Element
     for (const a of Array.from(o.attributes)) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name)
     for (const a of Array.from(n.attributes)) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value)
+    const was = handlers.get(o) ?? []
+    const now = handlers.get(n) ?? []
+    if (was.length || now.length) {
+      for (const [type, f] of was) o.removeEventListener(type, f)
+      for (const [type, f] of now) o.addEventListener(type, f)
+      handlers.set(o, now)
+    }
     morphChildren(o, Array.from(n.childNodes))
   }
   function morphChildren(parent: Element, next: Node[]): void {

@@ -10,7 +10,7 @@ export function dashboardClient(): void {
   const poolRow = (p: any) =>
     el(
       'tr',
-      {},
+      { 'data-key': p.id },
       el('td', {}, el('a', { href: '/pools/' + encodeURIComponent(p.id), text: p.name })),
       el('td', {}, svc.t('visibility.' + p.visibility)),
       el('td', {}, p.my_role ? svc.t('role.' + p.my_role) : '—'),
@@ -62,7 +62,8 @@ export function dashboardClient(): void {
     else svc.render($('plan'), { e: l.error }, () => [svc.t('dash.planFailed', { error: l.error ?? '' })])
     if (!p.ok) return svc.render($('pools-body'), { e: p.error }, () => [emptyRow(svc.t('dash.poolsFailed', { error: p.error ?? '' }), 5)])
     const items = p.data.items as any[]
-    svc.render($('pools-body'), items, () => (items.length ? items.map(poolRow) : [emptyRow(svc.t('dash.noPools'), 5)]))
+    // Updated in place: a rebuilt table took the keyboard focus off its link at every change.
+    svc.update($('pools-body'), items, () => (items.length ? items.map(poolRow) : [emptyRow(svc.t('dash.noPools'), 5)]))
     fleetPools = items.filter((x) => x.my_role !== null).slice(0, FLEET_MAX)
     if (fleetPools.map((x) => x.id).join() !== Array.from(fleetCharts.keys()).join()) fleet.now()
   }
@@ -121,7 +122,7 @@ export function dashboardClient(): void {
     if (!r.ok || !card) return
     const items = r.data.items as any[]
     card.hidden = items.length === 0 && ($('requests-msg')?.textContent ?? '') === ''
-    svc.render($('owner-requests'), items, () =>
+    svc.update($('owner-requests'), items, () =>
       items.length
         ? [
             el(
@@ -131,7 +132,7 @@ export function dashboardClient(): void {
                 const who = j.display_name || j.email
                 return el(
                   'li',
-                  { class: 'actions', 'data-request': j.email },
+                  { class: 'actions', 'data-request': j.email, 'data-key': j.pool_id + ' ' + j.user_id },
                   el('span', {}, el('strong', { text: who }), j.display_name ? ` (${j.email})` : '', ' ', svc.t('requests.asksToJoin'), ' ', el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: j.pool_name }), ' · ', svc.ago(j.created_at)),
                   el('button', { type: 'button', class: 'small', 'aria-label': svc.t('requests.approveLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'approve')) }, svc.t('requests.approve')),
                   el('button', { type: 'button', class: 'small danger', 'aria-label': svc.t('requests.rejectLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'reject')) }, svc.t('requests.reject')),
@@ -177,7 +178,7 @@ export function dashboardClient(): void {
     const r = await svc.api('GET', '/api/v1/pools/invites/mine')
     if (!r.ok) return svc.render($('invites'), { e: r.error }, () => [el('p', { class: 'empty', text: svc.t('invites.failed', { error: r.error ?? '' }) })])
     const items = r.data.items as any[]
-    svc.render($('invites'), items, () =>
+    svc.update($('invites'), items, () =>
       items.length
         ? [
             el(
@@ -186,7 +187,7 @@ export function dashboardClient(): void {
               ...items.map((i) =>
                 el(
                   'li',
-                  { class: 'actions' },
+                  { class: 'actions', 'data-key': i.id },
                   el('span', {}, svc.t('invites.to'), ' ', el('strong', { text: i.pool_name }), ` (${svc.t('invites.expires', { time: svc.fmtTime(i.expires_at) })})`),
                   el('button', { type: 'button', class: 'small', 'aria-label': svc.t('invites.acceptLabel', { pool: i.pool_name }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => accept(i.id)) }, svc.t('invites.accept')),
                 ),

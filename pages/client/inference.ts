@@ -48,12 +48,13 @@ export function inferenceClient(): void {
   async function loadServing() {
     const body = $('serving-body')
     const r = await svc.api('GET', '/api/v1/inference/serving')
-    const row = (cells: (string | Node)[]) => el('tr', {}, ...cells.map((c) => el('td', {}, c)))
+    const row = (key: string, cells: (string | Node)[]) => el('tr', { 'data-key': key }, ...cells.map((c) => el('td', {}, c)))
     if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: r.error ?? t('common.noData') }))])
     const items = (r.data?.items ?? []) as { model: string; fellows: { id: string; hostname: string; capacity: number; in_flight: number }[] }[]
-    svc.render(body, items, () =>
+    // Updated in place: a rebuilt table took the keyboard focus off whatever was focused in it.
+    svc.update(body, items, () =>
       items.length
-        ? items.flatMap((m) => m.fellows.map((f) => row([m.model, f.hostname, t('chat.load', { n: f.in_flight, capacity: f.capacity })])))
+        ? items.flatMap((m) => m.fellows.map((f) => row(m.model + ' ' + f.id, [m.model, f.hostname, t('chat.load', { n: f.in_flight, capacity: f.capacity })])))
         : [el('tr', {}, el('td', { colspan: '3', class: 'empty', text: t('chat.nobodyServes') }))],
     )
   }

@@ -139,11 +139,12 @@ export function jobClient(): void {
       const n = a ? byId.get(a.fellow_id) : undefined
       return { stage, fellow: a?.fellow_id ?? null, host: n?.hostname ?? null, state: n?.state ?? null }
     })
-    svc.render($('stages-body'), rows, () =>
+    // Updated in place, as the artifacts below: a rebuilt table took the keyboard focus off its links.
+    svc.update($('stages-body'), rows, () =>
       rows.map((s) =>
         el(
           'tr',
-          { 'data-stage': s.stage },
+          { 'data-stage': s.stage, 'data-key': String(s.stage) },
           el('td', { text: String(s.stage) }),
           el(
             'td',
@@ -157,12 +158,12 @@ export function jobClient(): void {
       ),
     )
     const items = arts.ok ? (arts.data.items as any[]) : []
-    svc.render($('artifacts-body'), [arts.ok, items], () =>
+    svc.update($('artifacts-body'), [arts.ok, items], () =>
       items.length
         ? items.map((x) =>
             el(
               'tr',
-              { 'data-artifact': x.id },
+              { 'data-artifact': x.id, 'data-key': x.id },
               el('td', {}, svc.artifactLink(x)),
               el('td', { text: t('artifact.' + x.kind) }),
               el('td', { text: x.stage === null ? '—' : String(x.stage) }),

@@ -31,7 +31,7 @@ export function poolManageClient(): void {
     const label = m.user_id === me ? t('members.leave') : t('members.remove')
     return el(
       'tr',
-      {},
+      { 'data-key': m.user_id },
       el('td', { text: m.display_name ?? '—' }),
       el('td', { text: m.email }),
       el('td', { text: t('role.' + m.role) }),
@@ -44,14 +44,15 @@ export function poolManageClient(): void {
     const r = await svc.api('GET', `${base}/members`)
     if (!r.ok) return svc.render($('members-body'), { s: r.status }, () => [emptyRow(r.status === 404 ? t('members.onlyMembers') : t('common.loadFailed', { error: r.error ?? '' }), 5)])
     const items = r.data.items as any[]
-    svc.render($('members-body'), items, () => items.map(memberRow))
+    // Updated in place (as the requests and invitations below): a rebuilt list took the keyboard focus off its buttons.
+    svc.update($('members-body'), items, () => items.map(memberRow))
   }
 
   async function loadRequests() {
     const r = await svc.api('GET', `${base}/join-requests`)
     if (!r.ok) return svc.render($('requests'), { s: r.status }, () => [el('p', { class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) })])
     const items = (r.data.items as any[]).filter((j) => j.status === 'pending')
-    svc.render($('requests'), items, () =>
+    svc.update($('requests'), items, () =>
       items.length
         ? [
             el(
@@ -61,7 +62,7 @@ export function poolManageClient(): void {
                 const who = j.display_name || j.email
                 return el(
                   'li',
-                  { class: 'actions', 'data-request': j.email },
+                  { class: 'actions', 'data-request': j.email, 'data-key': j.user_id },
                   el('span', {}, el('strong', { text: who }), j.display_name ? ` (${j.email})` : '', ' · ', t('requests.asked', { time: svc.fmtAgo(j.created_at) })),
                   el('button', { type: 'button', class: 'small', 'aria-label': t('requests.approveLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'approve')) }, t('requests.approve')),
                   el('button', { type: 'button', class: 'small danger', 'aria-label': t('requests.rejectLabel', { who }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => decide(j, 'reject')) }, t('requests.reject')),
@@ -87,7 +88,7 @@ export function poolManageClient(): void {
     const r = await svc.api('GET', `${base}/invites`)
     if (!r.ok) return svc.render($('pool-invites'), { s: r.status }, () => [el('p', { class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) })])
     const items = r.data.items as any[]
-    svc.render($('pool-invites'), items, () =>
+    svc.update($('pool-invites'), items, () =>
       items.length
         ? [
             el(
@@ -96,7 +97,7 @@ export function poolManageClient(): void {
               ...items.map((i) =>
                 el(
                   'li',
-                  { class: 'actions', 'data-invite': i.email },
+                  { class: 'actions', 'data-invite': i.email, 'data-key': i.id },
                   el('span', {}, el('strong', { text: i.email }), ' · ', t('invites.expires', { time: svc.fmtTime(i.expires_at) })),
                   el('button', { type: 'button', class: 'small secondary', 'aria-label': t('poolInvites.copyLabel', { email: i.email }), onclick: () => void svc.copy(i.invite_link, 'pool-invites-msg') }, t('poolInvites.copy')),
                   el('button', { type: 'button', class: 'small danger', 'aria-label': t('poolInvites.withdrawLabel', { email: i.email }), onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => withdraw(i)) }, t('poolInvites.withdraw')),

@@ -89,9 +89,9 @@ export function poolClient(): void {
     const r = await svc.api('GET', `/api/v1/servables?pool_id=${q}`)
     if (!r.ok) return svc.render($('models'), { s: r.status }, () => [el('p', { class: 'empty', text: noData(r) })])
     const items = ((r.data?.items ?? []) as any[]).filter((m) => m.pool_id === poolId)
-    svc.render($('models'), items, () =>
+    svc.update($('models'), items, () =>
       items.length
-        ? [el('ul', {}, ...items.map((m) => el('li', {}, el('strong', { text: m.name }), m.version ? ' ' + t('pool.version', { version: m.version }) : '')))]
+        ? [el('ul', {}, ...items.map((m) => el('li', { 'data-key': m.name + ' ' + (m.version ?? '') }, el('strong', { text: m.name }), m.version ? ' ' + t('pool.version', { version: m.version }) : '')))]
         : [el('p', { class: 'empty', text: t('pool.noModels') })],
     )
   }
@@ -102,12 +102,13 @@ export function poolClient(): void {
     const r = await svc.api('GET', `/api/v1/artifacts?pool_id=${q}`)
     if (!r.ok) return svc.render($('files-body'), { s: r.status }, () => [emptyRow(noData(r), 7)])
     const items = (r.data?.items ?? []) as any[]
-    svc.render($('files-body'), items, () =>
+    // Updated in place: a rebuilt table took the keyboard focus off its links and buttons.
+    svc.update($('files-body'), items, () =>
       items.length
         ? items.map((x) =>
             el(
               'tr',
-              { 'data-artifact': x.id },
+              { 'data-artifact': x.id, 'data-key': x.id },
               el('td', {}, svc.artifactLink(x)),
               el('td', { text: t('artifact.' + x.kind) }),
               el('td', { text: svc.fmtBytes(x.size_bytes) }),

@@ -39,7 +39,7 @@ export interface Svc {
   /**
    * As render, but the content is updated in place: text and attributes change, the elements stay
    * (a focused link keeps focus while the numbers beside it change). Children with data-key (rows)
-   * are matched by it. Listeners are not carried over: for content without element listeners.
+   * are matched by it. Listeners attached through el() are carried over to the element kept.
    */
   update(container: Element | null, key: unknown, build: () => Child[]): void
   formJson(form: HTMLFormElement): Record<string, string | boolean>
