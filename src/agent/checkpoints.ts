@@ -29,9 +29,15 @@ export async function downloadVerified(d: CheckpointDeps, art: StoredArtifact, f
   const h = new Bun.CryptoHasher('sha256')
   const out = createWriteStream(file, { mode: 0o600 })
   try {
-    for await (const chunk of await d.client.artifactContent(art.id, d.signal)) {
-      h.update(chunk)
-      if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()))
+    const body = await d.client.artifactContent(art.id, d.signal)
+    try {
+      for await (const chunk of body) {
+        h.update(chunk)
+        if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()))
+      }
+    } catch (e) {
+      // The connection broke mid-body (a leader restart, a store that failed under it): worth another try.
+      throw new NetworkError(`the download of artifact ${art.id} broke off: ${(e as Error).message}`)
     }
   } finally {
     await new Promise<void>((resolve) => out.end(() => resolve()))
@@ -119,17 +125,49 @@ export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; st
 }
 
 /**
+ * A leader or store that fails for a moment (a 503 while its bucket is slow, a restart, a broken
+ * connection) is asked again for this long before the stage starts afresh: starting afresh throws
+ * away every step since the checkpoint, so a minute or two of waiting is cheap beside it.
+ */
+export const FETCH_PATIENCE_MS = 2 * 60_000
+
+/** No answer, a 5xx or a 429: the leader or its store may serve the checkpoint shortly. */
+const transient = (e: unknown) => e instanceof NetworkError || (e instanceof LeaderError && (e.status === 429 || e.status >= 500))
+
+/**
  * The newest checkpoint of (job, stage) from the leader's store, unpacked into a new directory
- * below `workDir`; null when there is none (or it cannot be had: the stage starts afresh).
+ * below `workDir`; null when there is none, or it cannot be had (the stage starts afresh). A
+ * transient failure is tried again with backoff for FETCH_PATIENCE_MS, or until the stage stops.
  */
 export async function fetchCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; workDir: string }): Promise<{ step: number; dir: string } | null> {
-  let art: StoredArtifact | null
-  try {
-    art = await d.client.latestCheckpoint(o.jobId, o.stage)
-  } catch (e) {
-    d.log.warn('could not ask the leader for a checkpoint; starting afresh', { job_id: o.jobId, stage: o.stage, error: (e as Error).message })
-    return null
+  const ids = { job_id: o.jobId, stage: o.stage }
+  const backoff = new Backoff({ baseMs: 1_000, maxMs: 20_000 })
+  const started = d.clock.now()
+  for (;;) {
+    try {
+      return await fetchOnce(d, o)
+    } catch (e) {
+      const waited = d.clock.now() - started
+      if (!transient(e) || d.signal.aborted || waited >= FETCH_PATIENCE_MS) {
+        const why = !transient(e) ? 'checkpoint not usable' : d.signal.aborted ? 'checkpoint not fetched before the stage stopped' : `checkpoint could not be fetched for ${Math.round(waited / 1000)} s`
+        d.log.warn(`${why}; starting afresh`, { ...ids, error: (e as Error).message })
+        return null
+      }
+      // A leader that says when to come back is believed, within reason.
+      const hinted = e instanceof LeaderError && e.retryAfterS !== null ? Math.min(e.retryAfterS * 1000, 30_000) : 0
+      const pause = Math.min(Math.max(backoff.next(), hinted), FETCH_PATIENCE_MS - waited)
+      d.log.warn('checkpoint fetch failed; trying again', { ...ids, error: (e as Error).message, attempt: backoff.attempts, retry_in_ms: pause })
+      if (!(await sleep(d.clock, pause, d.signal))) {
+        d.log.warn('checkpoint not fetched before the stage stopped; starting afresh', ids)
+        return null
+      }
+    }
   }
+}
+
+/** One try: the stage's newest checkpoint, downloaded, checked and unpacked; null when there is none. */
+async function fetchOnce(d: CheckpointDeps, o: { jobId: string; stage: number; workDir: string }): Promise<{ step: number; dir: string } | null> {
+  const art = await d.client.latestCheckpoint(o.jobId, o.stage)
   if (!art || art.step === null) return null
   mkdirSync(o.workDir, { recursive: true, mode: 0o700 })
   const tar = join(o.workDir, `download-${art.id}.tar`)
@@ -141,9 +179,8 @@ export async function fetchCheckpoint(d: CheckpointDeps, o: { jobId: string; sta
     d.log.info('checkpoint downloaded', { job_id: o.jobId, stage: o.stage, step: art.step, artifact_id: art.id, bytes: art.size_bytes })
     return { step: art.step, dir }
   } catch (e) {
-    d.log.warn('checkpoint not usable; starting afresh', { job_id: o.jobId, stage: o.stage, error: (e as Error).message })
     rmSync(dir, { recursive: true, force: true })
-    return null
+    throw e
   } finally {
     rmSync(tar, { force: true })
   }

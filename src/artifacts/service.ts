@@ -15,6 +15,7 @@ import { ACTIVE } from '../jobs/model'
 import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
+import { readAhead } from './read-ahead'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -362,7 +363,11 @@ export class ArtifactService {
       this.ctx.log.warn('artifact without its blob', { artifact_id: row.id, sha256: row.sha256, store: this.store.location })
       throw new AppError('gone', "The artifact's bytes are missing from the store (restored without its blobs?).")
     }
-    return { artifact: toArtifact(row), body: this.store.read(row.sha256, range ?? undefined) }
+    // Opened before anything is answered: a store that fails now is a 503 with Retry-After, not
+    // 200 headers and a body that breaks off (a fellow took that for a bad checkpoint).
+    const expected = range ? range.end - range.start : row.sizeBytes
+    const body = await this.storeCall(() => readAhead(this.store.read(row.sha256, range ?? undefined), expected))
+    return { artifact: toArtifact(row), body }
   }
 
   /**

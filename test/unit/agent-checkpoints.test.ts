@@ -1,11 +1,12 @@
 // A checkpoint upload outlives a leader restart (src/agent/checkpoints.ts): the leader keeps the
 // bytes it took, and the fellow waits for it to come back and goes on from the offset it has.
 import { describe, expect, test } from 'bun:test'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { uploadCheckpoint, UPLOAD_PATIENCE_MS } from '../../src/agent/checkpoints'
-import { NetworkError, type LeaderClient, type StoredArtifact } from '../../src/agent/client'
+import { fetchCheckpoint, uploadCheckpoint, FETCH_PATIENCE_MS, UPLOAD_PATIENCE_MS } from '../../src/agent/checkpoints'
+import { LeaderError, NetworkError, type LeaderClient, type StoredArtifact } from '../../src/agent/client'
+import { tarDirectory } from '../../src/agent/tar'
 import { createLogger } from '../../src/log'
 import type { TimerClock } from '../../src/time'
 
@@ -165,6 +166,95 @@ describe('a checkpoint upload', () => {
       expect(readdirSync(workDir)).toEqual([])
     } finally {
       for (const c of [a, b]) rmSync(c.root, { recursive: true, force: true })
+    }
+  })
+})
+
+/** A stored checkpoint (a tar of one file) and a leader that fails its download `failures` times first. */
+async function storedCheckpoint(failures: (n: number) => Error | 'cut' | null) {
+  const { root, dir } = checkpoint()
+  const tar = join(root, 'stored.tar')
+  await tarDirectory(dir, tar)
+  const bytes = readFileSync(tar)
+  const art: StoredArtifact = { id: 'art-9', kind: 'checkpoint', name: 'stage-0-step-7.tar', size_bytes: bytes.length, sha256: new Bun.CryptoHasher('sha256').update(bytes).digest('hex'), step: 7, stage: 0 }
+  let tries = 0
+  const client = {
+    latestCheckpoint: async () => art,
+    artifactContent: async () => {
+      const failure = failures(++tries)
+      if (failure === 'cut') {
+        // 200 headers, then the connection breaks after the first bytes.
+        let sent = false
+        return new ReadableStream<Uint8Array>({
+          pull(c) {
+            if (!sent) return void ((sent = true), c.enqueue(bytes.subarray(0, 1000)))
+            c.error(new Error('socket connection was closed unexpectedly'))
+          },
+        })
+      }
+      if (failure) throw failure
+      return new Response(bytes).body!
+    },
+  } as unknown as LeaderClient
+  return { root, client, tries: () => tries }
+}
+
+describe('fetching the checkpoint a stage resumes from', () => {
+  const slowDown = () => new LeaderError(503, 'service_unavailable', 'The artifact store did not answer; retry shortly.', 5)
+
+  test('a store that fails a few times (503, a download cut off) is waited out: the stage resumes from its checkpoint, and the log says it tried again', async () => {
+    const clock = jumpingClock()
+    const s = await storedCheckpoint((n) => (n <= 3 ? slowDown() : n === 4 ? 'cut' : null))
+    const lines: string[] = []
+    try {
+      const started = clock.now()
+      const got = await fetchCheckpoint({ client: s.client, log: createLogger('info', (l) => lines.push(l)), clock, signal: new AbortController().signal }, { jobId: 'j1', stage: 0, workDir: join(s.root, 'transfer') })
+      expect(got?.step).toBe(7)
+      expect(readFileSync(join(got!.dir, 'weights.bin')).length).toBe(300_000)
+      expect(s.tries()).toBe(5)
+      // The leader's Retry-After (5 s) is honoured between tries.
+      expect(clock.now() - started).toBeGreaterThanOrEqual(3 * 5_000)
+      const msgs = lines.map((l) => JSON.parse(l).msg as string)
+      expect(msgs.filter((m) => m === 'checkpoint fetch failed; trying again').length).toBe(4)
+      expect(msgs.some((m) => m.includes('afresh'))).toBe(false)
+    } finally {
+      rmSync(s.root, { recursive: true, force: true })
+    }
+  })
+
+  test('a store that keeps failing is given up on after the patience, and the log says the stage starts afresh', async () => {
+    const clock = jumpingClock()
+    const s = await storedCheckpoint(() => new NetworkError('GET /api/v1/artifacts/art-9/content: ECONNREFUSED'))
+    const lines: string[] = []
+    try {
+      const started = clock.now()
+      const got = await fetchCheckpoint({ client: s.client, log: createLogger('info', (l) => lines.push(l)), clock, signal: new AbortController().signal }, { jobId: 'j1', stage: 0, workDir: join(s.root, 'transfer') })
+      expect(got).toBeNull()
+      expect(clock.now() - started).toBeGreaterThanOrEqual(FETCH_PATIENCE_MS)
+      expect(clock.now() - started).toBeLessThan(FETCH_PATIENCE_MS + 1_000)
+      expect(s.tries()).toBeLessThan(30)
+      const last = JSON.parse(lines.at(-1)!)
+      expect(last.msg).toContain('starting afresh')
+      expect(last.error).toContain('ECONNREFUSED')
+    } finally {
+      rmSync(s.root, { recursive: true, force: true })
+    }
+  })
+
+  test('a stage that stops while the fetch waits gives up at once; a checkpoint that is gone (410) is not waited for', async () => {
+    const stopper = new AbortController()
+    const clock = jumpingClock()
+    const s = await storedCheckpoint(() => (stopper.abort(), slowDown()))
+    try {
+      const got = await fetchCheckpoint({ client: s.client, log: createLogger('info', () => {}), clock, signal: stopper.signal }, { jobId: 'j1', stage: 0, workDir: join(s.root, 'transfer') })
+      expect(got).toBeNull()
+      expect(s.tries()).toBe(1)
+      const bad = await storedCheckpoint(() => new LeaderError(410, 'gone', 'missing', null))
+      expect(await fetchCheckpoint({ client: bad.client, log: createLogger('info', () => {}), clock, signal: new AbortController().signal }, { jobId: 'j1', stage: 0, workDir: join(bad.root, 'transfer') })).toBeNull()
+      expect(bad.tries()).toBe(1)
+      rmSync(bad.root, { recursive: true, force: true })
+    } finally {
+      rmSync(s.root, { recursive: true, force: true })
     }
   })
 })
