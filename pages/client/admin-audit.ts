@@ -51,8 +51,7 @@ export function adminAuditClient(): void {
       return load()
     }
     more = r.data.next_cursor !== null && r.data.next_cursor !== undefined
-    ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
-    ;($('page-next') as HTMLButtonElement).disabled = !more
+    svc.pager(page <= 1, !more)
     svc.render($('page-info'), [page, pages, total, exact], () => [exact ? t('audit.page', { page, pages, n: total }) : t('audit.pageMany', { page, n: total })])
     // Updated in place: a new entry rebuilt the table and took the keyboard focus off its links.
     svc.update(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: t('audit.none') }))]))

@@ -93,6 +93,9 @@ export function adminPoolsClient(): void {
   $('edit-cancel')?.addEventListener('click', () => {
     const section = $('edit-section')
     if (section) section.hidden = true
+    // Back to the Edit button that opened the form (the focus fell to the page with the form).
+    const row = editing ? document.querySelector(`#pools-body tr[data-key="${CSS.escape(editing.id)}"]`) : null
+    svc.focus(row?.querySelector('button') ?? 'pools-body')
     editing = null
   })
 

@@ -118,8 +118,7 @@ export function adminUsersClient(): void {
       page = pages
       return load()
     }
-    ;($('page-prev') as HTMLButtonElement).disabled = page <= 1
-    ;($('page-next') as HTMLButtonElement).disabled = page >= pages
+    svc.pager(page <= 1, page >= pages)
     svc.render($('page-info'), [page, pages, r.data.total], () => [t('users.page', { page, pages, n: Number(r.data.total) || 0 })])
     svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: 9, class: 'empty', text: t('users.none') }))]))
   }

@@ -137,7 +137,32 @@ export function commonClient(): void {
     node.setAttribute('role', kind === 'error' ? 'alert' : 'status')
   }
 
-  /** A form field's own message (the element `<id>-error`) and aria-invalid; true when the text is empty (the field is fine). */
+  /**
+   * Turns a list's Previous and Next buttons (#page-prev, #page-next) off or on. One that had the
+   * focus and goes off (the last page reached) hands it to the other (it fell to the page).
+   */
+  function pager(prevOff: boolean, nextOff: boolean): void {
+    const prev = document.getElementById('page-prev') as HTMLButtonElement | null
+    const next = document.getElementById('page-next') as HTMLButtonElement | null
+    if (!prev || !next) return
+    const had = document.activeElement
+    prev.disabled = prevOff
+    next.disabled = nextOff
+    if (had === next && nextOff) focus(prevOff ? 'page-info' : prev)
+    else if (had === prev && prevOff) focus(nextOff ? 'page-info' : next)
+  }
+
+  /**
+   * Keyboard focus to an element (a message gets tabindex=-1 first): where it goes when an action
+   * removed, hid or disabled the control that had it, which left it on the page's body.
+   */
+  function focus(target: string | Element | null): void {
+    const node = typeof target === 'string' ? document.getElementById(target) : target
+    if (!(node instanceof HTMLElement)) return
+    if (node.tabIndex < 0 && !node.hasAttribute('tabindex')) node.tabIndex = -1
+    node.focus()
+  }
+
   /**
    * An error under a form is taken down once the form is changed: the browser's own checks may
    * block the next submit, and the old message stayed as if it were about the new input.
@@ -504,7 +529,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, exclusive, onSubmit, stream, el, say, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, exclusive, onSubmit, stream, el, say, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Forms that only a script can send come with their button off, so that without JavaScript

@@ -112,6 +112,8 @@ export function dashboardClient(): void {
     const who = j.display_name || j.email
     const r = await svc.api('POST', `/api/v1/pools/${encodeURIComponent(j.pool_id)}/join-requests/${encodeURIComponent(j.user_id)}/${how}`)
     svc.say('requests-msg', r.ok ? svc.t(how === 'approve' ? 'requests.approved' : 'requests.rejected', { who, pool: j.pool_name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    // The request goes with its buttons: the focus goes to what happened.
+    if (r.ok) svc.focus('requests-msg')
     requests.now()
     pools.now()
   }
@@ -152,13 +154,10 @@ export function dashboardClient(): void {
       const card = $('invite-link-card')
       if (card) card.hidden = true
       history.replaceState(null, '', '/dashboard')
-      // The button that had focus is gone with its card: focus goes to what happened (it fell to the page).
-      const msg = $('invite-msg')
-      if (msg) {
-        msg.tabIndex = -1
-        msg.focus()
-      }
     }
+    // The button that had focus is gone with its card or its invitation: focus goes to what
+    // happened (it fell to the page).
+    svc.focus('invite-msg')
     pools.now()
     invites.now()
   }

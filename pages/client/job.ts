@@ -92,6 +92,8 @@ export function jobClient(): void {
   } })
 
   let tail: ReturnType<typeof window.svcConsole.logTail> | null = null
+  /** The steering button last used with success, until a load hides it. */
+  let steered: HTMLElement | null = null
 
   // A failed load's message ("could not be reached") goes once a later load succeeds; it stayed.
   let loadFailed = false
@@ -178,6 +180,16 @@ export function jobClient(): void {
     show('job-resume', mayControl && j.status === 'paused')
     show('job-checkpoint', mayControl && ACTIVE.includes(j.status))
     show('job-cancel', mayControl && !TERMINAL.includes(j.status))
+    // Paused or resumed: the button pressed is hidden now and the other shown; the focus goes to it
+    // (it fell to the page), or to what happened when no steering button is left (cancelled).
+    if (steered && steered.hidden) {
+      const from = steered
+      steered = null
+      if (document.activeElement === from || document.activeElement === document.body || document.activeElement === null) {
+        const to = [from.id === 'job-pause' ? 'job-resume' : 'job-pause', 'job-checkpoint', 'job-cancel'].map((id) => $(id)).find((b) => b && !b.hidden)
+        svc.focus(to ?? 'job-msg')
+      }
+    }
     const sources = rows.filter((s) => s.fellow).map((s) => ({ id: s.fellow as string, name: s.host ?? (s.fellow as string).slice(0, 8) }))
     if (!tail) tail = window.svcConsole.logTail($('job-log')!, sources)
     else tail.add(sources)
@@ -192,6 +204,7 @@ export function jobClient(): void {
         const r = await svc.api(method, path + suffix)
         loadFailed = false
         svc.say('job-msg', r.ok ? t(doneKey) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+        if (r.ok) steered = button
         poll.now()
       })
     })

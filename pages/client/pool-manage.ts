@@ -23,6 +23,8 @@ export function poolManageClient(): void {
       return
     }
     svc.say('members-msg', t('members.removed', { who }), 'ok')
+    // The row goes with its button: the focus goes to what happened (it fell to the page).
+    svc.focus('members-msg')
     members?.now()
   }
 
@@ -79,6 +81,8 @@ export function poolManageClient(): void {
     const r = await svc.api('POST', `${base}/join-requests/${encodeURIComponent(j.user_id)}/${how}`)
     const pool = $('pool-name')?.textContent ?? ''
     svc.say('requests-msg', r.ok ? t(how === 'approve' ? 'requests.approved' : 'requests.rejected', { who, pool }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    // The request goes with its buttons: the focus goes to what happened.
+    if (r.ok) svc.focus('requests-msg')
     requests?.now()
     members?.now()
   }
@@ -113,6 +117,8 @@ export function poolManageClient(): void {
     if (!confirm(t('poolInvites.confirmWithdraw', { email: i.email }))) return
     const r = await svc.api('DELETE', `${base}/invites/${encodeURIComponent(i.id)}`)
     svc.say('pool-invites-msg', r.ok ? t('poolInvites.withdrawn', { email: i.email }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    // The invitation goes with its button: the focus goes to what happened (it fell to the page).
+    if (r.ok) svc.focus('pool-invites-msg')
     invites?.now()
   }
 

@@ -15,6 +15,8 @@ export function profileClient(): void {
     if (!confirm(t('tokens.confirmRevoke', { name: tok.name }))) return
     const r = await svc.api('DELETE', '/api/v1/api-tokens/' + encodeURIComponent(tok.id))
     svc.say('tokens-msg', r.ok ? t('tokens.revoked', { name: tok.name }) : (r.error ?? ''), r.ok ? 'ok' : 'error')
+    // A revoked token has no button: the focus goes to what happened (it fell to the page).
+    if (r.ok) svc.focus('tokens-msg')
     void load()
   }
 

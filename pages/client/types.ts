@@ -29,6 +29,10 @@ export interface Svc {
   stream(url: string, on: Record<string, (data: string) => void>): { close(): void }
   el(tag: string, attrs?: Attrs, ...children: Child[]): HTMLElement
   say(target: string | Element | null, text: string, kind?: 'ok' | 'error' | ''): void
+  /** Keyboard focus to an element (a message gets tabindex=-1): after an action took the focused control away. */
+  focus(target: string | Element | null): void
+  /** Previous/Next (#page-prev, #page-next) off or on; focus on one going off moves to the other. */
+  pager(prevOff: boolean, nextOff: boolean): void
   /** Sets the message beside a form field (`<id>-error`) and its aria-invalid; true when `text` is empty. */
   fieldError(id: string, text: string): boolean
   /** Takes an error under the form (the element `msg`) down once the form is changed. */

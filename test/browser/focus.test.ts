@@ -4,7 +4,11 @@
 // is announced once, form errors are tied to their field, and long text wraps at 320 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { startLeader, type Leader } from '../helpers/leader'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { SVC_BIN, startLeader, type Leader } from '../helpers/leader'
 import { until } from '../helpers/until'
 import { hasChromium, launch, watchErrors } from './support'
 
@@ -31,7 +35,24 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
   let ctx: BrowserContext
   let page: Page
   let csrf = ''
+  let poolId = ''
+  let fellow: Subprocess | null = null
   const errors: string[] = []
+
+  /** One real fellow in a pool of its own (it serves the built-in tiny-llm and runs mlp jobs). */
+  async function fellowPool(): Promise<string> {
+    if (fellow) return poolId
+    poolId = (await api('POST', '/api/v1/pools', { name: 'Fellow pool' })).id
+    const token = (await api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId })).join_token
+    const dir = mkdtempSync(join(tmpdir(), 'svc-focus-fellow-'))
+    const p2p = 46970 + Math.floor(Math.random() * 20)
+    fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leader.url, '--join-token', token, '--state-dir', join(dir, 'state'), '--advertise-host', '127.0.0.1', '--p2p-port-base', String(p2p), '--hostname', 'focus-box'], {
+      env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'ignore', stderr: 'ignore',
+    })
+    await until(async () => (await api('GET', `/api/v1/cluster/nodes?pool_id=${poolId}`)).items.some((n: any) => n.state === 'online'), 'the fellow online', { timeoutMs: 20_000, everyMs: 200 })
+    return poolId
+  }
+  const focusedId = (p: Page = page) => p.evaluate('document.activeElement && document.activeElement.id') as Promise<string>
 
   async function api(method: string, path: string, body?: unknown, c: BrowserContext = ctx): Promise<any> {
     const token = (await c.cookies(leader.url)).find((k) => k.name === 'svc_csrf')?.value ?? csrf
@@ -58,6 +79,8 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
   }, 30_000)
 
   afterAll(async () => {
+    fellow?.kill('SIGTERM')
+    await fellow?.exited
     await browser?.close()
     await leader?.stop()
   })
@@ -95,6 +118,78 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     await poke()
     await until(async () => (await rows.count()) > before, 'the new audit entry')
     expect(await focused()).toBe(was)
+    expect(errors).toEqual([])
+  }, T)
+
+  test('an action that takes its button away puts the focus on what happened or on the button that replaces it (revoke, withdraw, remove, pause/resume, last page, cancel an edit)', async () => {
+    page.on('dialog', (d) => void d.accept())
+    // Profile: a revoked token has no Revoke button.
+    await api('POST', '/api/v1/api-tokens', { name: 'laptop' })
+    await page.goto(leader.url + '/profile')
+    await page.getByRole('button', { name: 'Revoke token laptop' }).focus()
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#tokens-msg:has-text("revoked")')
+    await until(async () => (await page.getByRole('button', { name: 'Revoke token laptop' }).count()) === 0, 'the button gone')
+    expect(await focusedId()).toBe('tokens-msg')
+
+    // A pool's invitation withdrawn, a member removed.
+    const pool = await api('POST', '/api/v1/pools', { name: 'Members pool' })
+    await api('POST', `/api/v1/pools/${pool.id}/invites`, { email: 'carol@example.com' })
+    const bob = await browser.newContext()
+    await bob.request.post(leader.url + '/api/v1/auth/register', { data: { email: 'bob@example.com', password: PASSWORD, display_name: 'Bob' } })
+    const invite = await api('POST', `/api/v1/pools/${pool.id}/invites`, { email: 'bob@example.com' })
+    await api('POST', `/api/v1/pools/invites/${invite.id}/accept`, { token: new URL(invite.invite_link, leader.url).searchParams.get('token') }, bob)
+    await bob.close()
+    await page.goto(`${leader.url}/pools/${pool.id}`)
+    await page.getByRole('button', { name: 'Withdraw the invitation for carol@example.com' }).focus()
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#pool-invites-msg:has-text("carol@example.com")')
+    expect(await focusedId()).toBe('pool-invites-msg')
+    await page.getByRole('button', { name: 'Remove Bob' }).focus()
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#members-msg:has-text("Bob")')
+    await until(async () => (await page.getByRole('button', { name: 'Remove Bob' }).count()) === 0, 'the row gone')
+    expect(await focusedId()).toBe('members-msg')
+
+    // Admin pools: Cancel goes back to the Edit button that opened the form.
+    await page.goto(leader.url + '/admin/pools')
+    await page.getByRole('button', { name: 'Edit Members pool' }).click()
+    await page.click('#edit-cancel')
+    expect(await focused()).toBe('BUTTON Edit Members pool')
+
+    // Audit log: Next on the way to the last page goes off; the focus goes to Previous.
+    await page.goto(leader.url + '/admin/audit?page=1')
+    await page.waitForSelector('#page-info:not(:empty)')
+    expect(await page.isDisabled('#page-next')).toBe(true) // fewer than 50 entries so far
+    for (let i = 0; (await page.isDisabled('#page-next')) && i < 60; i++) {
+      await api('PATCH', `/api/v1/pools/${pool.id}`, { description: 'entry ' + i })
+      if (i % 10 === 9) {
+        await poke()
+        await page.waitForSelector('#page-info:has-text("entries")')
+      }
+    }
+    await until(async () => {
+      await poke()
+      return page.isEnabled('#page-next')
+    }, 'a second page of the audit log')
+    await page.focus('#page-next')
+    await page.keyboard.press('Enter')
+    await page.waitForSelector('#page-info:has-text("Page 2")')
+    expect(await page.isDisabled('#page-next')).toBe(true)
+    expect(await focusedId()).toBe('page-prev')
+
+    // A job: Pause hides itself and shows Resume, which gets the focus; and back.
+    const fp = await fellowPool()
+    const job = await api('POST', '/api/v1/jobs', { name: 'long', pool_id: fp, config: { steps: 100000000, report_every: 50 } })
+    await page.goto(`${leader.url}/jobs/${job.id}`)
+    await page.locator('#job-pause:visible').waitFor()
+    await page.focus('#job-pause')
+    await page.keyboard.press('Enter')
+    await page.locator('#job-resume:visible').waitFor()
+    await until(async () => (await focusedId()) === 'job-resume', 'the focus on Resume')
+    await page.keyboard.press('Enter')
+    await page.locator('#job-pause:visible').waitFor()
+    await until(async () => (await focusedId()) === 'job-pause', 'the focus on Pause')
     expect(errors).toEqual([])
   }, T)
 })
