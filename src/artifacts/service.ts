@@ -5,7 +5,7 @@
 // way, in its temp file (upload-files.ts).
 import { and, desc, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import { join } from 'node:path'
-import { artifacts, artifactUploads, jobs, poolNodes } from '../db/schema'
+import { artifactBlobCandidates, artifacts, artifactUploads, jobs, poolNodes } from '../db/schema'
 import { AppError, invalid, isStorageFull, notFound, storageFull } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -279,9 +279,13 @@ export class ArtifactService {
     // pool meanwhile should not have gigabytes written to the store for nothing.
     this.ownUpload(by, row.id)
     return this.inTurn(row.sha256, async () => {
+      // An intent before the store write: a write this leader does not finish (it dies, the store
+      // fails, the upload is dropped meanwhile) leaves a blob only its collector knows to delete.
+      this.ctx.db.insert(artifactBlobCandidates).values({ sha256: row.sha256, since: this.ctx.clock.now() }).onConflictDoNothing().run()
       await this.storeCall(() => this.store.putFile(row.sha256, this.uploads.pathOf(row.id)))
       const artifact = this.ctx.db.transaction((tx) => {
         this.ownUpload(by, row.id, tx)
+        tx.delete(artifactBlobCandidates).where(eq(artifactBlobCandidates.sha256, row.sha256)).run()
         const a: Row = {
           id: newId(),
           poolId: row.poolId,

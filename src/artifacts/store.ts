@@ -24,6 +24,12 @@ export interface BlobStore {
   /** Where the blobs are, for logs and the operator (a directory or an s3:// URL). */
   readonly location: string
   /**
+   * True when the store is this leader's alone (files under its state directory): any blob in it no
+   * artifact names is its garbage. False for a bucket, which another leader may write to as well:
+   * only blobs this leader let go of are deleted (collector.ts).
+   */
+  readonly exclusive: boolean
+  /**
    * Takes the verified file at `path` into the store under its hash; the file is gone afterwards.
    * A blob already there is kept and its age renewed, so the collector does not take it from
    * under the artifact about to name it.
@@ -47,6 +53,8 @@ const errno = (e: unknown) => (e as NodeJS.ErrnoException).code
 
 /** `<root>/sha256/<first 2 hex>/<hex>`: 256 directories, none with millions of entries. */
 export class LocalBlobStore implements BlobStore {
+  readonly exclusive = true
+
   constructor(readonly root: string) {}
 
   get location(): string {
@@ -138,6 +146,7 @@ export interface S3Settings {
 
 /** `<prefix>/sha256/<first 2 hex>/<hex>` in one bucket, through Bun's built-in S3 client. */
 export class S3BlobStore implements BlobStore {
+  readonly exclusive = false
   private client: Bun.S3Client
   private base: string
 

@@ -13,6 +13,7 @@ import m10 from '../../migrations/0010_servable_artifact.sql' with { type: 'text
 import m11 from '../../migrations/0011_admin_at_scale.sql' with { type: 'text' }
 import m12 from '../../migrations/0012_telemetry_history.sql' with { type: 'text' }
 import m13 from '../../migrations/0013_operator_uploads.sql' with { type: 'text' }
+import m14 from '../../migrations/0014_artifact_blob_candidates.sql' with { type: 'text' }
 
 export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0000_initial', sql: m0 },
@@ -29,4 +30,5 @@ export const MIGRATIONS: readonly { tag: string; sql: string }[] = [
   { tag: '0011_admin_at_scale', sql: m11 },
   { tag: '0012_telemetry_history', sql: m12 },
   { tag: '0013_operator_uploads', sql: m13 },
+  { tag: '0014_artifact_blob_candidates', sql: m14 },
 ]

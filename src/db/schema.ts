@@ -411,6 +411,20 @@ export const artifactUploads = sqliteTable(
   (t) => [index('artifact_uploads_pool_idx').on(t.poolId), index('artifact_uploads_updated_idx').on(t.updatedAt), index('artifact_uploads_job_idx').on(t.jobId)],
 )
 
+/**
+ * Blobs this leader may delete from the store once no artifact names them: one the last artifact
+ * naming it let go of (written by the trigger `artifacts_blob_let_go` of migration 0014, in the
+ * transaction that deleted the row, however it went: a delete, a job purge, a pool deletion), or
+ * one an upload is writing now (an intent, recorded before the store write and cleared in the
+ * transaction that inserts its artifact: a leader that dies mid-write leaves it here). The S3
+ * collector deletes only these, never "whatever is listed and not mine": a bucket prefix another
+ * leader writes to (staging, a restore drill) must not lose its blobs to this one.
+ */
+export const artifactBlobCandidates = sqliteTable('artifact_blob_candidates', {
+  sha256: text('sha256').primaryKey(),
+  since: integer('since').notNull(),
+})
+
 /** Per-member contribution totals, added to by the metrics roll-up loop. */
 export const contributions = sqliteTable('contributions', {
   userId: text('user_id')

@@ -152,6 +152,7 @@ describe('uploads', () => {
     let fail = true
     const flaky: BlobStore = {
       location: real.location,
+      exclusive: real.exclusive,
       putFile: (sha, path) => (fail ? Promise.reject(new Error('bucket unreachable')) : real.putFile(sha, path)),
       stat: (sha) => real.stat(sha),
       read: (sha, range) => real.read(sha, range),
