@@ -15,11 +15,11 @@ import { hasChromium, launch, watchErrors } from './support'
 const T = 60_000
 const PASSWORD = 'focus-test-password'
 
-/** A leader on a port of 46900-46999 (the range these tests may use), trying a few. */
+/** A leader on a port of 46900-46959 (of the range 46900-46999 these tests may use), trying a few. */
 async function leaderInRange(env: Record<string, string> = {}): Promise<Leader> {
   let last: unknown
   for (let i = 0; i < 8; i++) {
-    const port = 46900 + Math.floor(Math.random() * 100)
+    const port = 46900 + Math.floor(Math.random() * 60) // 46960-46999: the fellow's p2p ports
     try {
       return await startLeader({ SVC_PORT: String(port), SVC_AUTH_RATE_MAX: '1000', ...env })
     } catch (e) {
@@ -47,7 +47,7 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     const dir = mkdtempSync(join(tmpdir(), 'svc-focus-fellow-'))
     const p2p = 46970 + Math.floor(Math.random() * 20)
     fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leader.url, '--join-token', token, '--state-dir', join(dir, 'state'), '--advertise-host', '127.0.0.1', '--p2p-port-base', String(p2p), '--hostname', 'focus-box'], {
-      env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: 'ignore', stderr: 'ignore',
+      env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: Bun.file(join(dir, 'out.log')), stderr: Bun.file(join(dir, 'err.log')),
     })
     await until(async () => (await api('GET', `/api/v1/cluster/nodes?pool_id=${poolId}`)).items.some((n: any) => n.state === 'online'), 'the fellow online', { timeoutMs: 20_000, everyMs: 200 })
     return poolId
