@@ -367,6 +367,12 @@ export class ArtifactService {
       this.ctx.log.warn('artifact without its blob', { artifact_id: row.id, sha256: row.sha256, store: this.store.location })
       throw new AppError('gone', "The artifact's bytes are missing from the store (restored without its blobs?).")
     }
+    if (blob.size !== row.sizeBytes) {
+      // Cut short by an interrupted copy or restore (or grown): never served as if whole. The same
+      // file uploaded again replaces it (putFile).
+      this.ctx.log.error('artifact blob has the wrong size', { artifact_id: row.id, sha256: row.sha256, size_bytes: row.sizeBytes, blob_bytes: blob.size, store: this.store.location })
+      throw new AppError('gone', `The artifact's bytes in the store are damaged (${blob.size} of ${row.sizeBytes} bytes: an interrupted copy or restore?); uploading the same file again repairs them.`)
+    }
     // Opened before anything is answered: a store that fails now is a 503 with Retry-After, not
     // 200 headers and a body that breaks off (a fellow took that for a bad checkpoint).
     const expected = range ? range.end - range.start : row.sizeBytes

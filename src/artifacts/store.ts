@@ -32,7 +32,8 @@ export interface BlobStore {
   /**
    * Takes the verified file at `path` into the store under its hash; the file is gone afterwards.
    * A blob already there is kept and its age renewed, so the collector does not take it from
-   * under the artifact about to name it.
+   * under the artifact about to name it; one of another size than the file (cut short by an
+   * interrupted copy or restore) is replaced by it.
    */
   putFile(sha256: string, path: string): Promise<void>
   stat(sha256: string): Promise<BlobInfo | null>
@@ -70,7 +71,9 @@ export class LocalBlobStore implements BlobStore {
     const dest = this.pathOf(sha256)
     const dir = join(dest, '..')
     await mkdir(dir, { recursive: true, mode: 0o700 })
-    if ((await this.stat(sha256)) !== null) {
+    const there = await this.stat(sha256)
+    // A blob of the same hash but another size is damaged (the file was verified against the hash).
+    if (there !== null && there.size === (await stat(path)).size) {
       const now = new Date()
       await utimes(dest, now, now)
       await rm(path, { force: true })
