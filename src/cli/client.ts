@@ -137,10 +137,10 @@ async function failure(res: Response, method: string, path: string, base: string
   const members: Record<string, unknown> = o ?? {}
   const detail = (o?.detail ?? o?.error?.message ?? o?.title ?? '').replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
   // A wrong password (svc login, a password asked for again) is no token's fault.
-  if (res.status === 401 && code === 'invalid_credentials') return new LeaderRefused(detail, code, members)
+  if (res.status === 401 && code === 'invalid_credentials') return new LeaderRefused(detail, code, members, res.status)
   if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)
   if (res.status === 404 && detail === 'no detail') return new CliError(`${method} ${path}: not found`)
-  return new LeaderRefused(detail, code, members)
+  return new LeaderRefused(detail, code, members, res.status)
 }
 
 /** The leader answered with an error: its words, and its `code` and members for a command that says more. */
@@ -149,6 +149,8 @@ export class LeaderRefused extends CliError {
     message: string,
     readonly code: string | null,
     readonly members: Record<string, unknown>,
+    /** The HTTP status: 5xx is the leader failing for now (a follower waits it out), 4xx a refusal. */
+    readonly status = 0,
   ) {
     super(message)
   }
@@ -194,7 +196,8 @@ export class Client {
       })
     } catch (e) {
       const err = e as { code?: string; name?: string; message?: string }
-      if (err.name === 'TimeoutError') throw new CliError(`the leader at ${this.target.url} did not answer within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`)
+      // A leader that does not answer in time is away as much as one that refuses the connection.
+      if (err.name === 'TimeoutError') throw new LeaderUnreachable(`the leader at ${this.target.url} did not answer within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`)
       if (err.name === 'AbortError') throw new CliError('cancelled')
       throw new LeaderUnreachable(`cannot reach the leader at ${this.target.url} (${this.target.source}): ${netReason(e)}`)
     }
@@ -229,6 +232,8 @@ export class Client {
   async events(path: string, onEvent: (event: string, data: string, id: string | null) => boolean | void | Promise<boolean | void>, opts: { signal?: AbortSignal; method?: string; body?: unknown; headers?: Record<string, string>; onComment?: () => boolean | void } = {}): Promise<void> {
     const ctl = new AbortController()
     const abort = () => ctl.abort()
+    // A signal aborted already fires no more 'abort' event: the stream would never end.
+    if (opts.signal?.aborted) return
     opts.signal?.addEventListener('abort', abort)
     try {
       const res = await this.fetch(opts.method ?? 'GET', path, { signal: ctl.signal, body: opts.body, headers: { accept: 'text/event-stream', ...opts.headers } })

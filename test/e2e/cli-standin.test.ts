@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SVC_BIN, runSvc } from '../helpers/leader'
 import { track } from '../helpers/children'
+import { until } from '../helpers/until'
 
 type Handler = (req: Request, url: URL) => Response | Promise<Response>
 let handler: Handler = () => new Response('no handler', { status: 500 })
@@ -55,5 +56,102 @@ describe('svc chat', () => {
     handler = () => Response.json({ id: 'c', object: 'chat.completion', created: 1, model: 'evil', choices: [{ index: 0, message: { role: 'assistant', content: '\x1b[31mred' }, finish_reason: 'stop' }] })
     const json = await svc(['chat', 'evil', 'hi', '--json'])
     expect([json.code, json.stdout.includes('\\u001b[31mred'), json.stdout.includes('\x1b')]).toEqual([0, true, false])
+  }, 30_000)
+})
+
+const JOB = { id: '77777777-7777-4777-8777-777777777777', name: 'toy', pool_id: '55555555-5555-4555-8555-555555555555', status: 'running', reason: null, runner: 'sh', stages: 1, min_free_vram_mb: 0, transport: 'relay', step: 0, loss: null, assignments: [{ stage: 0, fellow_id: '88888888-8888-4888-8888-888888888888' }], config: {}, created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z' }
+const metrics = (n: number) => `id: ${n}\nevent: metrics\ndata: ${JSON.stringify({ fellow_id: JOB.assignments[0]!.fellow_id, stage: 0, step: n, loss: null, throughput: null, status: 'running', ts: '2026-01-01T00:00:00Z' })}\n\n`
+const END = 'event: end\ndata: {}\n\n'
+
+/** An event stream kept open until `close` (the leader going away) or the test's server stops. */
+function openStream(first: string, open: Set<ReadableStreamDefaultController<Uint8Array>>) {
+  return new Response(
+    new ReadableStream<Uint8Array>({
+      start(ctl) {
+        open.add(ctl)
+        ctl.enqueue(enc.encode(first))
+      },
+      cancel() {
+        // the client went away
+      },
+    }),
+    { headers: { 'content-type': 'text/event-stream' } },
+  )
+}
+
+describe('svc jobs watch and jobs logs --follow', () => {
+  test('a watch whose stream breaks off after every event (a proxy, restarts) keeps following: each good stream starts its retries afresh', async () => {
+    let streams = 0
+    const lastIds: (string | null)[] = []
+    handler = (req, url) => {
+      if (url.pathname === `/api/v1/jobs/${JOB.id}`) return Response.json({ ...JOB, step: streams, status: streams > 25 ? 'completed' : 'running' })
+      if (url.pathname === `/api/v1/jobs/${JOB.id}/metrics/stream`) {
+        lastIds.push(req.headers.get('last-event-id'))
+        streams++
+        // One report, then the connection ends: 25 times (the watch gave up after 21), then the end.
+        return sse(streams > 25 ? [END] : [metrics(streams)])
+      }
+      return Response.json({ title: 'Not found', status: 404 }, { status: 404 })
+    }
+    const r = await svc(['jobs', 'watch', JOB.id])
+    expect([r.code, r.stderr]).toEqual([0, ''])
+    expect(r.stdout.trim().split('\n').at(-1)).toBe('job toy completed at step 26')
+    // Each reconnect resumes after the last event seen.
+    expect(lastIds.slice(0, 4)).toEqual([null, '1', '2', '3'])
+  }, 60_000)
+
+  test('a leader away for longer than half a minute (its proxy answering 502) is waited out by a watch and a log follow, which say so on stderr and go on', async () => {
+    const open = new Set<ReadableStreamDefaultController<Uint8Array>>()
+    let state: 'up' | 'down' | 'back' = 'up'
+    const refused = { watch: 0, logs: 0 }
+    handler = (req, url) => {
+      const p = url.pathname
+      if (state === 'down') {
+        if (p.endsWith('/metrics/stream')) refused.watch++
+        if (p.endsWith('/logs/stream')) refused.logs++
+        return new Response('<html>502 Bad Gateway</html>', { status: 502, headers: { 'content-type': 'text/html' } })
+      }
+      const done = state === 'back'
+      if (p === `/api/v1/jobs/${JOB.id}`) return Response.json({ ...JOB, step: done ? 2 : 1, status: done ? 'completed' : 'running' })
+      if (p === '/api/v1/cluster/nodes') return Response.json({ items: [] })
+      if (p === `/api/v1/jobs/${JOB.id}/metrics/stream`) return done ? sse([metrics(2), END]) : openStream(metrics(1), open)
+      if (p === `/api/v1/workers/${JOB.assignments[0]!.fellow_id}/logs/stream`) {
+        const after = Number(req.headers.get('last-event-id') ?? 0)
+        const lines = [1, 2].filter((n) => n > after && (done || n === 1)).map((n) => `id: ${n}\nevent: log\ndata: ${JSON.stringify({ ts: '2026-01-01T00:00:00Z', line: `line ${n}` })}\n\n`)
+        return openStream(`${lines.join('')}: keep-alive\n\n`, open)
+      }
+      return Response.json({ title: 'Not found', status: 404 }, { status: 404 })
+    }
+    const watch = spawnSvc(['jobs', 'watch', JOB.id])
+    const logs = spawnSvc(['jobs', 'logs', JOB.id, '--follow'])
+    await until(() => open.size >= 2, 'the watch and the log follow connected')
+    state = 'down'
+    for (const ctl of open) ctl.close()
+    open.clear()
+    await until(() => refused.watch > 0 && refused.logs > 0, 'both noticed the leader away')
+    // The outage itself: longer than the 20 and 30 one-second tries the two used to give up after.
+    await Bun.sleep(35_000)
+    expect([watch.proc.exitCode, logs.proc.exitCode]).toEqual([null, null])
+    state = 'back'
+    const [w, l] = [await watch.done(), await logs.done()]
+    expect([w.code, w.stdout.trim().split('\n').at(-1)]).toEqual([0, 'job toy completed at step 2'])
+    expect([l.code, l.stdout]).toEqual([0, 'line 1\nline 2\n'])
+    // Said once each, however many times they tried (the log follow may end before it is back).
+    expect(w.stderr).toMatch(/^svc: [^\n]*; waiting for the leader to come back \(Ctrl-C to stop\)\nsvc: the leader answers again; following\n$/)
+    expect(l.stderr).toMatch(/^svc: [^\n]*; waiting for the leader to come back \(Ctrl-C to stop\)\n(svc: the leader answers again; following\n)?$/)
+  }, 90_000)
+
+  test('a watch the leader refuses for good (the job deleted while watched) ends with 3, not 1 (which says the job failed)', async () => {
+    let gone = false
+    handler = (_req, url) => {
+      if (url.pathname === `/api/v1/jobs/${JOB.id}` && !gone) return Response.json(JOB)
+      if (url.pathname === `/api/v1/jobs/${JOB.id}/metrics/stream` && !gone) {
+        gone = true
+        return sse([metrics(1)])
+      }
+      return Response.json({ title: 'Not found', status: 404, detail: 'Job not found', code: 'not_found' }, { status: 404, headers: { 'content-type': 'application/problem+json' } })
+    }
+    const r = await svc(['jobs', 'watch', JOB.id])
+    expect([r.code, r.stderr]).toEqual([3, 'svc: job toy no longer exists: it was deleted while it was watched (with its pool, or by an admin\'s purge)\n'])
   }, 30_000)
 })

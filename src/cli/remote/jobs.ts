@@ -4,10 +4,11 @@ import { readFileSync } from 'node:fs'
 import type { Static } from '@sinclair/typebox'
 import * as J from '../../jobs/model'
 import type { NodeView } from '../../fellows/model'
-import { LeaderRefused, LeaderUnreachable, checkInput, clientFor, type Client } from '../client'
-import { ago, clean, modeOf, note, out, printDone, printJsonLine, printList, printRecord, writeOut, type Mode } from '../output'
+import { LeaderRefused, checkInput, clientFor, type Client } from '../client'
+import { Ended, ago, clean, modeOf, note, out, printDone, printJsonLine, printList, printRecord, writeOut, type Mode } from '../output'
 import type { Invocation } from '../spec'
 import { CliError, UsageError } from '../usage'
+import { AwayNotice, backoffMs, isAway, waitFor } from './away'
 import { onlyPool, poolLabel, resolveJob, resolvePool } from './refs'
 
 type Job = J.Job
@@ -182,7 +183,23 @@ function finish(j: Job, mode: Mode): number {
 
 type MetricEvent = { fellow_id: string; stage: number; step: number | null; loss: number | null; throughput: number | null; status: string; ts: string }
 
-export async function watch({ args, flags }: Invocation): Promise<number> {
+/**
+ * 0 the job completed, 1 it failed or was cancelled; any other end is 3 (the token refused, the
+ * job not found or deleted), so that a script's `watch || alert` never takes one for the other.
+ */
+export async function watch(inv: Invocation): Promise<number> {
+  try {
+    return await watchJob(inv)
+  } catch (e) {
+    if (e instanceof CliError && !(e instanceof Ended)) throw new Ended(WATCH_LOST, e.message)
+    throw e
+  }
+}
+
+/** `jobs watch` could not follow the job to its end. */
+const WATCH_LOST = 3
+
+async function watchJob({ args, flags }: Invocation): Promise<number> {
   const c = clientFor(flags)
   let job = await resolveJob(c, args.JOB!)
   const mode = modeOf(flags)
@@ -205,14 +222,19 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
   }
   process.on('SIGINT', onSigint)
   let lastId: string | null = null
+  const notice = new AwayNotice()
   try {
     if (mode === 'table') show()
-    for (let attempt = 0; ; attempt++) {
+    // A run of reconnects that heard nothing; a stream that brought an event starts it again.
+    for (let failures = 0; ; ) {
       let ended = false
+      let heard = false
       try {
         await c.events(
           `/api/v1/jobs/${job.id}/metrics/stream`,
           (event, data, id) => {
+            heard = true
+            notice.back()
             if (id !== null) lastId = id
             if (event === 'end') return ((ended = true), false)
             if (event !== 'metrics') return
@@ -229,22 +251,26 @@ export async function watch({ args, flags }: Invocation): Promise<number> {
           { headers: lastId === null ? {} : { 'last-event-id': lastId }, signal: AbortSignal.timeout(24 * 3600_000) },
         )
         job = await c.get<Job>(`/api/v1/jobs/${job.id}`)
+        notice.back()
       } catch (e) {
         if (isGone(e)) throw gone(job)
-        // A leader restarting does not answer for a moment: wait it out within the attempts.
-        if (!(e instanceof LeaderUnreachable) || attempt >= 20) throw e
-        await Bun.sleep(1000)
+        // A leader restarting (or a proxy answering for it) is waited out for as long as it takes.
+        if (!isAway(e)) throw e
+        notice.gone(e as Error)
+        if (heard) failures = 0
+        await waitFor(backoffMs(failures++))
         continue
       }
       if (ended || TERMINAL.has(job.status)) break
       // The stream ended early (a leader restart, a proxy): resume after the last event seen.
-      if (attempt >= 20) throw new CliError(`the metrics stream of job ${job.id} keeps breaking off`)
-      await Bun.sleep(1000)
+      if (heard) failures = 0
+      await waitFor(backoffMs(failures++))
     }
     // The stream ends when the job does; its record may lag a moment behind the last report.
     for (let i = 0; i < 20 && !TERMINAL.has(job.status); i++) {
       await Bun.sleep(250)
       job = await c.get<Job>(`/api/v1/jobs/${job.id}`).catch((e) => {
+        if (isAway(e)) return job
         throw isGone(e) ? gone(job) : e
       })
     }
@@ -277,9 +303,10 @@ export async function logs({ args, flags }: Invocation): Promise<number> {
   const ctl = new AbortController()
   // Following ends with the job (or Ctrl-C); the log streams themselves never end.
   const watcher = follow ? followJobEnd(c, job.id, ctl) : null
+  const notice = new AwayNotice()
   await Promise.all(
     placed.map((a) =>
-      streamLogs(c, a.fellow_id, follow, ctl.signal, (e) => {
+      streamLogs(c, a.fellow_id, follow, ctl.signal, notice, (e) => {
         if (flags.json) printJsonLine({ stage: a.stage, fellow_id: a.fellow_id, ...e })
         else out(placed.length > 1 ? `[stage ${a.stage} ${clean(host(a.fellow_id))}] ${clean(e.line)}` : clean(e.line))
       }),
@@ -295,25 +322,41 @@ export async function logs({ args, flags }: Invocation): Promise<number> {
  * that ends or breaks off while following is the leader going away (a restart): it is opened
  * again after the last line seen, waiting out a leader that does not answer for a while.
  */
-async function streamLogs(c: Client, fellowId: string, follow: boolean, signal: AbortSignal, onLine: (e: LogEvent) => void): Promise<void> {
+async function streamLogs(c: Client, fellowId: string, follow: boolean, signal: AbortSignal, notice: AwayNotice, onLine: (e: LogEvent) => void): Promise<void> {
   let lastId: string | null = null
   for (let failures = 0; ; ) {
+    let heard = false
     try {
       await c.events(
         `/api/v1/workers/${fellowId}/logs/stream`,
         (event, data, id) => {
+          heard = true
+          notice.back()
           if (id !== null) lastId = id
           if (event === 'log') onLine(JSON.parse(data) as LogEvent)
         },
         // The leader sends a keep-alive comment once it has nothing more: the backlog is done.
-        { signal, onComment: () => follow, headers: lastId === null ? {} : { 'last-event-id': lastId } },
+        { signal, onComment: () => ((heard = true), notice.back(), follow), headers: lastId === null ? {} : { 'last-event-id': lastId } },
       )
-      failures = 0
     } catch (e) {
-      if (!follow || signal.aborted || !(e instanceof LeaderUnreachable) || ++failures > 30) throw e
+      // A leader restarting is waited out for as long as it takes (the job's end or Ctrl-C ends it).
+      if (!follow || signal.aborted || !isAway(e)) throw e
+      notice.gone(e as Error)
     }
     if (!follow || signal.aborted) return
-    await Bun.sleep(1000)
+    if (heard) failures = 0
+    await waitFor(backoffMs(failures++), signal)
+    if (signal.aborted) {
+      // The job ended while this stream waited for the leader: the lines shipped meanwhile, once.
+      await c
+        .events(`/api/v1/workers/${fellowId}/logs/stream`, (event, data) => void (event === 'log' && onLine(JSON.parse(data) as LogEvent)), {
+          signal: AbortSignal.timeout(10_000),
+          onComment: () => false,
+          headers: lastId === null ? {} : { 'last-event-id': lastId },
+        })
+        .catch(() => undefined)
+      return
+    }
   }
 }
 
