@@ -1,7 +1,7 @@
 // `svc users ...` and `svc audit list` over the admin routes (admins only).
 import type { Static } from '@sinclair/typebox'
 import * as M from '../../admin/model'
-import { checkInput, clientFor, LeaderUnreachable } from '../client'
+import { checkInput, clientFor, LeaderUnreachable, type Client } from '../client'
 import { ago, clean, modeOf, note, out, printDone, printList } from '../output'
 import { promptHidden } from '../prompt'
 import type { Invocation } from '../spec'
@@ -111,7 +111,8 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
   }
   // --follow: oldest first, then every 2 s what is new (ids are time-ordered UUIDv7s).
   if (flags.until !== undefined) throw new UsageError('--follow and --until do not go together', usage)
-  const seen = new Set<string>()
+  // The entries printed at the newest time seen: `since` takes that time again (>=), so these come back.
+  let seen = new Set<string>()
   const print = (e: Entry) => {
     seen.add(e.id)
     if (mode === 'json') out(JSON.stringify(e))
@@ -119,15 +120,17 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
     else out(auditLine(e))
   }
   let items = [...res.items].reverse()
-  let last = items.at(-1)?.ts ?? query.since
+  let last = query.since
   let away = false
   for (;;) {
     for (const e of items) if (!seen.has(e.id)) print(e)
-    last = items.at(-1)?.ts ?? last
+    if (items.length > 0) {
+      last = items.at(-1)!.ts
+      seen = new Set(items.filter((e) => e.ts === last).map((e) => e.id))
+    }
     await Bun.sleep(2000)
     try {
-      const next = await c.get<M.AuditList>('/api/v1/admin/audit', { ...query, page: undefined, cursor: undefined, page_size: 200, ...(last ? { since: last } : {}) })
-      items = [...next.items].reverse()
+      items = await entriesSince(c, query, last)
       if (away) process.stderr.write('svc: the leader answers again; following\n')
       away = false
     } catch (e) {
@@ -138,5 +141,20 @@ export async function auditList({ flags, usage }: Invocation): Promise<number> {
       away = true
       items = []
     }
+  }
+}
+
+/**
+ * Every entry from `since` on, oldest first: page after page (newest first, 200 a page) until the
+ * last, so that a burst of more than a page between two polls is printed whole. A failure on any
+ * page drops the round, which the next poll reads again from the same time.
+ */
+async function entriesSince(c: Client, query: Record<string, unknown>, since: string | undefined): Promise<Entry[]> {
+  const all: Entry[] = []
+  for (let cursor: string | undefined; ; ) {
+    const page = await c.get<M.AuditList>('/api/v1/admin/audit', { ...(query as Record<string, string | undefined>), page: undefined, cursor, page_size: 200, ...(since ? { since } : {}) })
+    all.push(...page.items)
+    if (!page.next_cursor || page.items.length === 0) return all.reverse()
+    cursor = page.next_cursor
   }
 }
