@@ -56,13 +56,14 @@ export class AppError extends Error {
 
 /**
  * The disk under the state file or the artifact store is full (or the owner's quota spent):
- * SQLite's SQLITE_FULL, the system's ENOSPC or EDQUOT. Nothing is wrong with the request or the
- * code; the operator has to free space, and the same request succeeds then.
+ * SQLite's SQLITE_FULL, the system's ENOSPC or EDQUOT, or EFBIG (a file past the file system's
+ * largest file or the process's file-size limit, ulimit -f). Nothing is wrong with the request or
+ * the code; the operator has to free space (or raise the limit), and the same request succeeds then.
  */
 export function isStorageFull(e: unknown): boolean {
   for (let cur = e, depth = 0; cur !== null && typeof cur === 'object' && depth < 4; cur = (cur as { cause?: unknown }).cause, depth++) {
     const code = (cur as { code?: unknown }).code
-    if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT') return true
+    if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') return true
   }
   return false
 }

@@ -5,7 +5,7 @@
 // are bounded: an anonymous caller holding half-sent 65 MiB bodies took the leader from 60 to
 // 540 MiB with 8 connections (issue 26, item 1).
 import { Elysia } from 'elysia'
-import { AppError, invalid } from '../errors'
+import { AppError, invalid, isStorageFull } from '../errors'
 import type { PolicyIndex, RequestGate } from './policy'
 
 /** Bytes of request bodies being read at once, across all requests. Full means a fast 503. */
@@ -296,7 +296,10 @@ export class BodyStream {
     let written: number
     try {
       written = await Bun.write(Bun.file(fd), this.request)
-    } catch {
+    } catch (e) {
+      // The file refused the bytes (a full disk, a file-size limit): the leader's trouble, a 507,
+      // not the client's body cut off (a 400 told the fellow to send what it had sent in full).
+      if (isStorageFull(e)) throw e
       throw new AppError('bad_request', 'The request body was cut off before its end.')
     } finally {
       this.server.timeout(this.request, SERVER_IDLE_TIMEOUT_S)

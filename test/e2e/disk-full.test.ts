@@ -90,3 +90,28 @@ test.skipIf(!canMount)('a leader starting on a disk too small for its state file
   const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
   expect([code, stderr]).toEqual([1, `svc: cannot migrate state database ${join(dir, 'state', 'join_state.sqlite3')}: database or disk is full\n`])
 })
+
+test('a file-size limit (EFBIG, ulimit -f): an upload past it answers 507 with Retry-After, sent with a Content-Length (copied) or chunked, never 400 "cut off" or 500', async () => {
+  // 4 MiB per file: room for the state file, not for the 6 MiB upload.
+  const limited = await startLeader({}, undefined, ['bash', '-c', 'ulimit -f 4096 && exec "$@"', 'bash'])
+  try {
+    const admin = await registerUser(limited.url, 'admin@example.com', 'a long password')
+    const lab = await admin.call('POST', '/api/v1/pools', { name: 'Lab' })
+    const joinToken = (await admin.call('POST', '/api/v1/bootstrap/join-sessions', { pool_id: lab.body.id })).body.join_token as string
+    const node = (await call(limited.url, 'POST', '/api/v1/workers/register', { bearer: joinToken, body: { hostname: 'gpu' } })).body.node_token as string
+    const data = Uint8Array.from({ length: 6 * 1024 * 1024 }, (_, i) => (i * 131) & 0xff)
+    const sha256 = new Bun.CryptoHasher('sha256').update(data).digest('hex')
+    for (const [name, body] of [
+      ['copied', data],
+      ['chunked', new ReadableStream<Uint8Array>({ start: (c) => (c.enqueue(data.subarray(0, 3 << 20)), c.enqueue(data.subarray(3 << 20)), c.close()) })],
+    ] as const) {
+      const begun = await call(limited.url, 'POST', '/api/v1/artifacts/uploads', { bearer: node, body: { kind: 'file', name, size_bytes: data.byteLength, sha256 } })
+      const put = await fetch(`${limited.url}/api/v1/artifacts/uploads/${begun.body.upload_id}?offset=0`, { method: 'PUT', headers: { authorization: `Bearer ${node}`, 'content-type': 'application/octet-stream' }, body })
+      const problem = (await put.json()) as { code: string }
+      expect([name, put.status, problem.code, put.headers.get('retry-after')]).toEqual([name, 507, 'insufficient_storage', '60'])
+    }
+    expect(limited.logs.some((l) => l.includes('unhandled error'))).toBe(false)
+  } finally {
+    await limited.stop()
+  }
+})

@@ -52,8 +52,8 @@ test('a write the state file has no room for: 507 with Retry-After and a plain l
   expect(poolCount()).toBe(pools + 1)
 })
 
-test('what counts as a full disk: SQLITE_FULL, ENOSPC and EDQUOT, also as the cause of another error; nothing else', () => {
-  for (const code of ['SQLITE_FULL', 'ENOSPC', 'EDQUOT']) {
+test('what counts as a full disk: SQLITE_FULL, ENOSPC, EDQUOT and EFBIG (a file-size limit), also as the cause of another error; nothing else', () => {
+  for (const code of ['SQLITE_FULL', 'ENOSPC', 'EDQUOT', 'EFBIG']) {
     expect(isStorageFull(Object.assign(new Error('x'), { code }))).toBe(true)
     expect(isStorageFull(new Error('wrapped', { cause: Object.assign(new Error('x'), { code }) }))).toBe(true)
   }
