@@ -1,6 +1,7 @@
 // HTTP surface of the artifact store: fellows and the pool's people upload (open, PUT the bytes,
 // resume), operators of the pool and its fellows list, download and resume from checkpoints; the
 // pool's owner deletes.
+import { t } from 'elysia'
 import { AppError } from '../errors'
 import { BodyStream } from '../http/body'
 import { actorOf } from '../http/callers'
@@ -59,6 +60,14 @@ export function artifactRoutes(app: AppBase, artifacts: ArtifactService) {
         query: M.OffsetQuery,
         response: { 200: M.UploadProgress, 201: M.UploadDone },
       },
+    )
+    .delete(
+      '/api/v1/artifacts/uploads/:upload_id',
+      async ({ caller, params, set }) => {
+        await artifacts.cancelUpload(uploader(caller), params.upload_id)
+        set.status = 204
+      },
+      { policy: 'member', params: M.UploadParams, response: { 204: t.Undefined() } },
     )
     .get('/api/v1/artifacts', ({ caller, query }) => ({ items: artifacts.list(caller, query) }), {
       policy: 'operator',

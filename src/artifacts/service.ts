@@ -222,6 +222,24 @@ export class ArtifactService {
     return { upload_id: row.id, offset: this.writing.has(id) ? row.receivedBytes : await this.offsetOf(row), size_bytes: row.sizeBytes }
   }
 
+  /**
+   * Drops an upload of the caller's, row and temp file (the uploader gives up on it, or must free the
+   * space a partial file holds on a full disk); not while a request writes it (409). The file goes
+   * first: it frees the room the row's deletion may need.
+   */
+  async cancelUpload(by: Uploader, id: string): Promise<void> {
+    const row = this.ownUpload(by, id)
+    if (this.writing.has(id)) throw new AppError('conflict', 'Another request is writing this upload now; cancel it once that request has ended.', { offset: row.receivedBytes })
+    // Held as if written, so no PUT starts between the file's removal and the row's.
+    this.writing.add(id)
+    try {
+      await this.uploads.remove(id)
+      this.ctx.db.delete(artifactUploads).where(eq(artifactUploads.id, id)).run()
+    } finally {
+      this.writing.delete(id)
+    }
+  }
+
   /** Checks the caller may write the upload, before the route looks at the body. */
   checkUpload(by: Uploader, id: string): void {
     this.ownUpload(by, id)
@@ -244,15 +262,29 @@ export class ArtifactService {
         throw new AppError('payload_too_large', `The body declares ${body.declaredBytes} byte(s); this upload expects ${room} more.`, { offset: at })
       }
       let written = 0
+      let failure: unknown = null
       try {
         written = await this.uploads.append(id, at, body, room, (n) => (written = n))
       } catch (e) {
-        if (e instanceof AppError) throw new AppError(e.code, e.message, { ...e.extra, offset: at + written })
-        if (isStorageFull(e)) throw storageFull({ offset: at + written })
-        throw e
-      } finally {
-        // A request that brought nothing changes nothing (a refusal leaves the state as it was).
-        if (written > 0) this.ctx.db.update(artifactUploads).set({ receivedBytes: at + written, updatedAt: this.ctx.clock.now() }).where(eq(artifactUploads.id, id)).run()
+        failure = e
+      }
+      // A request that brought nothing changes nothing (a refusal leaves the state as it was).
+      if (written > 0) {
+        try {
+          this.ctx.db.update(artifactUploads).set({ receivedBytes: at + written, updatedAt: this.ctx.clock.now() }).where(eq(artifactUploads.id, id)).run()
+        } catch (e) {
+          // No room to record how far it got (SQLITE_FULL on a full disk): the bytes past the
+          // recorded offset go at once, or the partial file held the disk full with nothing to
+          // drop it; and the write's own failure is what the client hears, not this one.
+          await this.uploads.trim(id, at).catch((te) => this.ctx.log.error('upload temp file not trimmed', { upload_id: id, error: String((te as Error)?.message ?? te) }))
+          written = 0
+          if (failure === null) failure = e
+        }
+      }
+      if (failure !== null) {
+        if (failure instanceof AppError) throw new AppError(failure.code, failure.message, { ...failure.extra, offset: at + written })
+        if (isStorageFull(failure)) throw storageFull({ offset: at + written })
+        throw failure
       }
       if (at + written < row.sizeBytes) return { done: false, state: { upload_id: id, offset: at + written, size_bytes: row.sizeBytes } }
       return { done: true, artifact: await this.complete(by, row, clientIp) }

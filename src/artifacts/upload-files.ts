@@ -3,7 +3,7 @@
 // that holds its bytes so far. Memory holds a read buffer per upload, never the artifact: Bun copies
 // a body of declared length into the file itself, and the hash reads what landed from the page cache.
 import { fstatSync, readSync } from 'node:fs'
-import { mkdir, open, readdir, rm, stat, type FileHandle } from 'node:fs/promises'
+import { mkdir, open, readdir, rm, stat, truncate, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AppError } from '../errors'
 
@@ -191,6 +191,16 @@ export class UploadFiles {
     const hasher = new Bun.CryptoHasher('sha256')
     if (offset > 0) for await (const c of Bun.file(this.pathOf(id)).slice(0, offset).stream()) hasher.update(c)
     return hasher
+  }
+
+  /** Cuts the temp file back to `size` bytes (the recorded offset), when it is longer. */
+  async trim(id: string, size: number): Promise<void> {
+    this.hashers.delete(id)
+    try {
+      if ((await stat(this.pathOf(id))).size > size) await truncate(this.pathOf(id), size)
+    } catch (e) {
+      if (errno(e) !== 'ENOENT') throw e
+    }
   }
 
   async remove(id: string): Promise<void> {

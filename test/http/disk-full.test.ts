@@ -61,3 +61,28 @@ test('what counts as a full disk: SQLITE_FULL, ENOSPC, EDQUOT and EFBIG (a file-
     expect(isStorageFull(e)).toBe(false)
   }
 })
+
+test('an upload whose offset the full state file cannot record: 507 with the recorded offset, and the bytes past it do not stay in the temp file holding the disk', async () => {
+  const { existsSync, statSync } = await import('node:fs')
+  const { join } = await import('node:path')
+  const pool = (await a.post('/api/v1/pools', { name: 'uploads' })).body
+  const data = Uint8Array.from({ length: 50_000 }, (_, i) => (i * 7) & 0xff)
+  const sha256 = new Bun.CryptoHasher('sha256').update(data).digest('hex')
+  const begun = await a.post('/api/v1/artifacts/uploads', { kind: 'file', name: 'w.bin', size_bytes: data.byteLength, sha256, pool_id: pool.id })
+  expect(begun.status).toBe(201)
+  const id = begun.body.upload_id as string
+  const temp = join(h.dir, 'artifacts', 'uploads', id)
+  // Recording the offset rewrites a row in place, which a full file still has room for; on a full
+  // disk it is the WAL that cannot grow. Here the update is made to need a new page.
+  h.ctx.sqlite.exec('CREATE TABLE IF NOT EXISTS test_filler (x BLOB)')
+  h.ctx.sqlite.exec('CREATE TRIGGER test_offset_needs_a_page BEFORE UPDATE ON artifact_uploads BEGIN INSERT INTO test_filler VALUES (zeroblob(65536)); END')
+  const room = fillStateFile()
+  const put = await a.call('PUT', `/api/v1/artifacts/uploads/${id}?offset=0`, data.subarray(0, 20_000), { 'content-type': 'application/octet-stream' })
+  expect([put.status, put.body.code, put.body.offset, put.headers.get('retry-after')]).toEqual([507, 'insufficient_storage', 0, '60'])
+  expect(existsSync(temp) ? statSync(temp).size : 0).toBe(0)
+  room()
+  h.ctx.sqlite.exec('DROP TRIGGER test_offset_needs_a_page')
+  expect((await a.get(`/api/v1/artifacts/uploads/${id}`)).body.offset).toBe(0)
+  const done = await a.call('PUT', `/api/v1/artifacts/uploads/${id}?offset=0`, data, { 'content-type': 'application/octet-stream' })
+  expect(done.status).toBe(201)
+})
