@@ -75,7 +75,7 @@ export const COMMANDS: Command[] = [
   {
     path: ['login'],
     summary: 'Check an API token against a leader and save both in the config file (mode 0600), as the default leader.',
-    description: 'The token comes from --token, --token-stdin or a prompt; with --email the CLI logs in with your password and mints a token itself.',
+    description: 'The token comes from --token, --token-stdin or a prompt; with --email the CLI logs in with your password and mints a token itself. Logging in again under the same name revokes the token an earlier --email login minted for it (best effort, said when it fails). Logins run at the same time each keep their entry (the file is changed under a lock, FILE.lock).',
     args: [{ name: 'URL', help: 'the leader\'s base URL, or the name of a saved leader (default: --leader, else SVC_LEADER_URL)', optional: true }],
     flags: [
       { name: 'name', type: 'string', value: 'NAME', help: 'save the leader under this name (default: its host:port)' },
@@ -89,7 +89,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: ['logout'],
-    summary: 'Forget the default leader (or --leader NAME, or --all) and its token. The token stays valid on the leader: `svc tokens revoke` ends it.',
+    summary: 'Forget the default leader (or --leader NAME, or --all) and its token. A token svc login --email minted is revoked (best effort: a failure is said, with the command that ends it); a token you gave svc login stays valid on the leader: `svc tokens revoke` ends it.',
     args: [],
     flags: [{ name: 'all', type: 'boolean', help: 'forget every saved leader' }],
     shared: ['remote', 'output'],

@@ -13,6 +13,8 @@ import { CliError } from './usage'
 export interface LeaderEntry {
   url: string
   token: string
+  /** The token's id when `svc login --email` minted it: revoked when the entry is replaced or logged out. */
+  tokenId?: string
 }
 
 export interface CliConfigFile {
@@ -54,9 +56,10 @@ export function readConfigFile(path: string | null): CliConfigFile {
   if (o.leaders !== undefined && (typeof o.leaders !== 'object' || o.leaders === null)) throw bad('has `leaders` that is not a table')
   const leaders: Record<string, LeaderEntry> = {}
   for (const [name, v] of Object.entries((o.leaders ?? {}) as Record<string, unknown>)) {
-    const e = v as { url?: unknown; token?: unknown }
+    const e = v as { url?: unknown; token?: unknown; token_id?: unknown }
     if (typeof e !== 'object' || e === null || typeof e.url !== 'string' || typeof e.token !== 'string') throw bad(`has a leader "${name}" without a url and a token`)
-    leaders[name] = { url: e.url, token: e.token }
+    if (e.token_id !== undefined && typeof e.token_id !== 'string') throw bad(`has a leader "${name}" whose token_id is not a string`)
+    leaders[name] = { url: e.url, token: e.token, ...(e.token_id === undefined ? {} : { tokenId: e.token_id }) }
   }
   // A token file others can read is a token others have: say so, every time, until it is fixed.
   if ((statSync(path).mode & 0o077) !== 0) process.stderr.write(`svc: warning: ${path} can be read by other users; run chmod 600 ${path}\n`)
@@ -97,7 +100,10 @@ export function checkWritable(path: string): void {
 export function writeConfigFile(path: string, cfg: CliConfigFile): void {
   const lines = ['# Written by `svc login`; holds API tokens: keep it private (mode 0600).']
   if (cfg.default !== null) lines.push(`default = ${q(cfg.default)}`)
-  for (const [name, e] of Object.entries(cfg.leaders)) lines.push('', `[leaders.${q(name)}]`, `url = ${q(e.url)}`, `token = ${q(e.token)}`)
+  for (const [name, e] of Object.entries(cfg.leaders)) {
+    lines.push('', `[leaders.${q(name)}]`, `url = ${q(e.url)}`, `token = ${q(e.token)}`)
+    if (e.tokenId !== undefined) lines.push(`token_id = ${q(e.tokenId)}`)
+  }
   const real = realPath(path)
   const tmp = `${real}.tmp-${process.pid}`
   try {
@@ -108,6 +114,87 @@ export function writeConfigFile(path: string, cfg: CliConfigFile): void {
   } catch (e) {
     if (existsSync(tmp)) rmSync(tmp)
     throw new CliError(`cannot write the config file ${path}: ${why(e)}`)
+  }
+}
+
+/** What a change of the config file returns when it changed nothing. */
+export const UNCHANGED: unique symbol = Symbol('unchanged')
+
+/** How long a lock is waited for before the command gives up and names it. */
+const LOCK_WAIT_MS = 10_000
+
+/**
+ * Reads the config file, changes it and writes it back under an exclusive lock (FILE.lock, created
+ * with O_EXCL, holding the pid), so that commands run at the same time (parallel `svc login`s) each
+ * keep the others' entries instead of writing back what they read before the others wrote. A lock
+ * whose process is gone (killed mid-write) is taken over. `change` returning UNCHANGED writes nothing.
+ */
+export function updateConfigFile<T>(path: string, change: (file: CliConfigFile) => T | typeof UNCHANGED): T | typeof UNCHANGED {
+  const lock = `${realPath(path)}.lock`
+  try {
+    mkdirSync(dirname(lock), { recursive: true, mode: 0o700 })
+  } catch (e) {
+    throw new CliError(`cannot write the config file ${path}: ${why(e)}`)
+  }
+  const deadline = Date.now() + LOCK_WAIT_MS
+  for (let waitMs = 2; ; waitMs = Math.min(waitMs * 2, 50)) {
+    try {
+      const fd = openSync(lock, 'wx', 0o600)
+      writeFileSync(fd, `${process.pid}\n`)
+      closeSync(fd)
+      break
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new CliError(`cannot lock the config file ${path}: ${why(e)}`)
+    }
+    const holder = lockHolder(lock)
+    if (holder !== null && typeof holder === 'object') {
+      // Only the stale lock itself: another svc may have taken it over and made a new one meanwhile.
+      if (inodeOf(lock) === holder.stale) rmSync(lock, { force: true })
+      continue
+    }
+    if (Date.now() > deadline) throw new CliError(`the config file ${path} is locked by another svc${holder === null ? '' : ` (pid ${holder})`}; if none runs, remove ${lock}`)
+    Bun.sleepSync(waitMs)
+  }
+  try {
+    const file = readConfigFile(path)
+    const result = change(file)
+    // Nothing to change (logout of a leader not saved): no file is made.
+    if (result !== UNCHANGED) writeConfigFile(path, file)
+    return result
+  } finally {
+    rmSync(lock, { force: true })
+  }
+}
+
+const inodeOf = (path: string): number | null => {
+  try {
+    return statSync(path).ino
+  } catch {
+    return null
+  }
+}
+
+/** The pid holding a lock; {stale: its inode} when that process is gone (or the lock was left empty long ago); null when not known yet. */
+function lockHolder(lock: string): number | { stale: number } | null {
+  let text: string
+  let age: number
+  let ino: number
+  try {
+    const st = statSync(lock)
+    ino = st.ino
+    age = Date.now() - st.mtimeMs
+    text = readFileSync(lock, 'utf8')
+  } catch {
+    return null // released meanwhile: try again
+  }
+  const pid = Number(text.trim())
+  // Created, its pid not written yet: a moment; left so (the writer killed in between): stale.
+  if (!Number.isInteger(pid) || pid <= 0) return age > 5000 ? { stale: ino } : null
+  try {
+    process.kill(pid, 0)
+    return pid
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH' ? { stale: ino } : pid
   }
 }
 

@@ -315,7 +315,7 @@ describe('the other commands against a running leader', () => {
     const quiet = await svc(['login', leader.url, '--name', 'q', '--token-stdin', '--quiet'], { stdin: `${token}\n`, env: cfg })
     expect([quiet.code, quiet.stdout, quiet.stderr]).toEqual([0, `${admin.userId}\n`, ''])
     const json = await svc(['logout', '--json'], { env: cfg })
-    expect([json.code, JSON.parse(json.stdout)]).toEqual([0, { removed: ['q'], config_file: join(home, 'quiet.toml') }])
+    expect([json.code, JSON.parse(json.stdout)]).toEqual([0, { removed: ['q'], revoked_token_ids: [], config_file: join(home, 'quiet.toml') }])
     await svc(['login', leader.url, '--name', 'q2', '--token-stdin', '--quiet'], { stdin: `${token}\n`, env: cfg })
     expect((await svc(['logout', '--quiet'], { env: cfg })).stdout).toBe('q2\n')
   }, 60_000)

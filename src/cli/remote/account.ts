@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import * as A from '../../accounts/model'
 import { leaderBase, loadClientEnv } from '../../config'
 import { Client, checkInput, clientFor, resolveTarget } from '../client'
-import { checkWritable, configPath, defaultLeaderName, readConfigFile, writeConfigFile } from '../config-file'
+import { checkWritable, configPath, defaultLeaderName, readConfigFile, UNCHANGED, updateConfigFile, type CliConfigFile, type LeaderEntry } from '../config-file'
 import { ago, modeOf, note, out, printDone, printJson, printList } from '../output'
 import { promptHidden, readLine, readPassword } from '../prompt'
 import type { Invocation, Values } from '../spec'
@@ -92,33 +92,70 @@ export async function login({ args, flags, usage }: Invocation): Promise<number>
     token = (await promptHidden(`API token for ${url} (your profile page makes one): `)).trim()
   }
   if (token === '' || /\s/.test(token)) throw new UsageError('that is not a token (empty or with white space)', usage)
+  let replaced: LeaderEntry | null = null
   const me = await orRevoke(url, minted, async () => {
     const me = await whoIs(new Client({ url, token, source: url }))
-    file.leaders[name] = { url, token }
-    file.default = name
-    writeConfigFile(path, file)
+    const before = updateConfigFile(path, (file): LeaderEntry | null => {
+      const before = file.leaders[name]
+      file.leaders[name] = { url, token, ...(minted === null ? {} : { tokenId: minted.id }) }
+      file.default = name
+      return before !== undefined && !holds(file, before.token) ? before : null
+    })
+    replaced = before === UNCHANGED ? null : before
     return me
   })
-  printDone(modeOf(flags), me, me.id, `logged in to ${url} as ${me.email} (${me.role}); saved as "${name}" in ${path}`)
+  // A token this command minted before for the same entry is no one's any more: it would stay
+  // valid (never expiring) with nobody holding it.
+  const revoked = replaced === null ? null : await revokeMinted(replaced)
+  printDone(modeOf(flags), me, me.id, `logged in to ${url} as ${me.email} (${me.role}); saved as "${name}" in ${path}${revoked ? `; the token svc login minted before for "${name}" was revoked` : ''}`)
   return 0
+}
+
+/** Whether an entry of the file still holds `token` (the same token saved under two names). */
+const holds = (file: CliConfigFile, token: string) => Object.values(file.leaders).some((e) => e.token === token)
+
+/**
+ * Revokes a token `svc login --email` minted, with itself, when its entry is replaced or logged
+ * out; a token given to `svc login` stays (it may be in use elsewhere). Best effort: a failure is
+ * said on stderr with the command that ends the token. True when it was revoked just now.
+ */
+async function revokeMinted(e: LeaderEntry): Promise<boolean> {
+  if (e.tokenId === undefined) return false
+  try {
+    await new Client({ url: e.url, token: e.token, source: e.url }).call('DELETE', `/api/v1/api-tokens/${e.tokenId}`)
+    return true
+  } catch (err) {
+    // Refused as unknown: revoked or expired already, which is what was wanted.
+    if (err instanceof CliError && /refused the token|not found/i.test(err.message)) return false
+    note(`svc: could not revoke the token svc login minted (${e.tokenId}) at ${e.url}: ${(err as Error).message}; it stays valid: svc tokens revoke ${e.tokenId}`)
+    return false
+  }
 }
 
 export async function logout({ flags }: Invocation): Promise<number> {
   const path = configPath(loadClientEnv().configFile)
-  const file = readConfigFile(path)
-  const wanted = (flags.leader as string | undefined) ?? file.default
-  const names = flags.all ? Object.keys(file.leaders) : Object.keys(file.leaders).filter((n) => n === wanted || file.leaders[n]!.url === (wanted ? leaderBase(wanted) : undefined))
-  if (names.length === 0) {
+  let wanted: string | null = null
+  const gone = updateConfigFile(path, (file) => {
+    wanted = (flags.leader as string | undefined) ?? file.default
+    const names = flags.all ? Object.keys(file.leaders) : Object.keys(file.leaders).filter((n) => n === wanted || file.leaders[n]!.url === (wanted ? leaderBase(wanted) : undefined))
+    if (names.length === 0) return UNCHANGED
+    const entries = names.map((n) => file.leaders[n]!)
+    for (const n of names) delete file.leaders[n]
+    if (file.default !== null && !(file.default in file.leaders)) file.default = null
+    // A token saved under another name too is still held there.
+    return { names, entries: entries.filter((e, i) => !holds(file, e.token) && entries.findIndex((x) => x.token === e.token) === i) }
+  })
+  if (gone === UNCHANGED) {
     note(`svc: not logged in${wanted ? ` to ${wanted}` : ''} (nothing in ${path})`)
     return 1
   }
-  for (const n of names) delete file.leaders[n]
-  if (file.default !== null && !(file.default in file.leaders)) file.default = null
-  writeConfigFile(path, file)
+  const revoked: string[] = []
+  for (const e of gone.entries) if (await revokeMinted(e)) revoked.push(e.tokenId!)
+  const kept = gone.entries.some((e) => e.tokenId === undefined)
   const mode = modeOf(flags)
-  if (mode === 'json') printJson({ removed: names, config_file: path })
-  else if (mode === 'quiet') out(names.join('\n'))
-  else out(`removed ${names.map((n) => `"${n}"`).join(', ')} from ${path}; the token stays valid until it expires or is revoked (svc tokens revoke)`)
+  if (mode === 'json') printJson({ removed: gone.names, revoked_token_ids: revoked, config_file: path })
+  else if (mode === 'quiet') out(gone.names.join('\n'))
+  else out(`removed ${gone.names.map((n) => `"${n}"`).join(', ')} from ${path}${revoked.length ? `; revoked the token${revoked.length > 1 ? 's' : ''} svc login minted` : ''}${kept ? '; the token stays valid until it expires or is revoked (svc tokens revoke)' : ''}`)
   return 0
 }
 
