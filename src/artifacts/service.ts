@@ -15,7 +15,6 @@ import { ACTIVE } from '../jobs/model'
 import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
-import { readAhead } from './read-ahead'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -408,7 +407,7 @@ export class ArtifactService {
     // Opened before anything is answered: a store that fails now is a 503 with Retry-After, not
     // 200 headers and a body that breaks off (a fellow took that for a bad checkpoint).
     const expected = range ? range.end - range.start : row.sizeBytes
-    const body = await this.storeCall(() => readAhead(this.store.read(row.sha256, range ?? undefined), expected))
+    const body = await this.storeCall(() => this.store.open(row.sha256, expected, range ?? undefined))
     return { artifact: toArtifact(row), body }
   }
 

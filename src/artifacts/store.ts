@@ -5,6 +5,7 @@
 // are still named is the service's question (src/artifacts/service.ts collects the others).
 import { mkdir, open, readdir, rename, rm, stat, utimes, copyFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { readAhead } from './read-ahead'
 import type { ArtifactStoreConfig } from '../config'
 
 export interface BlobInfo {
@@ -38,6 +39,12 @@ export interface BlobStore {
   putFile(sha256: string, path: string): Promise<void>
   stat(sha256: string): Promise<BlobInfo | null>
   read(sha256: string, range?: ByteRange): ReadableStream<Uint8Array>
+  /**
+   * The bytes (`size` of them: the range's, or the blob's), opened for an answer: resolves once the
+   * store serves them, so a store that cannot is an error before any header is sent, never a 200
+   * whose body breaks off; the stream errors rather than ending short of `size`.
+   */
+  open(sha256: string, size: number, range?: ByteRange): Promise<ReadableStream<Uint8Array>>
   delete(sha256: string): Promise<void>
   list(): AsyncIterable<BlobInfo>
 }
@@ -111,6 +118,12 @@ export class LocalBlobStore implements BlobStore {
   read(sha256: string, range?: ByteRange): ReadableStream<Uint8Array> {
     const file = Bun.file(this.pathOf(sha256))
     return (range ? file.slice(range.start, range.end) : file).stream()
+  }
+
+  async open(sha256: string, _size: number, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
+    // A file's own stream: Bun sends it with its Content-Length (a wrapped stream goes chunked).
+    // The caller checked the file's size just now; a local read that fails later is a disk fault.
+    return this.read(sha256, range)
   }
 
   async delete(sha256: string): Promise<void> {
@@ -197,6 +210,10 @@ export class S3BlobStore implements BlobStore {
   read(sha256: string, range?: ByteRange): ReadableStream<Uint8Array> {
     const file = this.client.file(this.keyOf(sha256))
     return (range ? file.slice(range.start, range.end) : file).stream()
+  }
+
+  open(sha256: string, size: number, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
+    return readAhead(this.read(sha256, range), size)
   }
 
   async delete(sha256: string): Promise<void> {

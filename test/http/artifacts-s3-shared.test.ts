@@ -82,6 +82,7 @@ describe('two leaders on one bucket prefix', () => {
       },
       stat: (sha) => real.stat(sha),
       read: (sha, range) => real.read(sha, range),
+      open: (sha, size, range) => real.open(sha, size, range),
       delete: (sha) => real.delete(sha),
       list: () => real.list(),
     }

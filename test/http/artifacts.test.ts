@@ -156,6 +156,7 @@ describe('uploads', () => {
       putFile: (sha, path) => (fail ? Promise.reject(new Error('bucket unreachable')) : real.putFile(sha, path)),
       stat: (sha) => real.stat(sha),
       read: (sha, range) => real.read(sha, range),
+      open: (sha, size, range) => real.open(sha, size, range),
       delete: (sha) => real.delete(sha),
       list: () => real.list(),
     }
@@ -513,6 +514,16 @@ describe('reading artifacts', () => {
     // Several ranges, or another unit: the whole body.
     expect((await fa.c.get(`/api/v1/artifacts/${art.id}/content`, { range: 'bytes=0-1,5-6' })).status).toBe(200)
     expect((await fa.c.get(`/api/v1/artifacts/${art.id}/content`, { range: 'items=0-1' })).status).toBe(200)
+  })
+
+  test('over a real connection the length goes on the wire too (a file\'s own stream; a wrapped one goes chunked)', async () => {
+    const wire = (headers: Record<string, string> = {}) => fetch(`${server.url}/api/v1/artifacts/${art.id}/content`, { headers: { authorization: `Bearer ${fa.token}`, ...headers } })
+    const full = await wire()
+    expect([full.status, full.headers.get('content-length'), full.headers.get('transfer-encoding')]).toEqual([200, '1000', null])
+    expect(new Uint8Array(await full.arrayBuffer())).toEqual(data)
+    const part = await wire({ range: 'bytes=10-19' })
+    expect([part.status, part.headers.get('content-length')]).toEqual([206, '10'])
+    expect(new Uint8Array(await part.arrayBuffer())).toEqual(data.subarray(10, 20))
   })
 
   test('If-Range and If-None-Match: a range of the same bytes is served, of other bytes the whole body; a client holding them gets 304 (both were ignored)', async () => {
