@@ -44,13 +44,27 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     if (fellow) return poolId
     poolId = (await api('POST', '/api/v1/pools', { name: 'Fellow pool' })).id
     const token = (await api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId })).join_token
-    const dir = mkdtempSync(join(tmpdir(), 'svc-focus-fellow-'))
-    const p2p = 46970 + Math.floor(Math.random() * 20)
-    fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leader.url, '--join-token', token, '--state-dir', join(dir, 'state'), '--advertise-host', '127.0.0.1', '--p2p-port-base', String(p2p), '--hostname', 'focus-box'], {
-      env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: Bun.file(join(dir, 'out.log')), stderr: Bun.file(join(dir, 'err.log')),
-    })
-    await until(async () => (await api('GET', `/api/v1/cluster/nodes?pool_id=${poolId}`)).items.some((n: any) => n.state === 'online'), 'the fellow online', { timeoutMs: 20_000, everyMs: 200 })
-    return poolId
+    const online = async () => (await api('GET', `/api/v1/cluster/nodes?pool_id=${poolId}`)).items.some((n: any) => n.state === 'online')
+    let output = ''
+    // Its p2p ports (base, base+1) are taken from 46960-46999, where a client connection's
+    // ephemeral port may sit: another base when they are taken.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-focus-fellow-'))
+      const log = join(dir, 'out.log')
+      const p2p = 46960 + Math.floor(Math.random() * 39)
+      const proc = Bun.spawn([SVC_BIN, 'fellow', '--leader', leader.url, '--join-token', token, '--state-dir', join(dir, 'state'), '--advertise-host', '127.0.0.1', '--p2p-port-base', String(p2p), '--hostname', 'focus-box'], {
+        env: { PATH: process.env.PATH ?? '' }, stdin: 'ignore', stdout: Bun.file(log), stderr: Bun.file(join(dir, 'err.log')),
+      })
+      fellow = proc
+      const busy = async () => (await Bun.file(log).exists()) && (await Bun.file(log).text()).includes('cannot listen for p2p frames')
+      const up = await until(async () => ((await online()) ? 'online' : (await busy()) || proc.exitCode !== null ? 'failed' : null), 'the fellow online or failed', { timeoutMs: 20_000, everyMs: 200 })
+      if (up === 'online') return poolId
+      output = await Bun.file(log).text()
+      proc.kill('SIGKILL')
+      await proc.exited
+      fellow = null
+    }
+    throw new Error('the fellow did not come online: ' + output)
   }
   const focusedId = (p: Page = page) => p.evaluate('document.activeElement && document.activeElement.id') as Promise<string>
 
@@ -181,6 +195,9 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     // A job: Pause hides itself and shows Resume, which gets the focus; and back.
     const fp = await fellowPool()
     const job = await api('POST', '/api/v1/jobs', { name: 'long', pool_id: fp, config: { steps: 100000000, report_every: 50 } })
+    await until(async () => ['scheduled', 'running'].includes((await api('GET', `/api/v1/jobs/${job.id}`)).status), 'the job to run', { timeoutMs: 20_000, everyMs: 200 }).catch(async (e) => {
+      throw new Error(`${e.message}: ${JSON.stringify(await api('GET', `/api/v1/jobs/${job.id}`))}`)
+    })
     await page.goto(`${leader.url}/jobs/${job.id}`)
     await page.locator('#job-pause:visible').waitFor()
     await page.focus('#job-pause')
