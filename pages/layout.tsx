@@ -62,7 +62,7 @@ function Header(props: { ctx: PageCtx; chromeLang: string | undefined }) {
   const s = STRINGS[ctx.lang]
   const u = ctx.user
   return (
-    <header class="top" lang={props.chromeLang}>
+    <header class={u ? 'top' : 'top signed-out'} lang={props.chromeLang}>
       <a class="skip" href="#main" safe>{s.skip}</a>
       <div class="top-inner">
         <a class="brand" href={u ? '/dashboard' : '/'}>

@@ -108,6 +108,9 @@ td.detail { font-size: .875rem; word-break: break-word; }
   .top nav { flex-basis: 100%; display: none; }
   .top.open nav { display: block; }
   .top .nav { flex-direction: column; gap: 0; }
+  /* Signed out there is no menu button (nor a menu to fold): Log in and Register stay in the bar. */
+  .top.signed-out nav { display: block; flex: 0 1 auto; margin-left: auto; }
+  .top.signed-out .nav { flex-direction: row; gap: .25rem 1rem; }
   .chip { flex-wrap: wrap; border-radius: 12px; }
   .chip-name { max-width: 9rem; }
   .table-wrap { overflow-x: visible; }

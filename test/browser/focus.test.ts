@@ -209,4 +209,24 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     await until(async () => (await focusedId()) === 'job-pause', 'the focus on Pause')
     expect(errors).toEqual([])
   }, T)
+
+  test('a visitor without a session keeps Log in and Register at 390 and 320 px (the narrow layout hid the navigation, and only a signed-in page has the menu button)', async () => {
+    for (const width of [390, 320]) {
+      const c = await browser.newContext({ viewport: { width, height: 800 }, locale: 'en-US' })
+      try {
+        const p = await c.newPage()
+        watchErrors(p, errors)
+        for (const path of ['/', '/login']) {
+          await p.goto(leader.url + path)
+          const nav = p.getByRole('navigation', { name: 'Main' })
+          expect(await nav.getByRole('link', { name: 'Log in' }).isVisible()).toBe(true)
+          expect(await nav.getByRole('link', { name: 'Register' }).isVisible()).toBe(true)
+          expect(await p.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
+        }
+      } finally {
+        await c.close()
+      }
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
