@@ -211,6 +211,7 @@ export const COMMANDS: Command[] = [
       { name: 'pool', type: 'string', value: 'POOL', help: 'the pool that keeps it (slug, name or id); may be left out when you see one pool only' },
       { name: 'kind', type: 'string', value: 'KIND', choices: ['model', 'file'], help: 'what it is (default model)' },
       { name: 'name', type: 'string', value: 'NAME', help: 'its name (default: the file\'s name)' },
+      { name: 'idle-timeout', type: 'int', min: 1, value: 'S', help: 'give up when no byte moves for S seconds (default 60): the upload resumes, up to 5 times' },
     ],
     shared: R,
     examples: ['svc artifacts upload ./qwen2.5-0.5b-q4.gguf --pool gpu-lab', 'svc artifacts upload weights.bin --pool gpu-lab --kind file --name base-weights --quiet'],
@@ -223,6 +224,7 @@ export const COMMANDS: Command[] = [
     flags: [
       { name: 'output', type: 'string', value: 'FILE', help: 'where to save it (default: its name, here; not a directory); - for standard output' },
       { name: 'force', type: 'boolean', help: 'replace FILE if it exists' },
+      { name: 'idle-timeout', type: 'int', min: 1, value: 'S', help: 'give up when no byte moves for S seconds (default 60); FILE.part is kept for the next run' },
     ],
     shared: R,
     examples: ['svc artifacts download 01890a5d-ac96-774b-b9aa-0c9f2d2f6a0e', 'svc artifacts download stage-0-step-200.tar --output - | tar -x'],

@@ -3,7 +3,7 @@
 // a burst of audit entries, a download that stalls, a server that is not a leader. These are
 // answers a real leader gives only at bad moments (or never), so a small server plays them.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SVC_BIN, runSvc } from '../helpers/leader'
@@ -154,4 +154,57 @@ describe('svc jobs watch and jobs logs --follow', () => {
     const r = await svc(['jobs', 'watch', JOB.id])
     expect([r.code, r.stderr]).toEqual([3, 'svc: job toy no longer exists: it was deleted while it was watched (with its pool, or by an admin\'s purge)\n'])
   }, 30_000)
+})
+
+const POOL = { id: '55555555-5555-4555-8555-555555555555', slug: 'lab', name: 'lab' }
+const BIG = new Uint8Array(1 << 20).map((_, i) => (i * 7) % 251)
+const ARTIFACT = { id: '66666666-6666-4666-8666-666666666666', pool_id: POOL.id, job_id: null, stage: null, kind: 'model', name: 'big.bin', size_bytes: BIG.length, sha256: new Bun.CryptoHasher('sha256').update(BIG).digest('hex'), step: null, fellow_id: null, user_id: null, created_at: '2026-01-01T00:00:00Z' }
+
+describe('svc artifacts download and upload against a leader that stops mid-transfer', () => {
+  test('a download whose leader stops sending (the connection open) ends after --idle-timeout with one line, keeping FILE.part; the next run resumes from it', async () => {
+    const ranges: (string | null)[] = []
+    let stall = true
+    handler = (req, url) => {
+      if (url.pathname === `/api/v1/artifacts/${ARTIFACT.id}`) return Response.json(ARTIFACT)
+      if (url.pathname !== `/api/v1/artifacts/${ARTIFACT.id}/content`) return Response.json({ title: 'Not found', status: 404 }, { status: 404 })
+      ranges.push(req.headers.get('range'))
+      const from = Number(/^bytes=(\d+)-$/.exec(req.headers.get('range') ?? '')?.[1] ?? 0)
+      // The first 100 KiB, then nothing more, the connection held open.
+      const body = stall ? new ReadableStream<Uint8Array>({ start: (ctl) => ctl.enqueue(BIG.slice(0, 100 << 10)) }) : BIG.slice(from)
+      return new Response(body, { status: from > 0 ? 206 : 200, headers: { 'content-type': 'application/octet-stream', 'content-length': String(BIG.length - from), ...(from > 0 ? { 'content-range': `bytes ${from}-${BIG.length - 1}/${BIG.length}` } : {}) } })
+    }
+    const cwd = mkdtempSync(join(tmpdir(), 'svc-dl-'))
+    const stalled = spawnSvc(['artifacts', 'download', ARTIFACT.id, '--idle-timeout', '1'], cwd)
+    const r = await Promise.race([stalled.done(), Bun.sleep(20_000).then(() => null)])
+    if (r === null) stalled.proc.kill('SIGKILL')
+    expect(r).toEqual({ code: 1, stdout: '', stderr: `svc: the download of big.bin stalled: no byte for 1 s (--idle-timeout) after ${100 << 10} of ${BIG.length} bytes; the same command resumes from big.bin.part\n` })
+    expect(statSync(join(cwd, 'big.bin.part')).size).toBe(100 << 10)
+    stall = false
+    const again = await svc(['artifacts', 'download', ARTIFACT.id], cwd)
+    expect([again.code, again.stderr, ranges]).toEqual([0, '', [null, `bytes=${100 << 10}-`]])
+    expect(readdirSync(cwd)).toEqual(['big.bin'])
+  }, 30_000)
+
+  test('an upload whose leader stops reading and answering is resumed after --idle-timeout, then given up with one line', async () => {
+    let puts = 0
+    handler = async (req, url) => {
+      if (url.pathname === `/api/v1/pools/${POOL.id}`) return Response.json(POOL)
+      if (url.pathname === '/api/v1/artifacts/uploads' && req.method === 'POST') return Response.json({ upload_id: 'u1', offset: 0, size_bytes: BIG.length }, { status: 201 })
+      if (url.pathname === '/api/v1/artifacts/uploads/u1' && req.method === 'GET') return Response.json({ upload_id: 'u1', offset: 0, size_bytes: BIG.length })
+      if (url.pathname === '/api/v1/artifacts/uploads/u1' && req.method === 'PUT') {
+        puts++
+        return new Promise<Response>(() => {}) // never read, never answered
+      }
+      return Response.json({ title: 'Not found', status: 404 }, { status: 404 })
+    }
+    const cwd = mkdtempSync(join(tmpdir(), 'svc-up-'))
+    writeFileSync(join(cwd, 'big.bin'), BIG)
+    const up = spawnSvc(['artifacts', 'upload', 'big.bin', '--pool', POOL.id, '--idle-timeout', '1'], cwd)
+    const r = await Promise.race([up.done(), Bun.sleep(40_000).then(() => null)])
+    if (r === null) up.proc.kill('SIGKILL')
+    expect(r?.code).toBe(1)
+    expect(r?.stderr.trim().split('\n').at(-1)).toBe('svc: the upload of big.bin stalled: nothing moved for 1 s (--idle-timeout), 5 times; the same command resumes it')
+    expect(puts).toBe(5)
+    expect(existsSync(join(cwd, 'big.bin'))).toBe(true)
+  }, 60_000)
 })

@@ -102,8 +102,29 @@ async function sha256Of(path: string, bytes: number): Promise<string> {
   return h.digest('hex')
 }
 
+/** How long a transfer may go without a byte either way before it is given up (--idle-timeout). */
+const IDLE_TIMEOUT_S = 60
+
+/**
+ * Aborts its signal when `poke` is not called for `seconds`: a leader (or a proxy) that stopped
+ * sending or reading without closing the connection would otherwise hold the command forever.
+ */
+function idleWatch(seconds: number) {
+  const ctl = new AbortController()
+  let stalled = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const poke = () => {
+    clearTimeout(timer)
+    timer = setTimeout(() => ((stalled = true), ctl.abort()), seconds * 1000)
+  }
+  poke()
+  return { signal: ctl.signal, poke, stop: () => clearTimeout(timer), stalled: () => stalled }
+}
+
+const idleSeconds = (flags: Invocation['flags']): number => (flags['idle-timeout'] as number | undefined) ?? IDLE_TIMEOUT_S
+
 /** The file's bytes from `from` on, counted into the progress line as they are sent. */
-function sending(path: string, from: number, p: { at(done: number): void }): ReadableStream<Uint8Array> {
+function sending(path: string, from: number, p: { at(done: number): void }, poke: () => void): ReadableStream<Uint8Array> {
   let sent = from
   return Bun.file(path)
     .slice(from)
@@ -112,6 +133,7 @@ function sending(path: string, from: number, p: { at(done: number): void }): Rea
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, out) {
           p.at((sent += chunk.byteLength))
+          poke()
           out.enqueue(chunk)
         },
       }),
@@ -147,8 +169,14 @@ export async function upload({ args, flags, usage }: Invocation): Promise<number
   let artifact: Artifact | null = null
   const p = progress(`uploading ${body.name}`, bytes)
   for (let attempt = 1; artifact === null; attempt++) {
+    const idle = idleWatch(idleSeconds(flags))
     try {
-      const res = await c.fetch('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}`, { query: { offset }, raw: sending(path, offset, p), timeoutMs: null })
+      const res = await c
+        .fetch('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}`, { query: { offset }, raw: sending(path, offset, p, idle.poke), timeoutMs: null, signal: idle.signal })
+        .catch((e) => {
+          // Stalled: the leader stopped reading (or answering); resumed like a broken connection.
+          throw idle.stalled() ? new LeaderUnreachable(`nothing moved for ${idleSeconds(flags)} s (--idle-timeout)`) : e
+        })
       const answer = (await res.json()) as { artifact?: Artifact; offset?: number }
       if (res.status === 201 && answer.artifact) artifact = answer.artifact
       else offset = answer.offset ?? offset
@@ -157,10 +185,12 @@ export async function upload({ args, flags, usage }: Invocation): Promise<number
       // ask where the upload stands and send the rest. A wrong hash or a full quota ends it.
       const resumable = e instanceof LeaderUnreachable || (e instanceof LeaderRefused && (e.code === 'conflict' || e.code === 'service_unavailable' || e.code === 'insufficient_storage'))
       p.end()
-      if (!resumable || attempt >= ATTEMPTS) throw e
+      if (!resumable || attempt >= ATTEMPTS) throw e instanceof LeaderUnreachable && idle.stalled() ? new CliError(`the upload of ${body.name} stalled: ${e.message}, ${ATTEMPTS} times; the same command resumes it`) : e
       await Bun.sleep(500 * attempt)
       offset = (await c.get<Static<typeof A.UploadState>>(`/api/v1/artifacts/uploads/${begun.upload_id}`)).offset
-      note(`the upload broke off (${netReason(e)}); resuming at byte ${offset} of ${bytes}`)
+      note(`the upload broke off (${idle.stalled() ? (e as Error).message : netReason(e)}); resuming at byte ${offset} of ${bytes}`)
+    } finally {
+      idle.stop()
     }
   }
   p.end()
@@ -215,7 +245,13 @@ export async function download({ args, flags }: Invocation): Promise<number> {
   const part = `${target}.part`
   const held = toStdout ? 0 : partSize(part, a)
   const range: Record<string, string> = held > 0 ? { range: `bytes=${held}-`, 'if-range': `"${a.sha256}"` } : {}
-  const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, headers: { accept: 'application/octet-stream', ...range } })
+  const idleS = idleSeconds(flags)
+  const idle = idleWatch(idleS)
+  const stalledAt = (got: number) => new CliError(`the download of ${a.name} stalled: no byte for ${idleS} s (--idle-timeout) after ${got} of ${a.size_bytes} bytes${toStdout || got === 0 ? '' : `; the same command resumes from ${part}`}`)
+  const res = await c.fetch('GET', `/api/v1/artifacts/${a.id}/content`, { timeoutMs: null, signal: idle.signal, headers: { accept: 'application/octet-stream', ...range } }).catch((e) => {
+    idle.stop()
+    throw idle.stalled() ? stalledAt(held) : e
+  })
   if (!res.body) throw new CliError(`the leader sent no bytes for artifact ${a.id}`)
   const from = res.status === 206 ? held : 0
   const h = new Bun.CryptoHasher('sha256')
@@ -246,14 +282,18 @@ export async function download({ args, flags }: Invocation): Promise<number> {
       try {
         next = await reader.read()
       } catch (e) {
+        if (idle.stalled()) throw stalledAt(got)
         throw new CliError(`the download of ${a.name} broke off after ${got} of ${a.size_bytes} bytes: ${netReason(e)}${toStdout ? '' : `; the same command resumes from ${part}`}`)
       }
       if (next.done) break
       h.update(next.value)
       write(next.value)
+      // After the write: a slow reader of standard output (a pager) is not the leader stalling.
+      idle.poke()
       p.at((got += next.value.byteLength))
     }
   } finally {
+    idle.stop()
     p.end()
     if (!toStdout) closeSync(fd)
   }
