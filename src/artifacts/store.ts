@@ -5,7 +5,7 @@
 // are still named is the service's question (src/artifacts/service.ts collects the others).
 import { mkdir, open, readdir, rename, rm, stat, utimes, copyFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { readAhead } from './read-ahead'
+import { readAhead, withDeadline } from './read-ahead'
 import type { ArtifactStoreConfig } from '../config'
 
 export interface BlobInfo {
@@ -160,13 +160,28 @@ export interface S3Settings {
   sessionToken: string | null
 }
 
+/**
+ * How long an S3 call may go without an answer: Bun's client waits minutes for a bucket that
+ * stopped answering, holding the request (and the fellow) that long; past the deadline the
+ * caller gets an error, answered 503 with Retry-After. A blob write gets a second more per MiB
+ * (it may carry gigabytes: 1 MiB/s at the least), a download as long between two chunks.
+ */
+export interface S3Deadlines {
+  callMs: number
+  writeMsPerMiB: number
+}
+export const S3_DEADLINES: S3Deadlines = { callMs: 30_000, writeMsPerMiB: 1_000 }
+
 /** `<prefix>/sha256/<first 2 hex>/<hex>` in one bucket, through Bun's built-in S3 client. */
 export class S3BlobStore implements BlobStore {
   readonly exclusive = false
   private client: Bun.S3Client
   private base: string
 
-  constructor(private s: S3Settings) {
+  constructor(
+    private s: S3Settings,
+    private deadlines: S3Deadlines = S3_DEADLINES,
+  ) {
     // Every setting given explicitly: Bun's client would otherwise read S3_* and AWS_* itself,
     // and src/config.ts is the one place that reads the environment.
     this.client = new Bun.S3Client({
@@ -192,13 +207,15 @@ export class S3BlobStore implements BlobStore {
   async putFile(sha256: string, path: string): Promise<void> {
     // Written even when the object exists: S3 has no cheap "touch", and rewriting the same bytes
     // renews LastModified, which is the age the collector reads.
-    await this.client.write(this.keyOf(sha256), Bun.file(path), { type: 'application/octet-stream' })
+    const { size } = await stat(path)
+    const ms = this.deadlines.callMs + Math.ceil(size / 1024 ** 2) * this.deadlines.writeMsPerMiB
+    await withDeadline(this.client.write(this.keyOf(sha256), Bun.file(path), { type: 'application/octet-stream' }), ms, 'writing the object')
     await rm(path, { force: true })
   }
 
   async stat(sha256: string): Promise<BlobInfo | null> {
     try {
-      const s = await this.client.file(this.keyOf(sha256)).stat()
+      const s = await withDeadline(this.client.file(this.keyOf(sha256)).stat(), this.deadlines.callMs, 'asking for the object')
       return { sha256, size: s.size, modifiedAt: s.lastModified.getTime() }
     } catch (e) {
       const code = (e as { code?: string }).code
@@ -213,17 +230,17 @@ export class S3BlobStore implements BlobStore {
   }
 
   open(sha256: string, size: number, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
-    return readAhead(this.read(sha256, range), size)
+    return readAhead(this.read(sha256, range), size, this.deadlines.callMs)
   }
 
   async delete(sha256: string): Promise<void> {
-    await this.client.delete(this.keyOf(sha256))
+    await withDeadline(this.client.delete(this.keyOf(sha256)), this.deadlines.callMs, 'deleting the object')
   }
 
   async *list(): AsyncIterable<BlobInfo> {
     let continuationToken: string | undefined
     do {
-      const page = await this.client.list({ prefix: this.base, ...(continuationToken ? { continuationToken } : {}) })
+      const page = await withDeadline(this.client.list({ prefix: this.base, ...(continuationToken ? { continuationToken } : {}) }), this.deadlines.callMs, 'listing the objects')
       for (const o of page.contents ?? []) {
         const name = o.key.slice(o.key.lastIndexOf('/') + 1)
         if (!HEX.test(name) || o.key !== this.keyOf(name)) continue

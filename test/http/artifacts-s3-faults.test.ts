@@ -7,6 +7,9 @@ import { createServer, connect, type Socket } from 'node:net'
 import { makeHarness, seedUser, sessionClient } from '../helpers/harness'
 import { listen } from '../helpers/listen'
 import { startFakeS3 } from '../helpers/s3'
+import { ArtifactService } from '../../src/artifacts/service'
+import { S3BlobStore } from '../../src/artifacts/store'
+import type { UserCaller } from '../../src/caller'
 
 interface Rule {
   method?: string
@@ -141,5 +144,38 @@ describe('downloads from a bucket that fails', () => {
     const ok = await download(art.id)
     expect(ok.status).toBe(200)
     expect(new Uint8Array(await ok.arrayBuffer())).toEqual(bytes(50_000, 2))
+  })
+})
+
+describe('a bucket that stops answering', () => {
+  // The same bucket through a store whose deadline is short (the leader's is 30 s a call).
+  const settings = { bucket: 'bucket', prefix: 'faults', endpoint: proxy.endpoint, region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, sessionToken: null }
+  const svc = new ArtifactService(h.ctx, new S3BlobStore(settings, { callMs: 300, writeMsPerMiB: 0 }))
+  const me: UserCaller = { kind: 'user', userId: alice.id, role: 'user', via: 'session', credentialId: '', fromCookie: false }
+
+  test('a download whose object never comes ends in 503 with Retry-After, not a request held for minutes', async () => {
+    const art = await stored(bytes(20_000, 4), 'hung.bin')
+    proxy.set([{ method: 'GET', path: '/faults/sha256/', mode: 'hang' }])
+    const refused = await svc.open(me, art.id, null).catch((e) => e)
+    expect([refused.code, refused.extra.retryAfterS]).toEqual(['service_unavailable', 5])
+  })
+
+  test('completing an upload against a bucket that takes the bytes and never answers is 503; the upload stays complete and the retry publishes it', async () => {
+    const data = bytes(5_000, 5)
+    const up = svc.beginUpload(me, { kind: 'model', name: 'stuck.bin', size_bytes: data.byteLength, sha256: sha256(data), pool_id: pool.id })
+    const once = (b: Uint8Array) => ({
+      declaredBytes: b.byteLength,
+      copyable: false,
+      toFile: () => Promise.reject(new Error('not copyable')),
+      async *chunks() {
+        if (b.byteLength > 0) yield b
+      },
+    })
+    proxy.set([{ method: 'PUT', path: '/faults/sha256/', mode: 'hang' }])
+    const refused = await svc.write(me, up.upload_id, 0, once(data)).catch((e) => e)
+    expect([refused.code, refused.extra.retryAfterS]).toEqual(['service_unavailable', 5])
+    proxy.set([])
+    const done = await svc.write(me, up.upload_id, data.byteLength, once(new Uint8Array(0)))
+    expect(done.done).toBe(true)
   })
 })
