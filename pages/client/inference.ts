@@ -88,8 +88,12 @@ export function inferenceClient(): void {
           const chunk = JSON.parse(payload)
           if (chunk.error) throw new Error(chunk.error.message ?? t('chat.modelError'))
           const delta = chunk.choices?.[0]?.delta?.content ?? chunk.choices?.[0]?.message?.content ?? ''
+          if (delta === '') continue
+          // Only the new words are added (the "…" goes at the first): setting the whole answer at
+          // every token had the log (a live region) hand a screen reader all of it again each time.
+          if (text === '') out.textContent = ''
           text += delta
-          out.textContent = text
+          out.append(delta)
           log.scrollTop = log.scrollHeight
         } catch (e) {
           if (e instanceof SyntaxError) continue
@@ -125,13 +129,19 @@ export function inferenceClient(): void {
       throw new Error(detail)
     }
     const out = bubble(t('chat.assistant'), '…')
-    if ((res.headers.get('content-type') ?? '').includes('application/json')) {
-      const data = await res.json()
-      const text = data.choices?.[0]?.message?.content ?? ''
-      out.textContent = text
-      return text
+    // Busy while the answer comes in: a screen reader reads it once, whole, when it is complete.
+    log.setAttribute('aria-busy', 'true')
+    try {
+      if ((res.headers.get('content-type') ?? '').includes('application/json')) {
+        const data = await res.json()
+        const text = data.choices?.[0]?.message?.content ?? ''
+        out.textContent = text
+        return text
+      }
+      return await readStream(res, out)
+    } finally {
+      log.removeAttribute('aria-busy')
     }
-    return readStream(res, out)
   }
 
   form.addEventListener('submit', (e) => {

@@ -229,4 +229,38 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('a streamed chat answer is read once: the log is busy while it streams and only new words are added (the whole answer went to the live region at every token)', async () => {
+    await fellowPool()
+    await page.goto(leader.url + '/ops/inference')
+    await page.waitForSelector('#chat-model option[value="tiny-llm"]:not([disabled])', { state: 'attached', timeout: 20_000 })
+    // Every change to the log while the answer streams: text taken away (other than the "…" shown
+    // before the first word), and whether the log was busy when words were added.
+    await page.evaluate(`(() => {
+      const log = document.getElementById('chat-log')
+      window.seen = { removed: [], added: 0, notBusy: 0 }
+      new MutationObserver((records) => {
+        for (const r of records) {
+          for (const n of r.removedNodes) if (n.nodeType === 3 && n.data !== '…') window.seen.removed.push(n.data)
+          if (r.type === 'characterData') window.seen.removed.push(r.oldValue)
+          for (const n of r.addedNodes) if (n.nodeType === 3 && r.target.closest('.msg:last-child')) {
+            window.seen.added++
+            if (log.getAttribute('aria-busy') !== 'true') window.seen.notBusy++
+          }
+        }
+      }).observe(log, { subtree: true, childList: true, characterData: true, characterDataOldValue: true })
+    })()`)
+    await page.selectOption('#chat-model', 'tiny-llm')
+    await page.fill('#chat-prompt', 'It was the best of')
+    await page.click('#chat-send')
+    const reply = page.locator('#chat-log .msg:last-child span')
+    await until(async () => (await reply.innerText()).split(' ').length >= 64, 'the streamed reply', { timeoutMs: 15_000, everyMs: 100 })
+    await until(async () => (await page.locator('#chat-msg').innerText()) === '', 'the end of the stream', { timeoutMs: 5000, everyMs: 50 })
+    const seen = (await page.evaluate('window.seen')) as { removed: string[]; added: number; notBusy: number }
+    expect(seen.added).toBeGreaterThan(2)
+    expect(seen.removed).toEqual([])
+    expect(seen.notBusy).toBe(0)
+    expect(await page.getAttribute('#chat-log', 'aria-busy')).toBeNull()
+    expect(errors).toEqual([])
+  }, T)
 })
