@@ -42,8 +42,10 @@ export const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
  * --service it installs a systemd unit instead of running in the foreground: the join token goes in
  * an EnvironmentFile of mode 0600 (root only), not on a command line any user can read with ps.
  * Options it does not know (--engine, --runner, --config, --hostname...) are handed to the agent.
+ * Fetched with a valid join token, the script carries it (`joinToken`), so the join command needs
+ * it on no command line; its own downloads send it from curl's stdin for the same reason.
  */
-export function fellowScript(baseUrl: string): string {
+export function fellowScript(baseUrl: string, joinToken: string | null = null): string {
   return `#!/bin/sh
 # Installs the svc fellow agent from the leader at ${baseUrl.replace(/\n/g, '')} and starts it.
 # Usage: curl -fsSL URL/api/v1/bootstrap/fellow.sh | sh -s -- --join-token TOKEN [--leader URL] [--dir DIR]
@@ -53,7 +55,7 @@ export function fellowScript(baseUrl: string): string {
 # Any other option is passed to the agent (svc fellow --help lists them), also into the unit.
 set -eu
 LEADER=${shQuote(baseUrl)}
-JOIN_TOKEN="\${SVC_JOIN_TOKEN:-}"
+JOIN_TOKEN="\${SVC_JOIN_TOKEN:-}"${joinToken === null ? '' : `\n[ -n "$JOIN_TOKEN" ] || JOIN_TOKEN=${shQuote(joinToken)}`}
 DIR="\${SVC_FELLOW_DIR:-\${HOME:-/tmp}/.svc-fellow}"
 NOSTART=""
 SERVICE=""
@@ -89,12 +91,14 @@ case "$(uname -s)-$(uname -m)" in
   *) fail "unsupported platform $(uname -s)-$(uname -m)" ;;
 esac
 mkdir -p "$DIR/bin" "$DIR/state"
-MANIFEST=$(curl -fsSL -H "X-Bootstrap-Token: $JOIN_TOKEN" "$LEADER/api/v1/bootstrap/manifest.json") || fail "cannot fetch the manifest from $LEADER"
+# The token goes to curl on its stdin: on its command line, ps would show it to every user.
+bootstrap_header() { printf 'X-Bootstrap-Token: %s\\n' "$JOIN_TOKEN"; }
+MANIFEST=$(bootstrap_header | curl -fsSL -H @- "$LEADER/api/v1/bootstrap/manifest.json") || fail "cannot fetch the manifest from $LEADER"
 SHA=$(printf '%s' "$MANIFEST" | tr -d '\\n' | sed -n 's/.*"sha256":"\\([0-9a-f]\\{64\\}\\)".*/\\1/p')
 WANT=$(printf '%s' "$MANIFEST" | tr -d '\\n' | sed -n 's/.*"platform":"\\([a-z0-9-]*\\)".*/\\1/p')
 [ -n "$SHA" ] || fail "the leader offers no agent binary (it must run the compiled dist/svc)"
 [ "$WANT" = "$PLATFORM" ] || fail "the leader's binary is for $WANT, this machine is $PLATFORM"
-curl -fsSL -H "X-Bootstrap-Token: $JOIN_TOKEN" -o "$DIR/bin/svc.part" "$LEADER/api/v1/bootstrap/svc" || fail "downloading the agent failed"
+bootstrap_header | curl -fsSL -H @- -o "$DIR/bin/svc.part" "$LEADER/api/v1/bootstrap/svc" || fail "downloading the agent failed"
 if command -v sha256sum >/dev/null 2>&1; then GOT=$(sha256sum "$DIR/bin/svc.part" | cut -d' ' -f1)
 elif command -v shasum >/dev/null 2>&1; then GOT=$(shasum -a 256 "$DIR/bin/svc.part" | cut -d' ' -f1)
 else fail "sha256sum or shasum is required"; fi

@@ -76,10 +76,12 @@ export function signalSocketRoute(fellows: Fellows) {
 }
 
 export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, counters, signalSocket, heartbeat }: FellowRouteDeps) {
-  const requireBootstrapToken = (headers: Record<string, string | undefined>) => {
-    if (!ctx.cfg.bootstrapRequireToken) return
+  /** The presented join token when it is valid (else null); refuses without one when the leader requires it. */
+  const requireBootstrapToken = (headers: Record<string, string | undefined>): string | null => {
     const token = headers['x-bootstrap-token']
-    if (!token || fellows.resolveJoinToken(token) === null) throw new AppError('unauthorized', 'A valid X-Bootstrap-Token header (a join token) is required.')
+    const valid = token !== undefined && token !== '' && fellows.resolveJoinToken(token) !== null ? token : null
+    if (ctx.cfg.bootstrapRequireToken && valid === null) throw new AppError('unauthorized', 'A valid X-Bootstrap-Token header (a join token) is required.')
+    return valid
   }
   return (
     app
@@ -111,8 +113,8 @@ export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, cou
       .get(
         '/api/v1/bootstrap/fellow.sh',
         ({ headers }) => {
-          requireBootstrapToken(headers)
-          return new Response(fellowScript(ctx.cfg.baseUrl), { headers: { 'content-type': 'text/x-shellscript; charset=utf-8', 'cache-control': 'no-store' } })
+          const token = requireBootstrapToken(headers)
+          return new Response(fellowScript(ctx.cfg.baseUrl, token), { headers: { 'content-type': 'text/x-shellscript; charset=utf-8', 'cache-control': 'no-store' } })
         },
         { policy: 'public' },
       )

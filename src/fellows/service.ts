@@ -43,10 +43,13 @@ export function signalsUrl(baseUrl: string, fellowId: string): string {
 }
 
 export function joinCommand(baseUrl: string, token: string): string {
-  // One line a user pastes on the new machine; the token doubles as the bootstrap token.
+  // One line a user pastes on the new machine; the token doubles as the bootstrap token. It is on
+  // no process's command line (`ps` shows those to every user of the machine, for the minutes the
+  // binary downloads): printf is the shell's own, curl reads the header from its stdin, and the
+  // script it fetches carries the token (fellow.sh is written for the token it was fetched with).
   // Quoted although config.ts admits only shell-safe URLs and tokens are base64url: the command is
   // pasted into a root shell, so nothing in it may depend on that staying true.
-  return `curl -fsSL -H ${shQuote(`X-Bootstrap-Token: ${token}`)} ${shQuote(`${baseUrl}/api/v1/bootstrap/fellow.sh`)} | sh -s -- --leader ${shQuote(baseUrl)} --join-token ${shQuote(token)}`
+  return `printf '%s\\n' ${shQuote(`X-Bootstrap-Token: ${token}`)} | curl -fsSL -H @- ${shQuote(`${baseUrl}/api/v1/bootstrap/fellow.sh`)} | sh -s -- --leader ${shQuote(baseUrl)}`
 }
 
 export interface JoinGrant {

@@ -110,7 +110,7 @@ describe('svc against a running leader', () => {
     const line = jc.stdout.trim()
     expect(line.split('\n')).toHaveLength(1)
     const leaderUrl = /--leader '([^']+)'/.exec(line)![1]!
-    const joinToken = /--join-token '(svc_join_[^']+)'/.exec(line)![1]!
+    const joinToken = /'X-Bootstrap-Token: (svc_join_[^']+)'/.exec(line)![1]!
     const dir = mkdtempSync(join(tmpdir(), 'svc-cli-fellow-'))
     const fellow = Bun.spawn([SVC_BIN, 'fellow', '--leader', leaderUrl, '--join-token', joinToken, '--state-dir', join(dir, 'state'), '--hostname', 'cli-box', '--advertise-host', '127.0.0.1', '--p2p-port-base', String(freeBase())], {
       cwd: dir,

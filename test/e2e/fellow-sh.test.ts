@@ -2,7 +2,7 @@
 // it downloads the leader's own executable, verifies its checksum, installs it and starts the
 // agent. Requires `bun run build` first.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Server, Subprocess } from 'bun'
@@ -175,6 +175,42 @@ describe('fellow.sh from the bootstrap route', () => {
     expect(unit).toContain(`ExecStart="${dir}/bin/svc" fellow --state-dir "${dir}/state" "--engine" "tiny=http://127.0.0.1:9/v1" "--hostname" "gpu \\"box\\" 50%%"\n`)
     expect(unit).not.toContain(joinToken)
     expect(unit).toContain('WantedBy=multi-user.target')
+  }, 30_000)
+
+  test('the join command, pasted as it is, installs with the token on no command line (ps showed it for the whole download): curl reads it from its stdin, the script it fetched carries it', async () => {
+    const js = await fetch(`${leader.url}/api/v1/bootstrap/join-sessions`, { method: 'POST', headers: auth, body: JSON.stringify({ pool_id: poolId }) })
+    const { command, join_token: token } = (await js.json()) as { command: string; join_token: string }
+    expect(command).not.toContain('--join-token')
+    const home = mkdtempSync(join(tmpdir(), 'svc-home-'))
+    const [dir, units, etc, wrap] = ['fellow', 'units', 'etc', 'wrap'].map((d) => join(home, d)) as [string, string, string, string]
+    mkdirSync(units)
+    mkdirSync(wrap)
+    // A curl that writes down its arguments (what ps would show), then is the real one.
+    writeFileSync(join(wrap, 'curl'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${home}/curl-args'\nexec '${Bun.which('curl')}' "$@"\n`, { mode: 0o755 })
+    const proc = Bun.spawn(['sh', '-c', `${command} --dir '${dir}' --service --no-start`], {
+      cwd: home,
+      env: { PATH: `${wrap}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: home, SVC_SYSTEMD_DIR: units, SVC_FELLOW_ETC: etc },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    children.push(proc)
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+    expect([code, stderr]).toEqual([0, expect.stringContaining('svc-fellow.service')])
+    const calls = readFileSync(join(home, 'curl-args'), 'utf8').trim().split('\n')
+    expect(calls.map((c) => c.split(' ').at(-1))).toEqual([`${leader.url}/api/v1/bootstrap/fellow.sh`, `${leader.url}/api/v1/bootstrap/manifest.json`, `${leader.url}/api/v1/bootstrap/svc`])
+    for (const c of calls) expect(c).not.toContain(token)
+    // The token reached the installed agent's settings all the same.
+    expect(readFileSync(join(etc, 'svc-fellow', 'fellow.env'), 'utf8')).toBe(`SVC_JOIN_TOKEN=${token}\nSVC_LEADER_URL=${leader.url}\n`)
+  }, 30_000)
+
+  test('fellow.sh carries only a valid join token it was fetched with', async () => {
+    const carried = async (token: string | null) => {
+      const text = await (await fetch(`${leader.url}/api/v1/bootstrap/fellow.sh`, { headers: token === null ? {} : { 'x-bootstrap-token': token } })).text()
+      return text.split('\n').find((l) => l.startsWith('[ -n "$JOIN_TOKEN" ] || JOIN_TOKEN=')) ?? null
+    }
+    expect(await carried(joinToken)).toBe(`[ -n "$JOIN_TOKEN" ] || JOIN_TOKEN='${joinToken}'`)
+    expect(await carried(null)).toBeNull()
+    expect(await carried("svc_join_made'up")).toBeNull()
   }, 30_000)
 
   test('svc fellow refuses bad arguments with usage and exit code 2', async () => {

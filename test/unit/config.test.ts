@@ -185,10 +185,10 @@ describe('config', () => {
     expect(statSync(join(d, 'join_state.sqlite3')).mode & 0o777).toBe(0o600)
   })
 
-  test('the join command quotes every word it pastes into a shell', () => {
+  test('the join command quotes every word it pastes into a shell, and puts the token on no command line (printf is the shell\'s own; curl reads it from stdin)', () => {
     const cmd = joinCommand("http://x'y.example", "svc_join_a'b")
     expect(cmd).toBe(
-      `curl -fsSL -H 'X-Bootstrap-Token: svc_join_a'\\''b' 'http://x'\\''y.example/api/v1/bootstrap/fellow.sh' | sh -s -- --leader 'http://x'\\''y.example' --join-token 'svc_join_a'\\''b'`,
+      `printf '%s\\n' 'X-Bootstrap-Token: svc_join_a'\\''b' | curl -fsSL -H @- 'http://x'\\''y.example/api/v1/bootstrap/fellow.sh' | sh -s -- --leader 'http://x'\\''y.example'`,
     )
   })
 })
