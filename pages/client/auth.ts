@@ -13,7 +13,7 @@ export function authClient(): void {
   on('login-form', async (form) => {
     svc.say('login-msg', t('auth.loggingIn'))
     const r = await svc.api('POST', '/api/v1/auth/login', svc.formJson(form))
-    if (!r.ok) return svc.say('login-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('login-msg', svc.refusedFields(r, { invalid_credentials: ['login-password', 'login-email'], '/email': ['login-email'], '/password': ['login-password'] }), r.error ?? '')
     location.href = safeNext(svc.data('next') || '/dashboard')
   })
 
@@ -22,7 +22,7 @@ export function authClient(): void {
     if (body.display_name === '') delete body.display_name
     svc.say('register-msg', t('auth.creating'))
     const r = await svc.api('POST', '/api/v1/auth/register', body)
-    if (!r.ok) return svc.say('register-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('register-msg', svc.refusedFields(r, { email_taken: ['reg-email'], '/email': ['reg-email'], '/display_name': ['reg-name'], '/password': ['reg-password'] }), r.error ?? '')
     if (r.data.logged_in) {
       location.href = safeNext(svc.data('next') || '/dashboard')
       return
@@ -58,9 +58,9 @@ export function authClient(): void {
     const token = tokenFromUrl()
     const body = svc.formJson(form)
     if (!token) return svc.say('reset-msg', t('auth.noTokenAdmin'), 'error')
-    if (body.new_password !== body.confirm) return svc.say('reset-msg', t('auth.differ'), 'error')
+    if (body.new_password !== body.confirm) return svc.formError('reset-msg', ['reset-confirm'], t('auth.differ'))
     const r = await svc.api('POST', '/api/v1/auth/reset-password', { token, new_password: body.new_password })
-    if (!r.ok) return svc.say('reset-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('reset-msg', svc.refusedFields(r, { '/new_password': ['reset-password'] }), r.error ?? '')
     form.reset()
     const msg = document.getElementById('reset-msg')
     // A new password opens only an active account: said here, not at the next login's refusal.

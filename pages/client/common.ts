@@ -133,8 +133,50 @@ export function commonClient(): void {
     if (!node) return
     setText(node, text)
     node.className = 'notice' + (kind && text ? ' ' + kind : '')
-    // Errors interrupt (alert); confirmations wait their turn (status).
+    // Errors interrupt (alert); confirmations wait their turn (status). aria-live says the same: a
+    // polite one left on an alert (the Notice is served with it) contradicted the role.
     node.setAttribute('role', kind === 'error' ? 'alert' : 'status')
+    node.setAttribute('aria-live', kind === 'error' ? 'assertive' : 'polite')
+    // Something else said here: the fields an earlier error was about are no longer invalid.
+    if (kind !== 'error' && node.id) for (const f of Array.from(document.querySelectorAll(`[data-error-of="${CSS.escape(node.id)}"]`))) unmarkField(f)
+  }
+
+  function unmarkField(field: Element): void {
+    const msg = field.getAttribute('data-error-of')
+    field.removeAttribute('data-error-of')
+    field.removeAttribute('aria-invalid')
+    const ids = (field.getAttribute('aria-describedby') ?? '').split(/\s+/).filter((id) => id !== '' && id !== msg)
+    if (ids.length) field.setAttribute('aria-describedby', ids.join(' '))
+    else field.removeAttribute('aria-describedby')
+  }
+
+  /**
+   * An error under a form (the element `msg`) tied to the fields it is about: each is marked
+   * aria-invalid with the message in its aria-describedby, and the first gets the focus. Undone for
+   * a field once it is changed, for all once `msg` says something else.
+   */
+  function formError(msg: string, fields: string[], text: string): void {
+    say(msg, text, 'error')
+    let first: HTMLElement | null = null
+    for (const id of fields) {
+      const f = document.getElementById(id)
+      if (!f) continue
+      first ??= f
+      if (f.getAttribute('data-error-of') !== msg) {
+        const ids = (f.getAttribute('aria-describedby') ?? '').split(/\s+/).filter(Boolean)
+        f.setAttribute('aria-describedby', [...ids, msg].join(' '))
+        f.setAttribute('data-error-of', msg)
+        f.addEventListener('input', () => unmarkField(f), { once: true })
+      }
+      f.setAttribute('aria-invalid', 'true')
+    }
+    first?.focus()
+  }
+
+  /** The fields a refusal is about: by its errors' paths ('/password') or its code ('email_taken'), as `map` names them. */
+  function refusedFields(r: ApiResult<any>, map: Record<string, string[]>): string[] {
+    const keys = [...(Array.isArray(r.data?.errors) ? r.data.errors.map((e: any) => String(e?.path ?? '')) : []), String(r.data?.code ?? '')]
+    return Array.from(new Set(keys.flatMap((k) => map[k] ?? [])))
   }
 
   /**
@@ -529,7 +571,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, exclusive, onSubmit, stream, el, say, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Forms that only a script can send come with their button off, so that without JavaScript

@@ -51,7 +51,7 @@ export function profileClient(): void {
     const body: Record<string, unknown> = { name: f.name }
     if (f.expires_in_days) body.expires_in_days = Number(f.expires_in_days)
     const r = await svc.api('POST', '/api/v1/api-tokens', body)
-    if (!r.ok) return svc.say('token-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('token-msg', svc.refusedFields(r, { '/name': ['token-name'], '/expires_in_days': ['token-days'] }), r.error ?? '')
     const once = $('token-once')
     const value = $('token-value')
     if (value) value.textContent = r.data.token
@@ -63,9 +63,9 @@ export function profileClient(): void {
 
   svc.onSubmit('password-form', async (form) => {
     const f = svc.formJson(form)
-    if (f.new_password !== f.confirm) return svc.say('password-msg', t('auth.differ'), 'error')
+    if (f.new_password !== f.confirm) return svc.formError('password-msg', ['pw-confirm'], t('auth.differ'))
     const r = await svc.api('POST', '/api/v1/auth/password', { current_password: f.current_password, new_password: f.new_password })
-    if (!r.ok) return svc.say('password-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('password-msg', svc.refusedFields(r, { wrong_password: ['pw-current'], '/current_password': ['pw-current'], '/new_password': ['pw-new'] }), r.error ?? '')
     form.reset()
     svc.say('password-msg', t('profile.changed'), 'ok')
   })

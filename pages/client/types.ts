@@ -31,6 +31,13 @@ export interface Svc {
   say(target: string | Element | null, text: string, kind?: 'ok' | 'error' | ''): void
   /** Keyboard focus to an element (a message gets tabindex=-1): after an action took the focused control away. */
   focus(target: string | Element | null): void
+  /**
+   * An error under a form (element `msg`) tied to its fields (ids): aria-invalid, the message in
+   * their aria-describedby, focus on the first; undone when a field changes or `msg` says otherwise.
+   */
+  formError(msg: string, fields: string[], text: string): void
+  /** The field ids a refusal concerns: `map` from an errors[].path ('/password') or a code ('email_taken'). */
+  refusedFields(r: ApiResult, map: Record<string, string[]>): string[]
   /** Previous/Next (#page-prev, #page-next) off or on; focus on one going off moves to the other. */
   pager(prevOff: boolean, nextOff: boolean): void
   /** Sets the message beside a form field (`<id>-error`) and its aria-invalid; true when `text` is empty. */

@@ -263,4 +263,55 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     expect(await page.getAttribute('#chat-log', 'aria-busy')).toBeNull()
     expect(errors).toEqual([])
   }, T)
+
+  test('a refused login, registration or password change marks the field it is about (aria-invalid, described by the message) and focuses it; the error is an assertive alert', async () => {
+    const invalid = async (p: Page, id: string, msg: string) => {
+      expect(await p.getAttribute('#' + id, 'aria-invalid')).toBe('true')
+      expect((await p.getAttribute('#' + id, 'aria-describedby')) ?? '').toContain(msg)
+      expect(await focusedId(p)).toBe(id)
+      expect(await p.getAttribute('#' + msg, 'role')).toBe('alert')
+      expect(await p.getAttribute('#' + msg, 'aria-live')).toBe('assertive')
+    }
+    const c = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-US' })
+    try {
+      const p = await c.newPage()
+      watchErrors(p, errors)
+      await p.goto(leader.url + '/login')
+      await p.fill('#login-email', 'ada@example.com')
+      await p.fill('#login-password', 'not the password')
+      await p.press('#login-password', 'Enter')
+      await p.waitForSelector('#login-msg.error')
+      await invalid(p, 'login-password', 'login-msg')
+      // Typing again: the field is no longer marked.
+      await p.keyboard.type('x')
+      expect(await p.getAttribute('#login-password', 'aria-invalid')).toBeNull()
+      expect(await p.getAttribute('#login-password', 'aria-describedby')).toBeNull()
+
+      await p.goto(leader.url + '/register')
+      await p.fill('#reg-email', 'ada@example.com')
+      await p.fill('#reg-password', 'long enough password')
+      await p.press('#reg-password', 'Enter')
+      await p.waitForSelector('#register-msg.error')
+      await invalid(p, 'reg-email', 'register-msg')
+      // The hint it had stays beside the message.
+      await p.fill('#reg-password', 'x')
+      expect(await p.getAttribute('#reg-password', 'aria-describedby')).toBe('reg-password-hint')
+    } finally {
+      await c.close()
+    }
+    await page.goto(leader.url + '/profile')
+    await page.fill('#pw-current', 'not the password')
+    await page.fill('#pw-new', 'a new long password')
+    await page.fill('#pw-confirm', 'a new long password')
+    await page.press('#pw-confirm', 'Enter')
+    await page.waitForSelector('#password-msg.error')
+    await invalid(page, 'pw-current', 'password-msg')
+    await page.fill('#pw-current', PASSWORD)
+    await page.fill('#pw-confirm', 'something else entirely')
+    await page.press('#pw-confirm', 'Enter')
+    await page.waitForSelector('#password-msg.error:has-text("differ")')
+    await invalid(page, 'pw-confirm', 'password-msg')
+    expect(await page.getAttribute('#pw-current', 'aria-invalid')).toBeNull()
+    expect(errors).toEqual([])
+  }, T)
 })
