@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { artifactsBucket, loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
-import { restoreDatabase } from '../db/restore'
+import { discardRestore, finishRestore, prepareRestore, type Restored } from '../db/restore'
 import { openDb, openDbReadOnly, StateVersionError } from '../db/client'
 import { migrationState } from '../db/migrate'
 import type { Database } from 'bun:sqlite'
@@ -17,7 +17,7 @@ import { readPassword } from './prompt'
 import { sendTestMail } from '../mail/sender'
 import { AppError, invalid } from '../errors'
 import { UsageError, CliError } from './usage'
-import { writeOut } from './output'
+import { Ended, writeOut } from './output'
 import { createContext, type Ctx } from '../context'
 import { CHECKS, runDoctor, type CheckResult } from '../admin/doctor'
 import type { Invocation } from './spec'
@@ -145,7 +145,27 @@ export async function backup({ args, flags }: Invocation): Promise<number> {
 }
 
 export async function restore({ args, flags }: Invocation): Promise<number> {
-  const r = restoreDatabase(args.FILE!, dbPathOf(flags.db))
+  // Ctrl-C or SIGTERM while the copy is written (one SQLite call that cannot be broken into): the
+  // copy is finished, then removed, and the state file is left as it was; killed by default, the
+  // process left `.join_state.sqlite3.restore-PID` behind for good.
+  let stopped: NodeJS.Signals | null = null
+  const onSignal = (s: NodeJS.Signals) => void (stopped ??= s)
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  let r: Restored
+  try {
+    const prepared = prepareRestore(args.FILE!, dbPathOf(flags.db))
+    // A signal that came during the copy is delivered once the event loop runs again.
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    if (stopped !== null) {
+      discardRestore(prepared)
+      throw new Ended(stopped === 'SIGINT' ? 130 : 143, `cancelled: nothing was restored (${prepared.dest} is as it was)`)
+    }
+    r = finishRestore(prepared)
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
   writeOut(`restored ${args.FILE} to ${r.path} (${r.bytes} bytes, integrity ok)\n`)
   if (r.previous) writeOut(`the file it replaced is kept as ${r.previous}\n`)
   if (r.missing > 0) writeOut(`the backup lacks ${r.missing} migration(s); the leader applies them when it starts\n`)

@@ -298,6 +298,7 @@ export const COMMANDS: Command[] = [
   {
     path: ['admin', 'restore'],
     summary: 'Put a backup in place of the state database. Refused while a process (a leader) has the file open; the backup\'s integrity is checked first; the replaced file is kept beside it.',
+    description: 'The backup is copied beside the state file first (.NAME.restore-PID) and renamed into place. Ctrl-C or SIGTERM during the copy lets it finish, then removes it and leaves the state file as it was (exit 130 or 143); a copy left by a restore that was killed outright is removed by the next restore.',
     args: [{ name: 'FILE', help: 'a file written by svc admin backup' }],
     flags: [],
     shared: ['db'],

@@ -93,6 +93,23 @@ export interface Restored {
 }
 
 export function restoreDatabase(file: string, dbPath: string, now = new Date()): Restored {
+  return finishRestore(prepareRestore(file, dbPath), now)
+}
+
+/** A restore whose copy is made and checked, beside the state file, not yet put in its place. */
+export interface PreparedRestore {
+  source: string
+  dest: string
+  /** The compacted copy, `.<name>.restore-<pid>` beside the state file. */
+  tmp: string
+  missing: number
+}
+
+/**
+ * Checks everything and writes the copy beside the state file; nothing the leader reads is touched
+ * yet. A caller that was interrupted meanwhile (Ctrl-C) calls discardRestore instead of finishRestore.
+ */
+export function prepareRestore(file: string, dbPath: string): PreparedRestore {
   const source = resolve(file)
   const dest = resolve(dbPath)
   if (source === dest) throw new RestoreError('the backup is the state file itself')
@@ -107,6 +124,7 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
     if (holders.length > 0) throw new RestoreError(`${dest} is in use by process ${holders.join(', ')} (a running leader?): stop it first, then restore`)
   }
   mkdirSync(dirname(dest), { recursive: true, mode: 0o700 })
+  removeStaleCopies(dest)
   // A compacted, WAL-free copy beside the target, renamed into place: never a half-written state file.
   const tmp = join(dirname(dest), `.${basename(dest)}.restore-${process.pid}`)
   rmSync(tmp, { force: true })
@@ -119,11 +137,16 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
   try {
     src.query('VACUUM INTO ?').run(tmp)
   } catch (e) {
-    rmSync(tmp, { force: true })
+    discardRestore({ tmp })
     throw new RestoreError(`copying ${source} failed: ${(e as Error).message}`)
   } finally {
     src.close()
   }
+  return { source, dest, tmp, missing }
+}
+
+/** Puts the prepared copy in place of the state file, keeping the file it replaces beside it. */
+export function finishRestore({ dest, tmp, missing }: PreparedRestore, now = new Date()): Restored {
   let previous: string | null = null
   if (existsSync(dest)) {
     previous = keepAside(dest, now)
@@ -132,6 +155,41 @@ export function restoreDatabase(file: string, dbPath: string, now = new Date()):
   }
   renameSync(tmp, dest)
   return { path: dest, bytes: statSync(dest).size, previous, missing }
+}
+
+/** Removes a prepared copy (and its journal): the restore was stopped, nothing was changed. */
+export function discardRestore({ tmp }: Pick<PreparedRestore, 'tmp'>): void {
+  rmSync(tmp, { force: true })
+  rmSync(`${tmp}-journal`, { force: true })
+}
+
+/**
+ * Copies of this same state file left by a restore that was killed (its process is gone): they
+ * hold password and token hashes and the size of the whole state, and nothing else removes them.
+ */
+function removeStaleCopies(dest: string): void {
+  const prefix = `.${basename(dest)}.restore-`
+  let names: string[]
+  try {
+    names = readdirSync(dirname(dest))
+  } catch {
+    return
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue
+    const m = /^(\d+)(-journal)?$/.exec(name.slice(prefix.length))
+    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
+    rmSync(join(dirname(dest), name), { force: true })
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as { code?: string }).code === 'EPERM'
+  }
 }
 
 /**

@@ -4,11 +4,12 @@
 // carry on with their node tokens; and the copy is a clean cut: writes acknowledged before the
 // backup started are in it, writes sent after it finished are not.
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Database } from 'bun:sqlite'
-import { runSvc, startLeader } from '../helpers/leader'
+import { SVC_BIN, runSvc, startLeader } from '../helpers/leader'
+import { track } from '../helpers/children'
 import { call, GPU, mintToken, prng, registerUser, Session } from '../helpers/e2e'
 import { WriteLoad } from '../helpers/load'
 import { until } from '../helpers/until'
@@ -141,5 +142,47 @@ describe('backup and restore', () => {
     console.log(
       `backup/restore: copy taken in ${Math.round(backupEnd - backupStart)} ms under load; ${before_.length} writes acknowledged before it present, ${after_.length} sent after it absent; ${fellows.length + loadFellows.length} fellows re-authenticated; ${Math.round((performance.now() - t0) / 1000)} s in all`,
     )
+  }, 120_000)
+})
+
+describe('svc admin restore, stopped', () => {
+  /** A leader's state file made large (a filler table), so that its copy takes a while. */
+  async function bigBackup(): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-restore-src-'))
+    const db = join(dir, 'backup.sqlite3')
+    const made = await runSvc(['admin', 'create-user', 'root@example.org', '--password-stdin', '--db', db], { stdin: 'a long password\n' })
+    expect(made.code).toBe(0)
+    const sqlite = new Database(db)
+    sqlite.exec('PRAGMA journal_mode = DELETE; CREATE TABLE filler (x BLOB)')
+    sqlite.transaction(() => {
+      for (let i = 0; i < 300; i++) sqlite.query('INSERT INTO filler VALUES (randomblob(1000000))').run()
+    })()
+    sqlite.close()
+    return db
+  }
+
+  test('Ctrl-C or SIGTERM while the copy is written leaves no .restore-PID copy and the state file as it was; copies of killed restores are swept by the next one', async () => {
+    const backup = await bigBackup()
+    for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+      const stateDir = mkdtempSync(join(tmpdir(), 'svc-restore-'))
+      const dest = join(stateDir, 'join_state.sqlite3')
+      writeFileSync(dest, 'the state file before')
+      const proc = track(Bun.spawn([SVC_BIN, 'admin', 'restore', backup, '--db', dest], { env: { PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' }))
+      await until(() => existsSync(join(stateDir, `.join_state.sqlite3.restore-${proc.pid}`)), 'the copy begun', { everyMs: 1 })
+      proc.kill(signal)
+      expect([signal, await proc.exited, await new Response(proc.stderr).text()]).toEqual([signal, status, `svc: cancelled: nothing was restored (${dest} is as it was)\n`])
+      expect(readdirSync(stateDir)).toEqual(['join_state.sqlite3'])
+      expect(await Bun.file(dest).text()).toBe('the state file before')
+    }
+    // Left by restores that were killed outright (SIGKILL, a power cut): swept when their process is gone.
+    const stateDir = mkdtempSync(join(tmpdir(), 'svc-restore-'))
+    const dead = Bun.spawn(['true'])
+    await dead.exited
+    const stale = [`.join_state.sqlite3.restore-${dead.pid}`, `.join_state.sqlite3.restore-${dead.pid}-journal`]
+    const live = `.join_state.sqlite3.restore-${process.pid}` // a restore still running (this test's own pid)
+    for (const f of [...stale, live]) writeFileSync(join(stateDir, f), 'x')
+    const r = await runSvc(['admin', 'restore', backup, '--db', join(stateDir, 'join_state.sqlite3')])
+    expect(r.code).toBe(0)
+    expect(readdirSync(stateDir).sort()).toEqual([live, 'join_state.sqlite3'].sort())
   }, 120_000)
 })
