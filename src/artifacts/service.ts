@@ -15,6 +15,7 @@ import { ACTIVE } from '../jobs/model'
 import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
+import { describeStoreFailure } from './store-errors'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -70,7 +71,9 @@ export class ArtifactService {
     this.collector = new ArtifactCollector(ctx, store, this.uploads, { writing: (id) => this.writing.has(id), inTurn: (sha, fn) => this.inTurn(sha, fn) })
   }
 
+  /** The collection loop; asking for it (the leader starting) also checks the store once. */
   loops(): LoopSpec[] {
+    void this.checkStore()
     return [{ name: 'artifacts-collect', intervalMs: COLLECT_INTERVAL_MS, run: async () => void (await this.collect()) }]
   }
 
@@ -454,15 +457,36 @@ export class ArtifactService {
     return mine
   }
 
-  /** A store that fails (S3 down, disk error) answers 503: the fellow retries, nothing is half-kept. */
+  /**
+   * A store that fails (S3 down, a wrong key, disk error) answers 503: the fellow retries, nothing
+   * is half-kept. The detail says why in the store's own words (a code, never a key or a message).
+   */
   private async storeCall<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn()
     } catch (e) {
       if (e instanceof AppError) throw e
       const ref = Bun.randomUUIDv7()
-      this.ctx.log.error('artifact store failed', { ref, store: this.store.location, error: String((e as Error)?.message ?? e) })
-      throw new AppError('service_unavailable', `The artifact store did not answer (reference ${ref}); retry shortly.`, { retryAfterS: 5 })
+      const reason = describeStoreFailure(e)
+      this.ctx.log.error('artifact store failed', { ref, store: this.store.location, reason, error: String((e as Error)?.message ?? e) })
+      throw new AppError('service_unavailable', `The artifact store failed: ${reason} (reference ${ref}); retry shortly.`, { retryAfterS: 5 })
+    }
+  }
+
+  /**
+   * Asks the store once whether it answers (S3: a listing of one key under the prefix), when the
+   * leader's loops are set up: a wrong key, a missing bucket or an endpoint that is down is an
+   * error line at start, not news at the first upload. Start is not held up by it: the store may
+   * come up after the leader, and everything but artifacts works without it.
+   */
+  async checkStore(): Promise<boolean> {
+    try {
+      await this.store.check()
+      this.ctx.log.info('artifact store answers', { store: this.store.location })
+      return true
+    } catch (e) {
+      this.ctx.log.error('artifact store check failed; uploads and downloads answer 503 until it answers', { store: this.store.location, reason: describeStoreFailure(e), error: String((e as Error)?.message ?? e) })
+      return false
     }
   }
 }

@@ -47,6 +47,8 @@ export interface BlobStore {
   open(sha256: string, size: number, range?: ByteRange): Promise<ReadableStream<Uint8Array>>
   delete(sha256: string): Promise<void>
   list(): AsyncIterable<BlobInfo>
+  /** Throws when the store cannot be used (a wrong key, a missing bucket, an endpoint down). */
+  check(): Promise<void>
 }
 
 const HEX = /^[0-9a-f]{64}$/
@@ -128,6 +130,13 @@ export class LocalBlobStore implements BlobStore {
 
   async delete(sha256: string): Promise<void> {
     await rm(this.pathOf(sha256), { force: true })
+  }
+
+  async check(): Promise<void> {
+    // Created on the first upload; until then a missing directory is no fault.
+    await readdir(this.root).catch((e) => {
+      if (errno(e) !== 'ENOENT') throw e
+    })
   }
 
   async *list(): AsyncIterable<BlobInfo> {
@@ -235,6 +244,10 @@ export class S3BlobStore implements BlobStore {
 
   async delete(sha256: string): Promise<void> {
     await withDeadline(this.client.delete(this.keyOf(sha256)), this.deadlines.callMs, 'deleting the object')
+  }
+
+  async check(): Promise<void> {
+    await withDeadline(this.client.list({ prefix: this.base, maxKeys: 1 }), this.deadlines.callMs, 'listing the objects')
   }
 
   async *list(): AsyncIterable<BlobInfo> {

@@ -85,6 +85,7 @@ describe('two leaders on one bucket prefix', () => {
       open: (sha, size, range) => real.open(sha, size, range),
       delete: (sha) => real.delete(sha),
       list: () => real.list(),
+      check: () => real.check(),
     }
     const svc = new ArtifactService(staging.ctx, racing)
     const data = bytes(700, 3)

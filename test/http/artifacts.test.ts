@@ -159,6 +159,7 @@ describe('uploads', () => {
       open: (sha, size, range) => real.open(sha, size, range),
       delete: (sha) => real.delete(sha),
       list: () => real.list(),
+      check: () => real.check(),
     }
     const svc = new ArtifactService(h.ctx, flaky)
     const node = { kind: 'node' as const, fellowId: fa.id, poolId: poolA.id, credentialId: '' }
