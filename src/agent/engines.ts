@@ -8,7 +8,7 @@
 import { countTokens, generate } from './textgen'
 import { Backoff } from './backoff'
 import { LineLimiter, childEnv, readLines, signalChild, spawnChild } from './lines'
-import { redactUrl } from './redact'
+import { redactUrl, secretEnvValues, secretMask } from './redact'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
 import { sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
@@ -127,12 +127,15 @@ export class OpenAiEngine implements Engine {
   private readonly stopper = new AbortController()
   /** Output lines logged per second (an engine logging every token must not flood the leader). */
   private readonly output: LineLimiter
+  /** What it prints, without its api_key and declared secrets (redact.ts). */
+  private readonly scrub: (line: string) => string
 
   constructor(
     readonly spec: EngineSpec,
     private readonly deps: OpenAiEngineDeps,
   ) {
     this.base = spec.url
+    this.scrub = secretMask(() => [spec.apiKey, ...secretEnvValues(spec.env)])
     this.output = new LineLimiter(200, deps.clock, (n) => deps.log.warn('engine output suppressed', { engine: spec.name, lines: n, limit_per_s: 200 }))
   }
 
@@ -224,7 +227,7 @@ export class OpenAiEngine implements Engine {
   /** The engine's output, line by line, into the agent's log (and so to the leader). */
   private pipe(stream: ReadableStream<Uint8Array>, which: 'stdout' | 'stderr'): Promise<void> {
     return readLines(stream, (line) => {
-      if (this.output.allow()) this.deps.log.info('engine output', { engine: this.spec.name, stream: which, line })
+      if (this.output.allow()) this.deps.log.info('engine output', { engine: this.spec.name, stream: which, line: this.scrub(line) })
     })
   }
 

@@ -38,3 +38,31 @@ function decodeURIComponentSafe(s: string): string {
     return s
   }
 }
+
+/** Names of declared environment variables whose values are secrets (API keys, tokens, passwords). */
+const SECRET_ENV_NAME = /key|token|secret|pass|auth|cred/i
+/** Shorter values are not masked: "0" in a line is not a secret, and masking it would garble every line. */
+const MIN_SECRET_CHARS = 8
+
+/** The values of `env` whose names say they are secrets. */
+export function secretEnvValues(env: Record<string, string>): string[] {
+  return Object.entries(env)
+    .filter(([name]) => SECRET_ENV_NAME.test(name))
+    .map(([, value]) => value)
+}
+
+/**
+ * A filter for what a runner or an engine prints, before it is logged and shipped to the leader
+ * (where pool members read it, and a failed runner's last lines become its job's reason): every
+ * occurrence of a secret the agent handed it (the node token as SVC_RELAY_TOKEN, an engine's
+ * api_key, declared env values named like secrets) becomes `***`. `sh -x`, a launcher echoing its
+ * arguments (vLLM logs its --api-key) or a curl trace printed them as they were. Asked per line:
+ * the node token changes when the agent registers again.
+ */
+export function secretMask(secrets: () => Iterable<string | null | undefined>): (line: string) => string {
+  return (line) => {
+    let out = line
+    for (const s of secrets()) if (s && s.length >= MIN_SECRET_CHARS && out.includes(s)) out = out.replaceAll(s, '***')
+    return out
+  }
+}

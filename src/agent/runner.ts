@@ -14,6 +14,7 @@ import { LineLimiter, childEnv, readLines, signalChild, spawnChild } from './lin
 import { StatusReporter } from './reports'
 import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { isInside } from './tar'
+import { secretEnvValues, secretMask } from './redact'
 import { leftoversGone, recordRunner } from './leftovers'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import type { StageAssignment } from './job'
@@ -51,6 +52,8 @@ export class RunnerWorker {
   private readonly stopper = new AbortController()
   private readonly reporter: StatusReporter
   private readonly stderrTail: string[] = []
+  /** What it prints, without the node token and its declared secrets (redact.ts). */
+  private readonly scrub: (line: string) => string
   private stopping = false
   /** Settles once the runner stopped by `stop` has exited (resolved when there was none). */
   private gone: Promise<void> = Promise.resolve()
@@ -80,6 +83,7 @@ export class RunnerWorker {
     this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
     this.checkpointDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'checkpoints')
     this.workDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'transfer')
+    this.scrub = secretMask(() => [deps.nodeToken?.(), ...secretEnvValues(spec.env)])
     this.output = new LineLimiter(LOG_LINES_PER_S, deps.clock, (n) => deps.log.warn('runner output suppressed', { job_id: deps.jobId, runner: spec.name, lines: n, limit_per_s: LOG_LINES_PER_S }))
   }
 
@@ -154,9 +158,10 @@ export class RunnerWorker {
     this.report({ status: 'running', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
     const out = readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
     const err = readLines(this.proc.stderr as ReadableStream<Uint8Array>, (l) => {
-      this.stderrTail.push(l.slice(0, 400))
+      const line = this.scrub(l)
+      this.stderrTail.push(line.slice(0, 400))
       if (this.stderrTail.length > STDERR_TAIL) this.stderrTail.shift()
-      if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stderr', line: l })
+      if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stderr', line })
     })
     const proc = this.proc
     // Its last lines (the final step, the reason it failed) are read before its exit is acted on.
@@ -276,7 +281,7 @@ export class RunnerWorker {
       this.progress(throughput)
       return
     }
-    if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stdout', line })
+    if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stdout', line: this.scrub(line) })
   }
 
   /** The real path of a checkpoint the runner named, when it lies in SVC_CHECKPOINT_DIR; else null. */

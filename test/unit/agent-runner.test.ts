@@ -136,6 +136,34 @@ describe('what a runner starts', () => {
   })
 })
 
+describe('what a runner prints', () => {
+  test('is logged, and its last stderr lines make its failure reason, without the node token or its declared secrets (pool members read both)', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'agent-runner-'))
+    cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }))
+    const reports: StatusReport[] = []
+    const lines: { msg: string; line?: string }[] = []
+    const client = { leaderUrl: 'http://127.0.0.1:9', relaySocketUrl: () => null, relayPush: async () => undefined, relayPop: async () => [], jobStatus: async (_j: string, r: StatusReport) => void reports.push(r), latestCheckpoint: async () => null } as unknown as LeaderClient
+    const a = parseAssignment({ stage: 0, stages: 1, transport: 'tunnel', relay_url: 'http://127.0.0.1:9/api/v1/relay/job-1', config: {}, resume: false })
+    // `sh -x` traces its commands, a token in an Authorization header among them.
+    const command = ['sh', '-xc', 'echo "calling with $SVC_RELAY_TOKEN and $WANDB_API_KEY for $RUN_NAME"; curl -s -H "Authorization: Bearer $SVC_RELAY_TOKEN" http://127.0.0.1:9 >/dev/null 2>&1; exit 3']
+    const w = new RunnerWorker(
+      { jobId: 'job-1', client, log: createLogger('info', (l) => lines.push(JSON.parse(l) as (typeof lines)[number])), stateDir, counters: { sent: 0, received: 0 }, clock: systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => 'svc_node_sEcReT-node-token' },
+      a,
+      { name: 'leaky', command, env: { WANDB_API_KEY: 'wandb-key-0123456789', RUN_NAME: 'experiment-long-name' }, stopGraceS: 1 },
+    )
+    w.start()
+    const failed = await until(() => reports.find((r) => r.status === 'failed') ?? null, 'the stage failed', { timeoutMs: 10_000 })
+    const output = lines.filter((l) => l.msg === 'runner output').map((l) => l.line!)
+    expect(output).toContain('calling with *** and *** for experiment-long-name')
+    expect(output.some((l) => l.includes('Authorization: Bearer ***'))).toBe(true)
+    for (const text of [...output, failed.reason!]) {
+      expect(text).not.toContain('sEcReT')
+      expect(text).not.toContain('wandb-key')
+    }
+    expect(failed.reason).toContain('Bearer ***')
+  })
+})
+
 describe('a runner left behind by an agent that died', () => {
   test('a paused runner outlives its agent (the parent-death SIGTERM stays pending); the next agent start stops it (SIGCONT, SIGTERM, SIGKILL), and the runner it starts waits for that', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'agent-leftover-'))

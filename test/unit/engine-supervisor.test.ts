@@ -40,6 +40,23 @@ describe('a supervised engine', () => {
     expect(s.said('engine output')[0]).toMatchObject({ engine: 's', stream: 'stdout' })
   })
 
+  test('what it prints reaches the log without its api_key or secret env values (vLLM logs its --api-key; pool members read fellow logs)', async () => {
+    const lines: Record<string, unknown>[] = []
+    const toml = [
+      '[engines.leaky]',
+      `command = ["sh", "-c", "echo \\"args: --port $1 --api-key sk-engine-key-1234 --token $HF_TOKEN --threads $THREADS\\" >&2; exec sleep 30", "sh", "{port}"]`,
+      'api_key = "sk-engine-key-1234"',
+      'env = { HF_TOKEN = "hf_secret_abcdef", THREADS = "12345678" }',
+    ].join('\n')
+    const spec = loadEngines({ config: 'fellow.toml' }, () => toml)[0]!
+    const engine = new OpenAiEngine(spec, { log: createLogger('info', (l) => lines.push(JSON.parse(l))), clock: systemClock, onHealth: () => {} })
+    running.push(engine)
+    engine.start()
+    const said = await until(() => lines.find((l) => l.msg === 'engine output') ?? null, 'its output in the log', { timeoutMs: 5000, everyMs: 20 })
+    // A value whose name says nothing of a secret stays readable.
+    expect(String(said.line)).toMatch(/^args: --port \d+ --api-key \*\*\* --token \*\*\* --threads 12345678$/)
+  })
+
   test('an engine that ignores SIGTERM is killed after the grace period', async () => {
     const s = supervised('--ignore-sigterm --model s', ['stop_grace_s = 1'])
     s.engine.start()
