@@ -26,13 +26,21 @@ export function poolUploadClient(): void {
   let cancelled = false
   let xhr: XMLHttpRequest | null = null
 
+  /** The phase and quarter the message last said. */
+  let said = ''
   function show(done: number, total: number, label: string) {
     bar.hidden = false
     bar.max = Math.max(total, 1)
     bar.value = total === 0 ? 1 : done
     const pct = total === 0 ? 100 : Math.floor((done / total) * 100)
-    bar.setAttribute('aria-valuetext', `${label} ${pct}%`)
-    svc.say('upload-msg', t(label, { pct, done: svc.fmtBytes(done), total: svc.fmtBytes(total) }))
+    const text = t(label, { pct, done: svc.fmtBytes(done), total: svc.fmtBytes(total) })
+    bar.setAttribute('aria-valuetext', text)
+    // The message is a live region: it speaks at a new phase and at every quarter, not at every
+    // 8 MiB hashed and every progress event (a screen reader was kept talking); the bar has the rest.
+    const step = label + ' ' + Math.floor(pct / 25)
+    if (step === said) return
+    said = step
+    svc.say('upload-msg', text)
   }
 
   async function hash(file: File): Promise<string> {
@@ -109,6 +117,7 @@ export function poolUploadClient(): void {
       if (!resumable) throw new Error(typeof r.body?.detail === 'string' ? r.body.detail : t('common.httpFailed', { status: String(r.status) }))
       if (attempt++ >= ATTEMPTS) throw new Error(t('upload.gaveUp', { n: ATTEMPTS }))
       svc.say('upload-msg', t('upload.resuming'))
+      said = ''
       await new Promise((ok) => setTimeout(ok, 500 * attempt))
       const state = await svc.api('GET', `/api/v1/artifacts/uploads/${encodeURIComponent(uploadId)}`)
       if (state.ok) offset = Number(state.data.offset)
@@ -145,6 +154,7 @@ export function poolUploadClient(): void {
     }
     running = true
     cancelled = false
+    said = ''
     button.disabled = true
     cancel.hidden = false
     void upload(file, kindInput.value, name)

@@ -4,7 +4,7 @@
 // is announced once, form errors are tied to their field, and long text wraps at 320 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -312,6 +312,40 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     await page.waitForSelector('#password-msg.error:has-text("differ")')
     await invalid(page, 'pw-confirm', 'password-msg')
     expect(await page.getAttribute('#pw-current', 'aria-invalid')).toBeNull()
+    expect(errors).toEqual([])
+  }, T)
+
+  test('an upload is announced at each phase and quarter, not at every slice hashed and every progress event; the progress bar says the whole text', async () => {
+    const pool = await api('POST', '/api/v1/pools', { name: 'Upload pool' })
+    // 100 MiB: 13 of the 8 MiB slices the page hashes at a time.
+    const dir = mkdtempSync(join(tmpdir(), 'svc-focus-upload-'))
+    const file = join(dir, 'big.bin')
+    await Bun.write(file, new Uint8Array(100 << 20).map((_, i) => i & 0xff))
+    await page.goto(`${leader.url}/pools/${pool.id}`)
+    await page.evaluate(`(() => {
+      const msg = document.getElementById('upload-msg')
+      const bar = document.getElementById('upload-progress')
+      window.said = []
+      window.valuetexts = []
+      new MutationObserver(() => window.said.push(msg.textContent)).observe(msg, { subtree: true, childList: true, characterData: true })
+      new MutationObserver(() => window.valuetexts.push(bar.getAttribute('aria-valuetext'))).observe(bar, { attributes: true, attributeFilter: ['aria-valuetext'] })
+    })()`)
+    await page.setInputFiles('#upload-file-input', file)
+    await page.click('#upload-button')
+    try {
+      await page.waitForSelector('#upload-msg.ok:has-text("uploaded")', { timeout: 40_000 })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    const said = (await page.evaluate('window.said')) as string[]
+    const valuetexts = (await page.evaluate('window.valuetexts')) as string[]
+    const checking = said.filter((x) => x.startsWith('Checking the file'))
+    const sending = said.filter((x) => x.startsWith('Uploading'))
+    expect(checking.length).toBeGreaterThan(0)
+    expect(checking.length).toBeLessThanOrEqual(5) // 0, 25, 50, 75, 100 %
+    expect(sending.length).toBeLessThanOrEqual(5)
+    expect(valuetexts.filter((x) => x.startsWith('Checking the file')).length).toBe(13)
+    expect(valuetexts.at(-1)).toMatch(/^Uploading: 100% \(100 MiB of 100 MiB\)$/)
     expect(errors).toEqual([])
   }, T)
 })
