@@ -2,7 +2,7 @@
 // file), JSON calls whose bodies are checked against the routes' own TypeBox schemas before they
 // leave, and Server-Sent Events. Every failure becomes one plain line (CliError or UsageError).
 import type { TSchema } from '@sinclair/typebox'
-import { FormatRegistry } from '@sinclair/typebox'
+import { FormatRegistry, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { leaderBase, loadClientEnv } from '../config'
 import { isEmailAddress } from '../accounts/email'
@@ -35,6 +35,26 @@ export function checkInput(schema: TSchema, value: unknown, usage?: string, name
 function shown(value: unknown): string {
   const json = JSON.stringify(value) ?? String(value)
   return json.length <= 60 ? json : `${json.slice(0, 40)}... (${typeof value === 'string' ? `${value.length} characters` : `${json.length} characters of JSON`})`
+}
+
+// What every leader's answer to a read has at least, whatever its version: a list of records with
+// ids, one record with its id. Only that much is checked (a newer leader may say more, or values
+// this CLI does not know); an answer without it is another server's (`{}`, `{"items": [{}]}` from
+// something else on the port), said as such instead of failing later on a missing field.
+const Id = Type.Object({ id: Type.String() })
+const LIST = Type.Object({ items: Type.Array(Id) })
+const SHAPES: [RegExp, TSchema][] = [
+  [/^\/api\/v1\/cluster\/nodes$/, Type.Object({ items: Type.Array(Type.Object({ fellow_id: Type.String() })) })],
+  [/^\/api\/v1\/models$/, Type.Object({ data: Type.Array(Type.Object({ id: Type.String(), created: Type.Number() })) })],
+  [/^\/api\/v1\/artifacts\/uploads\/[^/]+$/, Type.Object({ offset: Type.Integer() })],
+  [/^\/api\/v1\/(pools|jobs|artifacts|api-tokens|admin\/users|admin\/audit)$/, LIST],
+  [/^\/api\/v1\/(pools|jobs|artifacts)\/[^/]+$/, Id],
+]
+
+/** The least a leader's answer to `GET path` holds, or null when not checked. */
+export function leaderShape(method: string, path: string): TSchema | null {
+  if (method !== 'GET') return null
+  return SHAPES.find(([re]) => re.test(path))?.[1] ?? null
 }
 
 export interface Target {
@@ -217,7 +237,8 @@ export class Client {
     } catch {
       throw new CliError(`${method} ${path}: the answer is not JSON (is ${this.target.url} a leader?)`)
     }
-    if (opts.shape && !Value.Check(opts.shape, value)) throw new CliError(`${method} ${path}: the answer is not the one a leader gives (is ${this.target.url} a leader?)`)
+    const shape = opts.shape ?? leaderShape(method, path)
+    if (shape && !Value.Check(shape, value)) throw new CliError(`${method} ${path}: the answer is not the one a leader gives (is ${this.target.url} a leader?)`)
     return value as T
   }
 

@@ -208,3 +208,20 @@ describe('svc artifacts download and upload against a leader that stops mid-tran
     expect(existsSync(join(cwd, 'big.bin'))).toBe(true)
   }, 60_000)
 })
+
+describe('a server that answers JSON but is not a leader (a wrong port)', () => {
+  test('every list and show, and chat, say "is URL a leader?" in one line and exit 1: no engine error, no table of undefined, no silent exit 0', async () => {
+    const commands = [['pools', 'list'], ['jobs', 'list'], ['models', 'list'], ['artifacts', 'list'], ['fellows', 'list'], ['tokens', 'list'], ['users', 'list'], ['audit', 'list'], ['jobs', 'show', JOB.id], ['pools', 'show', POOL.id], ['chat', 'm', 'hi'], ['chat', 'm', 'hi', '--json']]
+    for (const answer of [{}, { items: [{}], data: [{}] }, []]) {
+      handler = () => Response.json(answer)
+      for (const args of commands) {
+        const r = await svc(args)
+        expect([JSON.stringify(answer), ...args, r.code, r.stdout, r.stderr]).toEqual([JSON.stringify(answer), ...args, 1, '', expect.stringMatching(new RegExp(`^svc: [^\\n]*\\(is ${base.replace(/[.]/g, '\\.')} a leader\\?\\)\\n$`))])
+      }
+    }
+    // A stream of something else: events that are not chat chunks.
+    handler = () => sse(['data: not json\n\n'])
+    const r = await svc(['chat', 'm', 'hi'])
+    expect([r.code, r.stderr]).toEqual([1, `svc: POST /api/v1/chat/completions: the answer is not the one a leader gives (is ${base} a leader?)\n`])
+  }, 60_000)
+})

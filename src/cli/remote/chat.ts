@@ -1,5 +1,5 @@
 // `svc models list` and `svc chat MODEL PROMPT` over the OpenAI-compatible routes.
-import type { Static } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import * as I from '../../inference/model'
 import { checkInput, clientFor } from '../client'
 import { readLine } from '../prompt'
@@ -50,18 +50,28 @@ export async function chat({ args, flags, usage }: Invocation): Promise<number> 
   const c = clientFor(flags)
   if (flags.pool !== undefined) body.pool_id = (await resolvePool(c, flags.pool as string)).id
   if (!stream) {
-    printJson(await c.call('POST', '/api/v1/chat/completions', { body, signal: AbortSignal.timeout(600_000) }))
+    printJson(await c.call('POST', '/api/v1/chat/completions', { body, signal: AbortSignal.timeout(600_000), shape: Type.Object({ choices: Type.Array(Type.Object({})) }) }))
     return 0
   }
   let wrote = false
+  let done = false
   let finish: string | null = null
+  // A leader streams chat.completion.chunk events and ends with [DONE]; anything else is another server's.
+  const notLeader = () => new CliError(`POST /api/v1/chat/completions: the answer is not the one a leader gives (is ${c.url} a leader?)`)
   await c.events(
     '/api/v1/chat/completions',
     (_event, data) => {
-      if (data === '[DONE]') return false
-      const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[]; error?: { message?: string } }
+      if (data === '[DONE]') return ((done = true), false)
+      let chunk: { choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[]; error?: { message?: string } }
+      try {
+        chunk = JSON.parse(data)
+      } catch {
+        throw notLeader()
+      }
+      if (typeof chunk !== 'object' || chunk === null) throw notLeader()
       if (chunk.error) throw new CliError(chunk.error.message ?? 'the model failed mid-answer')
-      const choice = chunk.choices?.[0]
+      if (!Array.isArray(chunk.choices)) throw notLeader()
+      const choice = chunk.choices[0]
       const text = choice?.delta?.content
       if (text) {
         // Replaced whether or not standard output is a terminal, as `jobs logs` does: a file or a
@@ -74,6 +84,8 @@ export async function chat({ args, flags, usage }: Invocation): Promise<number> 
     { method: 'POST', body, signal: AbortSignal.timeout(600_000) },
   )
   if (wrote) out('')
+  // Ended without [DONE]: a plain JSON answer (no events at all), or a stream cut short.
+  if (!done) throw wrote ? new CliError(`the answer broke off before its end (the leader at ${c.url} closed the stream)`) : notLeader()
   if (finish === 'length' && !flags.quiet) process.stderr.write('svc: (the answer was cut at the token limit; --max-tokens raises it)\n')
   return 0
 }
