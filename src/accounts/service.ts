@@ -15,7 +15,7 @@ import { DAY_MS, iso, isoOrNull } from '../time'
 import { hashPassword, verifyPassword, dummyHash, passwordProblem, HashPool, HASH_CONCURRENCY } from './passwords'
 import { createSession, purgeSessions, resolveSession, revokeSession, revokeUserSessions, type NewSession } from './sessions'
 import { purgeApiTokens, resolveApiToken, revokeUserApiTokens } from './api-tokens'
-import { normalizeEmail } from './email'
+import { isEmailAddress, normalizeEmail } from './email'
 import { revokeJoinTokensOf } from '../pools/service'
 import { lockedForSeconds, recordLoginFailure, clearLoginFailures, clearAccountFailures, purgeLoginFailures } from './lockout'
 import type { UserCaller } from '../caller'
@@ -212,10 +212,14 @@ export class Accounts {
     // Unknown emails verify against a dummy hash: same work, same answer, no account enumeration.
     const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash(this.hashes)), this.hashes)
     if (!user || !ok) {
-      const outcome = recordLoginFailure(ctx, email, req.clientIp)
+      // What was typed is kept (the audit log's target, the lockout counters) only when it is an
+      // address, or an account's: a password typed into the email field is neither, and was kept.
+      // No account can be locked under it, so it counts against the client's rate limit alone.
+      const typed = user || isEmailAddress(email) ? email : null
+      const outcome = typed === null ? { pairLocked: false, accountLocked: false } : recordLoginFailure(ctx, typed, req.clientIp)
       // Who tried is not known (anyone may type an address): no actor, the address is the target.
       // Naming the account's owner as actor put an attacker's guesses under "what this user did".
-      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_failed', actorUserId: null, clientIp: req.clientIp, targetType: 'email', targetId: email })
+      recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_failed', actorUserId: null, clientIp: req.clientIp, targetType: 'email', targetId: typed, ...(typed === null ? { detail: { not_an_address: true } } : {}) })
       if (outcome.pairLocked || outcome.accountLocked) {
         recordAudit(ctx.db, ctx.clock, {
           kind: 'auth.lockout',

@@ -159,6 +159,16 @@ describe('login', () => {
     ])
   })
 
+  test('what is typed into the email field is kept only when it is an address: a password typed there was stored in the audit log and the lockout table', async () => {
+    const h = harness()
+    const ip = freshIp()
+    const r = await h.client({ ip }).post('/api/v1/auth/login', { email: 'Tr0ub4dor&3-my-password', password: 'not the password' })
+    expect([r.status, r.body.code]).toEqual([401, 'invalid_credentials'])
+    expect(audits(h, 'auth.login_failed').map((a) => [a.targetType, a.targetId, a.detail])).toEqual([['email', null, JSON.stringify({ not_an_address: true })]])
+    expect(h.ctx.sqlite.query('SELECT key FROM login_failures').all()).toEqual([])
+    expect(JSON.stringify(h.ctx.sqlite.query('SELECT * FROM audit_log').all()).toLowerCase()).not.toContain('tr0ub4dor')
+  })
+
   test('a disabled account gets 403 with its status', async () => {
     const h = harness()
     await seedUser(h, 'off@example.com', { status: 'disabled' })
