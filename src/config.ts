@@ -186,16 +186,19 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return l
 }
 
+/** A value as a configuration error shows it: credentials in it (`//user:password@`) as `***` (the error goes to the service log). */
+const shownValue = (v: string) => JSON.stringify(v.replace(/\/\/[^/?#\s]*@/, '//***@'))
+
 function url(env: Env, name: string, dflt: string): string {
   const v = str(env, name) ?? dflt
   let u: URL
   try {
     u = new URL(v)
   } catch {
-    throw new ConfigError(name, `not a URL: ${JSON.stringify(v)}`)
+    throw new ConfigError(name, `not a URL: ${shownValue(v)}`)
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new ConfigError(name, `must be an http:// or https:// URL, got ${JSON.stringify(v)}`)
+    throw new ConfigError(name, `must be an http:// or https:// URL, got ${shownValue(v)}`)
   }
   return v.replace(/\/+$/, '')
 }
@@ -350,7 +353,7 @@ export function artifactsBucket(env: Env): { bucket: string; prefix: string } | 
   // A bucket name as S3 allows it; a prefix of plain key characters (no `..`, no empty segment).
   const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/([A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*)?\/?)?$/.exec(v)
   if (m === null || (m[2] ?? '').split('/').some((seg) => seg === '.' || seg === '..')) {
-    throw new ConfigError('SVC_ARTIFACTS_URL', `expected s3://bucket or s3://bucket/prefix (unset: files under SVC_STATE_DIR), got ${JSON.stringify(v)}`)
+    throw new ConfigError('SVC_ARTIFACTS_URL', `expected s3://bucket or s3://bucket/prefix (unset: files under SVC_STATE_DIR), got ${shownValue(v)}`)
   }
   return { bucket: m[1]!, prefix: m[2] ?? '' }
 }

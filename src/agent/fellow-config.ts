@@ -215,7 +215,8 @@ function spec(name: string, t: EngineTable, where: string): EngineSpec {
 /** `NAME=VALUE` of a repeated flag. */
 function nameValue(flag: string, arg: string): [string, string] {
   const at = arg.indexOf('=')
-  if (at <= 0 || at === arg.length - 1) throw new FellowConfigError(`${flag} takes NAME=${flag === '--engine' ? 'URL' : 'COMMAND'}, got ${JSON.stringify(arg)}`)
+  // An engine URL may carry credentials: shown as *** like in every log line (redact.ts).
+  if (at <= 0 || at === arg.length - 1) throw new FellowConfigError(`${flag} takes NAME=${flag === '--engine' ? 'URL' : 'COMMAND'}, got ${JSON.stringify(flag === '--engine' ? arg.slice(0, at + 1) + redactUrl(arg.slice(at + 1)) : arg)}`)
   return [arg.slice(0, at), arg.slice(at + 1)]
 }
 

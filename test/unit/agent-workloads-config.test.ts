@@ -70,5 +70,7 @@ describe('URLs as the agent logs them', () => {
 
   test('a URL refused as not a URL is not repeated with its password', () => {
     expect(refused(() => loadEngines({ engine: ['x=http://admin:s3cretpw@[bad/v1'] }))).toBe('--engine x: not a URL: "http://***@[bad/v1"')
+    // Nor one refused for its missing name.
+    expect(refused(() => loadEngines({ engine: ['=http://admin:s3cretpw@host/v1'] }))).toBe('--engine takes NAME=URL, got "=http://***@host/v1"')
   })
 })
