@@ -172,6 +172,16 @@ describe('shell completion', () => {
     expect(complete(['svc', 'jobs', 'list', '--pool', 'lab', '--st'])).toEqual(['--status'])
     expect(complete(['svc', 'completion', ''])).toEqual(expect.arrayContaining(['bash', 'zsh']))
   })
+
+  test('the values of an option are those of the command it is given to, where several commands share its name', () => {
+    expect(complete(['svc', 'jobs', 'list', '--status', ''])).toEqual(['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'])
+    expect(complete(['svc', 'users', 'list', '--status', ''])).toEqual(['unverified', 'pending_approval', 'active', 'disabled'])
+    expect(complete(['svc', 'users', 'list', '--role', 'admin', '--status', 'a'])).toEqual(['active'])
+    expect(complete(['svc', 'artifacts', 'list', '--kind', ''])).toEqual(['checkpoint', 'model', 'file'])
+    expect(complete(['svc', 'artifacts', 'upload', 'w.bin', '--kind', ''])).toEqual(['model', 'file'])
+    // Free text (an audit kind): no one else's values, and no options in its place.
+    expect(complete(['svc', 'audit', 'list', '--kind', ''])).toEqual([])
+  })
 })
 
 describe('the config file', () => {
