@@ -582,6 +582,13 @@ export function commonClient(): void {
   for (const node of Array.from(document.querySelectorAll('time[datetime][data-local]'))) node.textContent = fmtTime(node.getAttribute('datetime'))
   for (const body of Array.from(document.querySelectorAll('tbody'))) labelCells(body)
 
+  // A control focused in a table wider than its box (which scrolls sideways) is scrolled into view:
+  // Chromium left a row's last buttons (the user list's Delete) mostly cut off at the box's edge.
+  document.addEventListener('focusin', (e) => {
+    const target = e.target
+    if (target instanceof HTMLElement && target.closest('.table-wrap')) target.scrollIntoView({ block: 'nearest', inline: 'nearest' })
+  })
+
   // The narrow layout folds the main navigation behind a menu button.
   const menu = document.getElementById('menu-button')
   menu?.addEventListener('click', () => {

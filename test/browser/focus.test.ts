@@ -348,4 +348,29 @@ describe.skipIf(!hasChromium)('keyboard focus and announcements in the console',
     expect(valuetexts.at(-1)).toMatch(/^Uploading: 100% \(100 MiB of 100 MiB\)$/)
     expect(errors).toEqual([])
   }, T)
+
+  test("a button reached with Tab in the admin's user list, wider than its box at 1280 px, is scrolled into view (Delete was mostly cut off)", async () => {
+    // A table a little wider than its box, where Chromium scrolled nothing and left the last button cut.
+    const email = 'dan@example.com'
+    const c = await browser.newContext()
+    await c.request.post(leader.url + '/api/v1/auth/register', { data: { email, password: PASSWORD, display_name: 'Dan' } })
+    await c.close()
+    await page.goto(leader.url + '/admin/users')
+    const del = page.getByRole('button', { name: 'Delete ' + email })
+    await del.waitFor()
+    const wrap = page.locator('.table-wrap', { has: del })
+    expect(await wrap.evaluate((w: any) => w.scrollWidth > w.clientWidth)).toBe(true)
+    // Tab along the row from its first button (in view where the table starts).
+    await page.locator(`#users-body tr[data-user="${email}"] button`).first().focus()
+    expect(await wrap.evaluate((w: any) => w.scrollLeft)).toBe(0)
+    for (let i = 0; i < 5 && (await focused()) !== 'BUTTON Delete ' + email; i++) await page.keyboard.press('Tab')
+    expect(await focused()).toBe('BUTTON Delete ' + email)
+    const shown = await page.evaluate(`(() => {
+      const e = document.activeElement, w = e.closest('.table-wrap')
+      const er = e.getBoundingClientRect(), wr = w.getBoundingClientRect()
+      return Math.max(0, Math.min(er.right, wr.right) - Math.max(er.left, wr.left)) / er.width
+    })()`)
+    expect(shown).toBeGreaterThanOrEqual(0.99)
+    expect(errors).toEqual([])
+  }, T)
 })
