@@ -41,6 +41,8 @@ const CANDIDATES_PER_PASS = 10_000
 export interface InFlight {
   writing(uploadId: string): boolean
   inTurn<T>(sha256: string, fn: () => Promise<T>): Promise<T>
+  /** False while another leader has claimed the store's prefix: no blob is deleted then. */
+  ownsStore(): Promise<boolean>
 }
 
 export class ArtifactCollector {
@@ -62,8 +64,9 @@ export class ArtifactCollector {
       const now = this.ctx.clock.now()
       out.uploads = await this.dropIdleUploads(now)
       out.tempFiles = await this.dropStrayTempFiles()
-      out.blobs = await this.dropCandidates(now)
-      const listing = await this.sweepListing(now)
+      const mayDelete = await this.inFlight.ownsStore()
+      out.blobs = mayDelete ? await this.dropCandidates(now) : 0
+      const listing = await this.sweepListing(now, mayDelete)
       out.blobs += listing.blobs
       out.missing = listing.missing
       out.unclaimed = listing.unclaimed
@@ -146,7 +149,7 @@ export class ArtifactCollector {
    * names are deleted when the store is this leader's alone (local files: strays of a crash, blobs
    * unnamed before candidates were recorded), and only counted on a bucket another leader may share.
    */
-  private async sweepListing(now: number): Promise<{ blobs: number; missing: number; unclaimed: number }> {
+  private async sweepListing(now: number, mayDelete: boolean): Promise<{ blobs: number; missing: number; unclaimed: number }> {
     const { db } = this.ctx
     const isNamed = (sha256: string) => db.select({ id: artifacts.id }).from(artifacts).where(eq(artifacts.sha256, sha256)).get() !== undefined
     const isCandidate = (sha256: string) => db.select({ s: artifactBlobCandidates.sha256 }).from(artifactBlobCandidates).where(eq(artifactBlobCandidates.sha256, sha256)).get() !== undefined
@@ -157,7 +160,7 @@ export class ArtifactCollector {
     for await (const blob of this.store.list()) {
       seen.add(blob.sha256)
       if (named.has(blob.sha256) || blob.modifiedAt > now - BLOB_GRACE_MS) continue
-      if (!this.store.exclusive) {
+      if (!this.store.exclusive || !mayDelete) {
         if (!isNamed(blob.sha256) && !isCandidate(blob.sha256)) unclaimed++
         continue
       }

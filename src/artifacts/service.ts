@@ -16,6 +16,7 @@ import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { UploadFiles, type UploadBody } from './upload-files'
 import { ArtifactCollector, type CollectReport } from './collector'
 import { describeStoreFailure } from './store-errors'
+import { claimOf } from './claim'
 import type { BlobStore, ByteRange } from './store'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -68,7 +69,7 @@ export class ArtifactService {
     readonly store: BlobStore,
   ) {
     this.uploads = new UploadFiles(join(ctx.cfg.stateDir, 'artifacts', 'uploads'))
-    this.collector = new ArtifactCollector(ctx, store, this.uploads, { writing: (id) => this.writing.has(id), inTurn: (sha, fn) => this.inTurn(sha, fn) })
+    this.collector = new ArtifactCollector(ctx, store, this.uploads, { writing: (id) => this.writing.has(id), inTurn: (sha, fn) => this.inTurn(sha, fn), ownsStore: () => this.ownsStore() })
   }
 
   /** The collection loop; asking for it (the leader starting) also checks the store once. */
@@ -443,6 +444,24 @@ export class ArtifactService {
   }
 
   /**
+   * Whether this leader may delete blobs in its store: not when another leader claimed the prefix
+   * first (claim.ts), which is logged as an error each time it is asked (at start, each collection).
+   */
+  private async ownsStore(): Promise<boolean> {
+    const mine = claimOf(this.ctx.cfg.stateDir, this.ctx.clock.now())
+    const standing = await this.store.claim(mine)
+    if (standing.leader_id === mine.leader_id) return true
+    this.ctx.log.error('another leader uses this artifact store prefix; this one deletes no blob there', {
+      store: this.store.location,
+      other_host: standing.host,
+      other_state_dir: standing.state_dir,
+      other_leader_id: standing.leader_id,
+      claimed_at: standing.claimed_at,
+    })
+    return false
+  }
+
+  /**
    * Runs fn after any earlier turn of the same blob: publishing a blob (complete) and collecting it
    * never interleave on this leader. Across leaders sharing a bucket the grace age covers the race.
    */
@@ -483,7 +502,7 @@ export class ArtifactService {
     try {
       await this.store.check()
       this.ctx.log.info('artifact store answers', { store: this.store.location })
-      return true
+      return await this.ownsStore()
     } catch (e) {
       this.ctx.log.error('artifact store check failed; uploads and downloads answer 503 until it answers', { store: this.store.location, reason: describeStoreFailure(e), error: String((e as Error)?.message ?? e) })
       return false

@@ -6,6 +6,7 @@
 import { mkdir, open, readdir, rename, rm, stat, utimes, copyFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { readAhead, withDeadline } from './read-ahead'
+import { parseClaim, type LeaderClaim } from './claim'
 import type { ArtifactStoreConfig } from '../config'
 
 export interface BlobInfo {
@@ -49,6 +50,12 @@ export interface BlobStore {
   list(): AsyncIterable<BlobInfo>
   /** Throws when the store cannot be used (a wrong key, a missing bucket, an endpoint down). */
   check(): Promise<void>
+  /**
+   * Claims the store for this leader (claim.ts): writes `mine` when no claim stands, and answers
+   * the claim that stands then (another leader's when the store is shared). A store that is this
+   * leader's alone answers `mine`.
+   */
+  claim(mine: LeaderClaim): Promise<LeaderClaim>
 }
 
 const HEX = /^[0-9a-f]{64}$/
@@ -132,6 +139,10 @@ export class LocalBlobStore implements BlobStore {
     await rm(this.pathOf(sha256), { force: true })
   }
 
+  async claim(mine: LeaderClaim): Promise<LeaderClaim> {
+    return mine
+  }
+
   async check(): Promise<void> {
     // Created on the first upload; until then a missing directory is no fault.
     await readdir(this.root).catch((e) => {
@@ -186,6 +197,8 @@ export class S3BlobStore implements BlobStore {
   readonly exclusive = false
   private client: Bun.S3Client
   private base: string
+  /** The prefix with its slash: where the claim object lives, beside `sha256/`. */
+  private root: string
 
   constructor(
     private s: S3Settings,
@@ -202,6 +215,7 @@ export class S3BlobStore implements BlobStore {
       ...(s.endpoint !== null ? { endpoint: s.endpoint } : {}),
     })
     this.base = keyBase(s.prefix)
+    this.root = s.prefix === '' ? '' : `${s.prefix}/`
   }
 
   get location(): string {
@@ -244,6 +258,21 @@ export class S3BlobStore implements BlobStore {
 
   async delete(sha256: string): Promise<void> {
     await withDeadline(this.client.delete(this.keyOf(sha256)), this.deadlines.callMs, 'deleting the object')
+  }
+
+  async claim(mine: LeaderClaim): Promise<LeaderClaim> {
+    const file = this.client.file(`${this.root}leader.json`)
+    let text: string | null = null
+    try {
+      text = await withDeadline(file.text(), this.deadlines.callMs, 'reading the claim')
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (code !== 'NoSuchKey' && code !== 'NotFound' && code !== 'ERR_S3_FILE_NOT_FOUND') throw e
+    }
+    const standing = text === null ? null : parseClaim(text)
+    if (standing !== null) return standing
+    await withDeadline(file.write(JSON.stringify(mine), { type: 'application/json' }), this.deadlines.callMs, 'writing the claim')
+    return mine
   }
 
   async check(): Promise<void> {

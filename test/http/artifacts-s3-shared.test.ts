@@ -3,7 +3,9 @@
 // only the blobs its own leader let go of or left half-written, never another leader's.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { makeLoggedHarness } from '../helpers/logged'
+import { until } from '../helpers/until'
 import { startFakeS3 } from '../helpers/s3'
 import { BLOB_GRACE_MS } from '../../src/artifacts/collector'
 import { ArtifactService } from '../../src/artifacts/service'
@@ -18,8 +20,16 @@ const env = {
   SVC_ARTIFACTS_S3_ACCESS_KEY_ID: s3.accessKeyId,
   SVC_ARTIFACTS_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
 }
-const prod = makeHarness(env)
-const staging = makeHarness(env)
+const bucket = new Bun.S3Client({ endpoint: s3.endpoint, bucket: s3.bucket, region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey })
+const prod = makeLoggedHarness(env)
+const staging = makeLoggedHarness(env)
+// Both claimed the prefix as they started (whichever wrote last holds it): the claim is made
+// staging's here, and production, finding it, deletes nothing there.
+const settled = (h: { lines: string[] }) => h.lines.some((l) => l.includes('"artifact store answers"'))
+await until(() => settled(prod) && settled(staging), 'both start checks')
+await until(async () => (await bucket.exists('shared/leader.json')) || null, 'a claim')
+await bucket.delete('shared/leader.json')
+expect(await staging.services.artifacts.checkStore()).toBe(true)
 // Object ages are the server's (real time): the fake clocks start there and move past the grace.
 for (const h of [prod, staging]) h.clock.set(Date.now())
 const pastGrace = () => {
@@ -31,8 +41,7 @@ afterAll(async () => {
   await s3.stop()
 })
 
-const bucket = new Bun.S3Client({ endpoint: s3.endpoint, bucket: s3.bucket, region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey })
-const keysInBucket = async () => ((await bucket.list({ prefix: 'shared/' })).contents ?? []).map((o) => o.key).sort()
+const keysInBucket = async () => ((await bucket.list({ prefix: 'shared/sha256/' })).contents ?? []).map((o) => o.key).sort()
 const keyOf = (sha: string) => `shared/sha256/${sha.slice(0, 2)}/${sha}`
 const sha256 = (b: Uint8Array) => new Bun.CryptoHasher('sha256').update(b).digest('hex')
 const bytes = (n: number, seed = 1) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed * 7) & 0xff)
@@ -69,6 +78,24 @@ describe('two leaders on one bucket prefix', () => {
     expect(await keysInBucket()).toEqual([keyOf(theirs.sha256)])
   })
 
+  test('the prefix is claimed by the leader that came first: the other says so at start and in each collection (naming the claimant) and deletes no blob there, not even its own', async () => {
+    const before = prod.lines.length
+    expect(await prod.services.artifacts.checkStore()).toBe(false)
+    const mine = await p.upload(bytes(1_500, 6), 'prod-deleted.bin')
+    expect((await p.c.delete(`/api/v1/artifacts/${mine.id}`)).status).toBe(204)
+    pastGrace()
+    expect((await prod.services.artifacts.collect()).blobs).toBe(0)
+    expect(await keysInBucket()).toContain(keyOf(mine.sha256))
+    const said = prod.lines.slice(before).map((l) => JSON.parse(l) as { level: string; msg: string; other_state_dir?: string })
+    const errors = said.filter((l) => l.msg === 'another leader uses this artifact store prefix; this one deletes no blob there')
+    expect(errors.map((l) => [l.level, l.other_state_dir])).toEqual([
+      ['error', staging.dir],
+      ['error', staging.dir],
+    ])
+    // Its candidate stays for the day the prefix is its own again.
+    expect(prod.ctx.db.select().from(artifactBlobCandidates).where(eq(artifactBlobCandidates.sha256, mine.sha256)).all()).toHaveLength(1)
+  })
+
   test('a blob a leader wrote but never named (its upload dropped while the store write ran) is its garbage, and collected', async () => {
     const real = staging.services.artifacts.store
     const node = { kind: 'user' as const, userId: s.user.id, role: 'user' as const, credentialId: '' }
@@ -86,6 +113,7 @@ describe('two leaders on one bucket prefix', () => {
       delete: (sha) => real.delete(sha),
       list: () => real.list(),
       check: () => real.check(),
+      claim: (mine) => real.claim(mine),
     }
     const svc = new ArtifactService(staging.ctx, racing)
     const data = bytes(700, 3)

@@ -160,6 +160,7 @@ describe('uploads', () => {
       delete: (sha) => real.delete(sha),
       list: () => real.list(),
       check: () => real.check(),
+      claim: (mine) => real.claim(mine),
     }
     const svc = new ArtifactService(h.ctx, flaky)
     const node = { kind: 'node' as const, fellowId: fa.id, poolId: poolA.id, credentialId: '' }
