@@ -81,6 +81,7 @@ export function accountRoutes(app: AppBase, ctx: Ctx, accounts: Accounts) {
       '/api/v1/api-tokens',
       ({ body, caller, set }) => {
         set.status = 201
+        set.headers['cache-control'] = 'no-store' // the token, shown once
         const me = asUser(caller)
         requireLiveSession(ctx, me.userId, me.credentialId)
         return mintApiToken(ctx, me.userId, body.name, body.expires_in_days)

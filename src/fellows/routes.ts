@@ -90,6 +90,7 @@ export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, cou
         '/api/v1/bootstrap/join-sessions',
         ({ caller, clientIp, body, set }) => {
           set.status = 201
+          set.headers['cache-control'] = 'no-store' // the join token and the command carrying it
           return fellows.mintJoinSession(actorOf(caller, clientIp), body.pool_id)
         },
         { policy: 'operator', body: M.JoinSessionBody, response: { 201: M.JoinSession } },
@@ -136,6 +137,7 @@ export function fellowRoutes(app: AppBase, ctx: Ctx, { fellows, views, logs, cou
         '/api/v1/workers/register',
         ({ headers, body, clientIp, set }) => {
           set.status = 201
+          set.headers['cache-control'] = 'no-store' // the node token
           return fellows.register(bearerOf(headers.authorization ?? null), body, clientIp)
         },
         { policy: 'public', body: M.RegisterBody, response: { 201: M.RegisterResponse } },

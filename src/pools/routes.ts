@@ -114,11 +114,15 @@ export function poolRoutes(app: AppBase, pools: Pools, memberships: Memberships,
         ({ caller, clientIp, params, body, set }) => {
           const { invite, created } = memberships.invite(actorOf(caller, clientIp), params.id, body.email)
           set.status = created ? 201 : 200
+          set.headers['cache-control'] = 'no-store' // the invite link carries its token
           return invite
         },
         { policy: 'operator', params: M.PoolParams, body: M.InviteBody, response: { 200: M.InviteCreated, 201: M.InviteCreated } },
       )
-      .get('/api/v1/pools/:id/invites', ({ caller, clientIp, params }) => ({ items: memberships.listPoolInvites(actorOf(caller, clientIp), params.id) }), {
+      .get('/api/v1/pools/:id/invites', ({ caller, clientIp, params, set }) => {
+        set.headers['cache-control'] = 'no-store' // the invite links carry their tokens
+        return { items: memberships.listPoolInvites(actorOf(caller, clientIp), params.id) }
+      }, {
         policy: 'operator',
         params: M.PoolParams,
         response: { 200: M.PoolInviteList },

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeHarness, seedUser } from '../helpers/harness'
+import { makeHarness, seedUser, sessionClient } from '../helpers/harness'
 import { issueActionToken } from '../../src/accounts/service'
 
 describe('secrets at rest', () => {
@@ -32,6 +32,25 @@ describe('secrets at rest', () => {
       expect(s.length).toBeGreaterThan(8)
       expect(bytes.includes(Buffer.from(s))).toBe(false)
     }
+    h.close()
+  })
+})
+
+describe('secrets in answers', () => {
+  test('every answer that carries a token (API token, join token and command, node token, invite links) says Cache-Control: no-store', async () => {
+    const h = makeHarness()
+    const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+    const a = sessionClient(h, admin.id)
+    const pool = (await a.post('/api/v1/pools', { name: 'Cached' })).body
+    const answers = {
+      'POST /api-tokens': await a.post('/api/v1/api-tokens', { name: 'c' }),
+      'POST /pools/{id}/invites': await a.post(`/api/v1/pools/${pool.id}/invites`, { email: 'x@example.com' }),
+      'GET /pools/{id}/invites': await a.get(`/api/v1/pools/${pool.id}/invites`),
+      'POST /bootstrap/join-sessions': await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id }),
+    }
+    const join = answers['POST /bootstrap/join-sessions'].body.join_token
+    const all = { ...answers, 'POST /workers/register': await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'gpu-0' }) }
+    expect(Object.fromEntries(Object.entries(all).map(([k, r]) => [k, [r.status < 300, r.headers.get('cache-control')]]))).toEqual(Object.fromEntries(Object.keys(all).map((k) => [k, [true, 'no-store']])))
     h.close()
   })
 })
