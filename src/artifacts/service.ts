@@ -448,6 +448,8 @@ export class ArtifactService {
    * first (claim.ts), which is logged as an error each time it is asked (at start, each collection).
    */
   private async ownsStore(): Promise<boolean> {
+    // Files under the state directory are this leader's alone: nothing to claim, no id to keep.
+    if (this.store.exclusive) return true
     const mine = claimOf(this.ctx.cfg.stateDir, this.ctx.clock.now())
     const standing = await this.store.claim(mine)
     if (standing.leader_id === mine.leader_id) return true
