@@ -173,6 +173,7 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
     },
   },
   'POST /api/v1/artifacts/uploads': { errors: [409, 413] },
+  'DELETE /api/v1/artifacts/uploads/{upload_id}': { errors: [409] },
   'PUT /api/v1/artifacts/uploads/{upload_id}': {
     bodyDescription: 'The next bytes of the artifact, from ?offset= (where the upload stands), at most as many as it still expects; streamed to disk.',
     errors: [409, 413, 415, 422],

@@ -50,7 +50,7 @@ describe('a state file an older release wrote', () => {
   test('set-password and create-user refuse it in one line naming the missing migrations, and leave it byte for byte; serve then applies them, and the commands work', async () => {
     const { dir, db, missing } = olderState('0012_telemetry_history')
     const before = { sha: sha(db), mode: statSync(db).mode & 0o777, files: readdirSync(join(dir, 'state')).sort(), tags: applied(db) }
-    const behind = `svc: ${db} is 2 migrations behind this svc (${missing.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE), or use the older version's svc admin on it; nothing was changed`
+    const behind = `svc: ${db} is ${missing.length} migrations behind this svc (${missing.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE), or use the older version's svc admin on it; nothing was changed`
     const set = await runSvc(['admin', 'set-password', 'root@example.org', '--password-stdin', '--db', db], { stdin: PASSWORD })
     expect([set.code, oneLine(set.stderr), set.stdout]).toEqual([1, behind, ''])
     const create = await runSvc(['admin', 'create-user', 'new@example.org', '--password-stdin', '--db', db], { stdin: PASSWORD })
