@@ -593,7 +593,7 @@ export function loadFellowConfig(env: Env = process.env, flags: FellowFlags = {}
 /**
  * Settings of the operator CLI's remote commands (`svc pools ...`, docs/cli.md). Flags win over
  * SVC_TOKEN and SVC_LEADER_URL, which win over the config file (SVC_CLI_CONFIG, else
- * $XDG_CONFIG_HOME/svc/config.toml, else ~/.config/svc/config.toml).
+ * $XDG_CONFIG_HOME/svc/config.toml when it is an absolute path, else ~/.config/svc/config.toml).
  */
 export interface ClientEnv {
   token: string | null
@@ -604,7 +604,10 @@ export interface ClientEnv {
 
 export function loadClientEnv(env: Env = process.env): ClientEnv {
   const home = str(env, 'HOME')
-  const dir = str(env, 'XDG_CONFIG_HOME') ?? (home === null ? null : join(home, '.config'))
+  // A relative XDG_CONFIG_HOME is invalid and to be ignored (XDG Base Directory spec): it would put
+  // the tokens under whatever directory the command runs in.
+  const xdg = str(env, 'XDG_CONFIG_HOME')
+  const dir = xdg !== null && xdg.startsWith('/') ? xdg : home === null ? null : join(home, '.config')
   const file = str(env, 'SVC_CLI_CONFIG') ?? (dir === null ? null : join(dir, 'svc', 'config.toml'))
   return {
     token: str(env, 'SVC_TOKEN'),

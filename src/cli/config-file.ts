@@ -53,7 +53,8 @@ export function readConfigFile(path: string | null): CliConfigFile {
   }
   const o = raw as { default?: unknown; leaders?: unknown }
   if (o.default !== undefined && typeof o.default !== 'string') throw bad('has a `default` that is not a string')
-  if (o.leaders !== undefined && (typeof o.leaders !== 'object' || o.leaders === null)) throw bad('has `leaders` that is not a table')
+  // An array is an object too (`leaders = []`): not the table of named leaders.
+  if (o.leaders !== undefined && (typeof o.leaders !== 'object' || o.leaders === null || Array.isArray(o.leaders))) throw bad('has `leaders` that is not a table')
   const leaders: Record<string, LeaderEntry> = {}
   for (const [name, v] of Object.entries((o.leaders ?? {}) as Record<string, unknown>)) {
     const e = v as { url?: unknown; token?: unknown; token_id?: unknown }

@@ -61,7 +61,7 @@ export const SHARED_FLAGS: Record<'remote' | 'output' | 'db', Flag[]> = {
     { name: 'json', type: 'boolean', help: 'print the API\'s JSON as it is' },
     { name: 'quiet', short: 'q', type: 'boolean', help: 'print ids only, one a line' },
   ],
-  db: [{ name: 'db', type: 'string', value: 'PATH', help: 'the state database (default: SVC_JOIN_STATE_DB, else ./state/join_state.sqlite3)' }],
+  db: [{ name: 'db', type: 'string', value: 'PATH', help: 'the state database (default: SVC_JOIN_STATE_DB, else SVC_STATE_DIR/join_state.sqlite3 when SVC_STATE_DIR is set, else ./state/join_state.sqlite3)' }],
 }
 export const HELP_FLAG: Flag = { name: 'help', short: 'h', type: 'boolean', help: 'show this help' }
 
