@@ -167,7 +167,7 @@ export const COMMANDS: Command[] = [
   {
     path: ['jobs', 'watch'],
     summary: 'Follow a job\'s step and loss live until it ends: a progress bar on a terminal, a line per step otherwise.',
-    description: 'Exits 0 when the job completes, 1 when it fails or is cancelled (the reason on stderr), 3 when it cannot follow the job to its end (the leader refuses the token, the job is not found or was deleted). A leader that is away (restarting, or its proxy answering 5xx) is waited out for as long as it takes, retrying every few seconds and saying so on stderr. --json prints each metrics event as a JSON line, then the final job as one more; --quiet prints nothing while it runs, then the job\'s id.',
+    description: 'Exits 0 when the job completes, 1 when it fails or is cancelled (the reason on stderr), 3 when it cannot follow the job to its end (no leader answers when it starts, the leader refuses the token, the job is not found or was deleted). A leader that goes away while it watches (restarting, or its proxy answering 5xx) is waited out for as long as it takes, retrying every few seconds and saying so on stderr. --json prints each metrics event as a JSON line, then the final job as one more; --quiet prints nothing while it runs, then the job\'s id.',
     args: [JOB],
     flags: [],
     shared: R,
