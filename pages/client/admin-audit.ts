@@ -35,7 +35,11 @@ export function adminAuditClient(): void {
     q.set('page', String(page))
     q.set('page_size', String(SIZE))
     history.replaceState(null, '', '?' + q.toString())
+    const asked = page
     const r = await svc.api('GET', '/api/v1/admin/audit?' + q.toString())
+    // Another page was chosen meanwhile (a load for it follows): this answer would show page 1's
+    // entries under "Page 2" with Next still on.
+    if (page !== asked) return
     const body = $('audit-body')
     if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) }))])
     const items = r.data.items as any[]

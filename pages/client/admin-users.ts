@@ -103,7 +103,10 @@ export function adminUsersClient(): void {
   async function load() {
     const q = query()
     history.replaceState(null, '', '?' + q.toString())
+    const asked = page
     const r = await svc.api('GET', '/api/v1/admin/users?' + q.toString())
+    // Another page was chosen meanwhile (a load for it follows): this answer is not for it.
+    if (page !== asked) return
     const body = $('users-body')
     if (!r.ok) {
       const text = r.status === 404 ? t('common.noData') : t('common.loadFailed', { error: r.error ?? '' })
