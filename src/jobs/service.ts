@@ -89,6 +89,20 @@ function checkBuiltinConfig(config: Record<string, unknown>): void {
   }
 }
 
+/**
+ * A job's `config` as JSON, at most: every job list carries each job's config (up to 500 jobs), and
+ * a megabyte each made one pool page's list 373 MB. Settings, not data: data goes through the
+ * artifact store.
+ */
+export const MAX_CONFIG_BYTES = 64 * 1024
+
+function checkConfigSize(config: Record<string, unknown>): void {
+  const bytes = Buffer.byteLength(JSON.stringify(config))
+  if (bytes <= MAX_CONFIG_BYTES) return
+  const words = `must be at most ${MAX_CONFIG_BYTES / 1024} KiB as JSON (it is ${Math.ceil(bytes / 1024)} KiB); pass data as an artifact, not in the config`
+  throw invalid(`body /config: ${words}.`, { errors: [{ path: '/config', message: words }] })
+}
+
 export class JobService {
   /** Pools the last scheduler pass looked into (null before the first pass); see schedulePass. */
   private visited: Set<string> | null = null
@@ -177,6 +191,7 @@ export class JobService {
 
   submit(caller: Caller, input: SubmitInput, clientIp: string): Job {
     const { ctx } = this
+    checkConfigSize(input.config ?? {})
     if ((input.runner ?? BUILTIN_RUNNER) === BUILTIN_RUNNER) checkBuiltinConfig(input.config ?? {})
     const job = ctx.db.transaction((tx) => {
       const poolNamed = input.pool_id !== undefined

@@ -149,6 +149,16 @@ describe('job lifecycle', () => {
     expect((await A.post('/api/v1/jobs', { name: 'torch', pool_id: pool.id, runner: 'torch', config: { steps: 'abc', lr: -1 } })).status).toBe(201)
   })
 
+  test('a config over 64 KiB as JSON is refused at submit (every job list carries the configs: a megabyte each made a pool page\'s list 373 MB)', async () => {
+    const { A, pool } = await cluster(1)
+    const at = (chars: number) => ({ name: 'sized', pool_id: pool.id, runner: 'torch', config: { data: 'x'.repeat(chars) } })
+    const overhead = JSON.stringify({ data: '' }).length
+    expect((await A.post('/api/v1/jobs', at(64 * 1024 - overhead))).status).toBe(201)
+    const r = await A.post('/api/v1/jobs', at(64 * 1024 - overhead + 1))
+    expect([r.status, r.body.code, r.body.errors?.[0]?.path]).toEqual([422, 'validation_failed', '/config'])
+    expect(r.body.detail).toBe('body /config: must be at most 64 KiB as JSON (it is 65 KiB); pass data as an artifact, not in the config.')
+  })
+
   test('a job that cannot be placed stays queued with a readable reason, and is placed once fellows appear', async () => {
     const { h, A, pool, fellows } = await cluster(2, { freeMb: [30_000, 10_000] })
     const r = await A.post('/api/v1/jobs', { name: 'big', pool_id: pool.id, stages: 3, min_free_vram_mb: 20_480 })
