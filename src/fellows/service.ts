@@ -1,6 +1,6 @@
 // Fellows: join sessions, registration, node credentials, release and removal.
 import { AddressBlocks } from '../http/ip'
-import { and, count, eq, isNull, lt, sql } from 'drizzle-orm'
+import { and, count, eq, gt, isNull, lt, min, sql } from 'drizzle-orm'
 import { fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
@@ -18,6 +18,8 @@ import type { LoopSpec } from '../loops'
 import { shQuote } from './bootstrap'
 
 const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
+/** Join commands one person may make in 24 hours. */
+export const JOIN_SESSIONS_PER_DAY = 200
 /** How long an expired join session's row stays. */
 export const DEAD_JOIN_SESSION_KEEP_MS = 30 * 24 * HOUR_MS
 
@@ -103,8 +105,18 @@ export class Fellows {
     const { ctx } = this
     return ctx.db.transaction((tx) => {
       requireMember(tx, actor, poolId)
-      const token = randomToken(TOKEN_PREFIX.joinToken)
       const now = ctx.clock.now()
+      // Each join command is a row kept a month and an audit entry: one API token minted 860 a
+      // second (a gigabyte of state file a few hours). A person needs a handful a day.
+      const recent = tx
+        .select({ n: count(), oldest: min(joinSessions.createdAt) })
+        .from(joinSessions)
+        .where(and(eq(joinSessions.createdBy, actor.userId), gt(joinSessions.createdAt, now - JOIN_SESSION_TTL_MS)))
+        .get()
+      if (recent && recent.n >= JOIN_SESSIONS_PER_DAY) {
+        throw new AppError('rate_limited', `You have made ${JOIN_SESSIONS_PER_DAY} join commands in the last 24 hours, the most one person may; each works for 24 hours and for any number of machines, so use one of those.`, { retryAfterS: Math.max(1, Math.ceil(((recent.oldest ?? now) + JOIN_SESSION_TTL_MS - now) / 1000)) })
+      }
+      const token = randomToken(TOKEN_PREFIX.joinToken)
       const id = newId()
       tx.insert(joinSessions).values({ id, poolId, createdBy: actor.userId, tokenHash: sha256(token), createdAt: now, expiresAt: now + JOIN_SESSION_TTL_MS }).run()
       recordAudit(tx, ctx.clock, { kind: 'pool.join_session', actorUserId: actor.userId, clientIp: actor.clientIp, targetType: 'pool', targetId: poolId })
