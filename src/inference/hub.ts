@@ -59,8 +59,13 @@ export interface InferenceStats {
 export interface InferenceHub {
   /** Queues a request for one fellow; throws service_unavailable when the leader is at its limit. */
   submit(fellowId: string, job: InferJob): Ticket
-  /** The fellow's next request, waiting up to waitMs for one; null when none came. */
-  next(fellowId: string, waitMs: number, signal?: AbortSignal): Promise<InferRequest | null>
+  /**
+   * The fellow's next request, waiting up to waitMs for one; null when none came. `onEvicted` is
+   * called (before the null) when the wait was ended early because the fellow holds more waits
+   * than the hub keeps for it: a caller must not wait again at once, or two such callers end each
+   * other's waits for good.
+   */
+  next(fellowId: string, waitMs: number, signal?: AbortSignal, onEvicted?: () => void): Promise<InferRequest | null>
   /** Frames from a fellow; `fellowId` null only for an unauthenticated fellow (node auth off). */
   post(requestId: string, fellowId: string | null, frames: Frame[]): PostResult
   /** Requests queued for or being served by the fellow: routing sends work to the least loaded. */

@@ -44,7 +44,8 @@ interface Live {
   pick: (e: Ending | null) => void
 }
 
-type Waiter = (r: InferRequest | null) => void
+/** Hands a waiting fellow its request, or null (`evicted`: it held more waits than it may). */
+type Waiter = (r: InferRequest | null, evicted?: boolean) => void
 
 /** The largest whole result (embeddings) a request may carry, in UTF-16 code units. */
 const MAX_RESULT_CHARS = 64 << 20
@@ -106,7 +107,7 @@ export class MemoryInferenceHub implements InferenceHub {
     return { id: l.id, pickedUp, read: (ms) => this.read(l, ms), cancel }
   }
 
-  next(fellowId: string, waitMs: number, signal?: AbortSignal): Promise<InferRequest | null> {
+  next(fellowId: string, waitMs: number, signal?: AbortSignal, onEvicted?: () => void): Promise<InferRequest | null> {
     if (signal?.aborted) return Promise.resolve(null)
     const q = this.queues.get(fellowId)
     const l = q?.shift()
@@ -115,9 +116,10 @@ export class MemoryInferenceHub implements InferenceHub {
     if (!(waitMs > 0)) return Promise.resolve(null)
     return new Promise((resolve) => {
       const list = this.waiters.get(fellowId) ?? []
-      const w: Waiter = (r) => {
+      const w: Waiter = (r, evicted) => {
         clearTimeout(timer)
         signal?.removeEventListener('abort', leave)
+        if (evicted) onEvicted?.()
         resolve(r)
       }
       // Leaving without a request: unlist the waiter so no request is handed to a dead poll.
@@ -134,7 +136,7 @@ export class MemoryInferenceHub implements InferenceHub {
       signal?.addEventListener('abort', leave, { once: true })
       // A fellow holding more polls than it can use gets its oldest one answered empty.
       if (list.length >= this.maxWaiters) {
-        list.shift()!(null)
+        list.shift()!(null, true)
         this.waiterCount--
       }
       list.push(w)

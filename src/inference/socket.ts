@@ -17,6 +17,14 @@ export interface InferSocket {
 /** How long one wait for a request lasts before the fellow's standing is checked again. */
 const NEXT_WAIT_MS = 25_000
 
+/**
+ * Inference sockets one fellow may hold open. The agent holds one (a second for a moment while
+ * it reconnects); each socket is a wait for requests and may hold a message of up to Bun's
+ * per-server payload limit while it arrives, so a fellow without a cap (one registered without
+ * any token, say) could open them by the thousand.
+ */
+export const MAX_SOCKETS_PER_FELLOW = 4
+
 const checkMessage = TypeCompiler.Compile(FellowMessage)
 
 interface Open {
@@ -29,6 +37,8 @@ interface Open {
 
 export class InferSockets {
   private readonly open = new Map<InferSocket, Open>()
+  /** Open sockets per fellow. */
+  private readonly perFellow = new Map<string, number>()
 
   constructor(
     private readonly inference: Inference,
@@ -41,6 +51,12 @@ export class InferSockets {
   }
 
   attach(ws: InferSocket, fellowId: string): void {
+    const held = this.perFellow.get(fellowId) ?? 0
+    if (held >= MAX_SOCKETS_PER_FELLOW) {
+      ws.close(INFER_CLOSE.policy, `This fellow holds ${MAX_SOCKETS_PER_FELLOW} inference sockets already, the most it may; close one first.`)
+      return
+    }
+    this.perFellow.set(fellowId, held + 1)
     const o: Open = { fellowId, credit: 0, wake: null, stop: new AbortController() }
     this.open.set(ws, o)
     void this.pump(ws, o)
@@ -50,6 +66,9 @@ export class InferSockets {
     const o = this.open.get(ws)
     if (!o) return
     this.open.delete(ws)
+    const held = (this.perFellow.get(o.fellowId) ?? 1) - 1
+    if (held > 0) this.perFellow.set(o.fellowId, held)
+    else this.perFellow.delete(o.fellowId)
     o.stop.abort()
     o.wake?.()
   }
@@ -89,7 +108,12 @@ export class InferSockets {
         continue
       }
       if (!this.inference.mayServe(o.fellowId)) return this.refuse(ws, INFER_CLOSE.policy, 'The fellow was released or removed.')
-      const request = await this.inference.hub.next(o.fellowId, NEXT_WAIT_MS, signal)
+      let evicted = false
+      const request = await this.inference.hub.next(o.fellowId, NEXT_WAIT_MS, signal, () => (evicted = true))
+      // The fellow holds more waits (this socket's and its long-polls) than the hub keeps, and this
+      // one was the oldest: waiting again at once would end the next oldest, and two sockets ending
+      // each other's waits kept the leader in a loop that never yielded (no request, no SIGTERM).
+      if (evicted) return this.refuse(ws, INFER_CLOSE.policy, 'This fellow holds more waits for requests (sockets, long-polls) than the leader keeps (64); this one was the oldest.')
       if (!request) continue
       o.credit--
       this.send(ws, { t: 'request', request })
