@@ -31,6 +31,23 @@ export interface ToolCallsDelta {
 /** Content text (most of a stream, so a plain string) or a chunk's tool-call deltas. */
 export type Delta = string | ToolCallsDelta
 
+/**
+ * The most output a request holds, in UTF-16 code units: unread by a streaming client, or
+ * collected whole for a non-streamed answer (a fellow posting without end grew the leader by
+ * gigabytes in seconds collecting one).
+ */
+export const MAX_ANSWER_CHARS = 1 << 20
+
+/** The characters tool-call deltas take in memory, about: their JSON text. */
+export function toolCallsChars(calls: unknown[]): number {
+  return calls.length === 0 ? 0 : JSON.stringify(calls).length
+}
+
+/** What a delta takes of a request's output limit. */
+export function deltaChars(d: Delta): number {
+  return typeof d === 'string' ? d.length : toolCallsChars(d.tool_calls)
+}
+
 /** What a client read returns: deltas in order; `end` once the request is over and drained. */
 export interface Output {
   deltas: Delta[]

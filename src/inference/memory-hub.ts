@@ -5,7 +5,7 @@
 import { AppError } from '../errors'
 import { newId } from '../crypto'
 import type { Frame, InferRequest } from './model'
-import type { Delta, Ending, InferJob, InferenceHub, InferenceStats, Output, PostResult, Ticket, TokenUsage } from './hub'
+import { MAX_ANSWER_CHARS, type Delta, type Ending, type InferJob, type InferenceHub, type InferenceStats, type Output, type PostResult, type Ticket, type TokenUsage } from './hub'
 
 export interface MemoryInferenceHubOptions {
   now: () => number
@@ -66,7 +66,7 @@ export class MemoryInferenceHub implements InferenceHub {
   constructor(private readonly opts: MemoryInferenceHubOptions) {
     this.maxOpen = opts.maxOpen ?? 10_000
     this.maxWaiters = opts.maxWaitersPerFellow ?? 64
-    this.maxBuffered = opts.maxBufferedChars ?? 1 << 20
+    this.maxBuffered = opts.maxBufferedChars ?? MAX_ANSWER_CHARS
     this.maxHeld = opts.maxHeldChars ?? 128 << 20
   }
 

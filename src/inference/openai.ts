@@ -2,7 +2,7 @@
 // {error: {message, type, param, code}}, so the official clients work against {base_url}/api/v1.
 import { AppError } from '../errors'
 import { statusOf } from '../http/problem'
-import type { Ending, TokenUsage } from './hub'
+import { MAX_ANSWER_CHARS, deltaChars, type Ending, type TokenUsage } from './hub'
 import type { OpenedCompletion } from './service'
 import { CHAT_FIELD_RULES, CHAT_MESSAGE_RULES, EMBEDDING_FIELD_RULES, type ChatCompletion, type EmbeddingList, type ToolCall, type Usage } from './model'
 
@@ -117,13 +117,22 @@ export class ToolCallMerger {
   }
 }
 
-/** Waits for the whole answer (non-streaming); a failed request throws its AppError. */
+/**
+ * Waits for the whole answer (non-streaming); a failed request throws its AppError. An answer past
+ * MAX_ANSWER_CHARS ends the request (its fellow's next post is told to stop) and throws.
+ */
 export async function collectCompletion(o: OpenedCompletion): Promise<ChatCompletion> {
   const parts: string[] = []
   const tools = new ToolCallMerger()
   let sawTools = false
+  let chars = 0
   for (;;) {
     const out = await o.ticket.read(COLLECT_READ_MS)
+    for (const d of out.deltas) chars += deltaChars(d)
+    if (chars > MAX_ANSWER_CHARS) {
+      o.ticket.cancel()
+      throw new AppError('fellow_failed', `The answer of the engine serving ${o.model} is longer than ${MAX_ANSWER_CHARS} characters, the most a non-streamed answer may be; ask with "stream": true for a longer one.`)
+    }
     for (const d of out.deltas) {
       if (typeof d === 'string') parts.push(d)
       else {

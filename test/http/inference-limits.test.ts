@@ -147,3 +147,57 @@ describe('inference sockets and waits per fellow', () => {
     expect(new Set(await Promise.all(polls))).toEqual(new Set(['aborted']))
   })
 })
+
+/** Sends frames until the leader takes them (a 'full' ack: the client has not read yet); the ack. */
+async function deliver(ch: Channel, id: string, frames: unknown[]): Promise<string> {
+  for (;;) {
+    const result = await ch.frames(id, frames)
+    if (result !== 'full') return result
+    await Bun.sleep(10)
+  }
+}
+
+describe('a non-streamed answer', () => {
+  test('past 1 Mi characters ends with 502 fellow_failed for the client, and the fellow is told to stop (gone)', async () => {
+    const { fellow, openai } = await setup()
+    const f = await fellow()
+    const ch = new Channel(f.socket, f.token)
+    expect(await ch.opened()).toBe(true)
+    ch.credit(1)
+    const answer = openai.chat.completions.create({ model: 'tiny-llm', messages: ask('talk forever') }).then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    )
+    const req = await until(() => ch.requests[0] ?? null, 'the request on the socket')
+    // 17 posts of 64 Ki characters: one more than 1 Mi. The fellow keeps going until told.
+    const results: string[] = []
+    for (let i = 0; i < 24 && results.at(-1) !== 'gone'; i++) results.push(await deliver(ch, req.request_id, [{ delta: 'x'.repeat(65536) }]))
+    expect(results.at(-1)).toBe('gone')
+    expect(results.length).toBeLessThanOrEqual(18)
+    const err = await answer
+    expect(err?.status).toBe(502)
+    expect(err?.code).toBe('fellow_failed')
+    expect(err?.message).toContain('longer than 1048576 characters')
+    ch.close()
+  })
+
+  test('of tool calls past 1 Mi characters of arguments ends the same way', async () => {
+    const { fellow, openai } = await setup()
+    const f = await fellow()
+    const ch = new Channel(f.socket, f.token)
+    expect(await ch.opened()).toBe(true)
+    ch.credit(1)
+    const answer = openai.chat.completions.create({ model: 'tiny-llm', messages: ask('call forever') }).then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    )
+    const req = await until(() => ch.requests[0] ?? null, 'the request on the socket')
+    const call = { index: 0, function: { arguments: 'y'.repeat(60_000) } }
+    const results: string[] = []
+    for (let i = 0; i < 24 && results.at(-1) !== 'gone'; i++) results.push(await deliver(ch, req.request_id, [{ tool_calls: [call] }]))
+    expect(results.at(-1)).toBe('gone')
+    const err = await answer
+    expect([err?.status, err?.code]).toEqual([502, 'fellow_failed'])
+    ch.close()
+  })
+})
