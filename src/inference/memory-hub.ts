@@ -5,7 +5,7 @@
 import { AppError } from '../errors'
 import { newId } from '../crypto'
 import type { Frame, InferRequest } from './model'
-import { MAX_ANSWER_CHARS, type Delta, type Ending, type InferJob, type InferenceHub, type InferenceStats, type Output, type PostResult, type Ticket, type TokenUsage } from './hub'
+import { MAX_ANSWER_CHARS, toolCallsChars, type Delta, type Ending, type InferJob, type InferenceHub, type InferenceStats, type Output, type PostResult, type Ticket, type TokenUsage } from './hub'
 
 export interface MemoryInferenceHubOptions {
   now: () => number
@@ -25,7 +25,10 @@ interface Live {
   id: string
   fellowId: string
   job: InferJob
+  /** The prompt's text (content, embeddings input): the usage estimate when the engine gave none. */
   promptChars: number
+  /** What the request takes of the memory budget while open: its job's JSON (tools, tool calls and all). */
+  heldChars: number
   state: 'queued' | 'dispatched' | 'ended'
   /** When it was queued, then when its fellow last posted: the timeouts count from here. */
   since: number
@@ -56,6 +59,7 @@ export class MemoryInferenceHub implements InferenceHub {
   private readonly waiters = new Map<string, Waiter[]>()
   private readonly busy = new Map<string, number>()
   private bufferedChars = 0
+  /** Prompts (their JSON) and result pieces of all open requests. */
   private promptChars = 0
   private waiterCount = 0
   private readonly maxOpen: number
@@ -71,23 +75,27 @@ export class MemoryInferenceHub implements InferenceHub {
   }
 
   submit(fellowId: string, job: InferJob): Ticket {
+    // The prompt's text, for the usage estimate; embeddings carry theirs in params.input (a string
+    // or a list of them).
     let promptChars = 0
     for (const m of job.messages) promptChars += m.content?.length ?? 0
-    // Embeddings carry their text in params.input (a string or a list of them).
     const input = job.params?.input
     if (typeof input === 'string') promptChars += input.length
     else if (Array.isArray(input)) for (const x of input) promptChars += typeof x === 'string' ? x.length : 8
-    if (this.live.size >= this.maxOpen || this.held() + promptChars > this.maxHeld) {
+    // Counted as the JSON it is sent as: tool calls, tools and schemas in params weigh like content
+    // (counting content alone let prompts of tool calls hold gigabytes within the budget).
+    const heldChars = JSON.stringify(job.messages).length + (job.params === undefined ? 0 : JSON.stringify(job.params).length)
+    if (this.live.size >= this.maxOpen || this.held() + heldChars > this.maxHeld) {
       throw new AppError('service_unavailable', 'The leader is at its limit of open inference requests; retry shortly.')
     }
     let pick!: (e: Ending | null) => void
     const pickedUp = new Promise<Ending | null>((r) => (pick = r))
     const l: Live = {
-      id: newId(), fellowId, job, promptChars, state: 'queued', since: this.opts.now(), fullAt: 0, deltas: [], chars: 0,
+      id: newId(), fellowId, job, promptChars, heldChars, state: 'queued', since: this.opts.now(), fullAt: 0, deltas: [], chars: 0,
       completionFrames: 0, usage: null, finishReason: null, resultText: '', end: null, reader: null, readerTimer: null, pick,
     }
     this.live.set(l.id, l)
-    this.promptChars += promptChars
+    this.promptChars += heldChars
     this.busy.set(fellowId, (this.busy.get(fellowId) ?? 0) + 1)
     const waiting = this.waiters.get(fellowId)
     const w = waiting?.shift()
@@ -153,7 +161,7 @@ export class MemoryInferenceHub implements InferenceHub {
     let resultChars = 0
     for (const f of frames) {
       incoming += f.delta?.length ?? 0
-      if (f.tool_calls !== undefined) incoming += 256 * f.tool_calls.length
+      if (f.tool_calls !== undefined) incoming += toolCallsChars(f.tool_calls)
       resultChars += f.result_chunk?.length ?? 0
     }
     // Refused whole, so the fellow can resend the same batch once the client caught up. A result
@@ -176,9 +184,10 @@ export class MemoryInferenceHub implements InferenceHub {
         l.completionFrames++
       }
       if (f.tool_calls !== undefined && f.tool_calls.length > 0) {
+        const n = toolCallsChars(f.tool_calls)
         l.deltas.push({ tool_calls: f.tool_calls })
-        l.chars += 256 * f.tool_calls.length
-        this.bufferedChars += 256 * f.tool_calls.length
+        l.chars += n
+        this.bufferedChars += n
       }
       if (f.usage) l.usage = f.usage
       if (f.finish_reason !== undefined) l.finishReason = f.finish_reason
@@ -294,7 +303,7 @@ export class MemoryInferenceHub implements InferenceHub {
     l.state = 'ended'
     l.end = end
     this.live.delete(l.id)
-    this.promptChars -= l.promptChars + l.resultText.length
+    this.promptChars -= l.heldChars + l.resultText.length
     l.resultText = ''
     const b = (this.busy.get(l.fellowId) ?? 1) - 1
     if (b > 0) this.busy.set(l.fellowId, b)

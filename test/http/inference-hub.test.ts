@@ -43,8 +43,8 @@ describe('inference hub', () => {
   })
 
   test('bounds: open requests and held characters answer 503; unread output per request answers "full"', () => {
-    const { h } = hub({ maxOpen: 2, maxBufferedChars: 4, maxHeldChars: 20 })
-    expect(() => h.submit('f1', job('x'.repeat(21)))).toThrow('limit of open inference requests')
+    const { h } = hub({ maxOpen: 2, maxBufferedChars: 4, maxHeldChars: 100 })
+    expect(() => h.submit('f1', job('x'.repeat(100)))).toThrow('limit of open inference requests')
     const t = h.submit('f1', job())
     h.submit('f1', job())
     expect(() => h.submit('f1', job())).toThrow('limit of open inference requests')
@@ -52,6 +52,25 @@ describe('inference hub', () => {
     expect(h.post(t.id, 'f1', [{ delta: 'abc' }, { delta: 'de' }])).toBe('full')
     expect(h.stats().bufferedChars).toBe(0) // refused whole
     expect(h.post(t.id, 'f1', [{ delta: 'abcd' }])).toBe('ok')
+  })
+
+  test('a prompt counts for all it holds (tool calls, tools in params), a tool-call delta for its size', async () => {
+    const { h } = hub({ maxBufferedChars: 5000, maxHeldChars: 10_000 })
+    const call = { id: 'c1', type: 'function', function: { name: 'f', arguments: 'a'.repeat(6000) } }
+    const toolTurn: InferJob = { kind: 'chat', model: 'm', messages: [{ role: 'assistant', content: null, tool_calls: [call] }, { role: 'user', content: 'go on' }], max_tokens: null, stream: true }
+    const t = h.submit('f1', toolTurn)
+    // 6,000 characters of arguments held: a second such prompt is past the 10,000.
+    expect(() => h.submit('f1', toolTurn)).toThrow('limit of open inference requests')
+    expect(() => h.submit('f1', { ...job(), params: { tools: [{ type: 'function', function: { name: 'g', parameters: { description: 'd'.repeat(6000) } } }] } })).toThrow('limit of open inference requests')
+    await h.next('f1', 0)
+    // A tool-call delta of 6,000 characters is past the 5,000 a request may hold unread.
+    expect(h.post(t.id, 'f1', [{ tool_calls: [{ index: 0, function: { arguments: 'b'.repeat(6000) } }] }])).toBe('full')
+    expect(h.post(t.id, 'f1', [{ tool_calls: [{ index: 0, function: { arguments: 'b'.repeat(3000) } }] }])).toBe('ok')
+    expect(h.stats().bufferedChars).toBeGreaterThan(3000)
+    t.cancel()
+    // All released: the prompt fits again.
+    expect(h.stats()).toMatchObject({ open: 0, bufferedChars: 0 })
+    h.submit('f1', toolTurn)
   })
 
   test('a fellow holding too many long-polls gets its oldest answered empty; an aborted poll leaves the list', async () => {
@@ -85,7 +104,7 @@ describe('inference hub', () => {
   })
 
   test('a request whose client stopped reading times out naming the client, not the fellow that kept sending', async () => {
-    const { h, clock } = hub({ maxBufferedChars: 4, maxHeldChars: 20 })
+    const { h, clock } = hub({ maxBufferedChars: 4, maxHeldChars: 100 })
     const t = h.submit('f1', job())
     await h.next('f1', 0)
     expect(h.post(t.id, 'f1', [{ delta: 'abcd' }])).toBe('ok')
