@@ -61,7 +61,12 @@ export function signalSocketRoute(fellows: Fellows) {
     close(ws: SignalWs): void {
       fellows.signals.detach(this.fellowId, ws)
     }
-    message(): void {}
+    // Fellows report over HTTP; a message here is not of an agent. Closed, so a caller cannot use
+    // its socket to make the leader take message after message of up to Bun's payload limit (one
+    // for every socket of the server: the relay's frame size).
+    message(ws: SignalWs): void {
+      ws.close(1003, 'The signal socket carries signals to the fellow; it takes no messages.')
+    }
   }
   return upgradeRoute({
     path: '/ws/signals/:fellow_id',

@@ -88,6 +88,20 @@ describe('signal WebSocket close', () => {
   })
 })
 
+describe('a message from the fellow', () => {
+  test('closes its signal socket with 1003 (the socket carries signals one way); it connects again as before', async () => {
+    const s = await openSocket(wsUrl(f1.fellow_id), { Authorization: `Bearer ${f1.node_token}` })
+    s.ws.send(JSON.stringify({ hello: 'leader' }))
+    const closed = await until(() => Promise.race([s.closed, Bun.sleep(100).then(() => null)]), 'the socket closed')
+    expect(closed.code).toBe(1003)
+    expect(closed.reason).toContain('takes no messages')
+    const again = await openSocket(wsUrl(f1.fellow_id), { Authorization: `Bearer ${f1.node_token}` })
+    await until(() => h.services.fellows.signals.connected(f1.fellow_id), 'the new socket attached')
+    again.ws.close()
+    await again.closed
+  })
+})
+
 describe('a socket whose credential dies', () => {
   test('one rule on the socket path: a plain GET with a missing or bad token is 403 like the upgrade, with no stray close_code', async () => {
     for (const headers of [{}, { authorization: 'Bearer svc_node_garbage' }] as Record<string, string>[]) {
