@@ -3,6 +3,12 @@
 // sleeping. A leaf module: the leader and the agent both load it.
 export interface Clock {
   now(): number
+  /**
+   * Milliseconds on a clock no one sets: it moves only forward, at the rate time passes, whatever
+   * NTP or an operator does to the wall clock. For how long ago something happened (a fellow's
+   * last heartbeat) where `now()` would jump with the wall clock. Without it, `now()` stands in.
+   */
+  monotonic?(): number
 }
 
 /** A clock that can also wake code up later: what code with timers takes (the agent's loops). */
@@ -13,6 +19,7 @@ export interface TimerClock extends Clock {
 
 export const systemClock: TimerClock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => {
     const timer = setTimeout(fn, Math.max(0, ms))
     return () => clearTimeout(timer)

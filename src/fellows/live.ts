@@ -96,8 +96,15 @@ export class FellowRegistry {
   private lastState = new Map<string, NodeState>()
   private history = new Map<string, HistoryPoint[]>()
   private events = new Map<string, PoolEvent[]>()
-  /** Fellows silent since before the leader started that held a stage then: id -> the start. */
+  /** Fellows silent since before the leader started that held a stage then: id -> the start (monotonic). */
   private awaited = new Map<string, number>()
+  /**
+   * When each fellow was last seen on the monotonic clock: liveness is reckoned on it, not on the
+   * wall clock (`lastSeenAt`, shown and saved), which an NTP step or an operator moves. A step
+   * forward marked every fellow offline at once and failed their jobs; a step back kept a dead
+   * one online for as long as the step.
+   */
+  private seenMono = new Map<string, number>()
   /** Downsampled history in the state file (telemetry.ts), written by flush(). */
   readonly telemetry: TelemetryHistory
 
@@ -142,6 +149,7 @@ export class FellowRegistry {
       }
       this.byId.set(f.id, live)
       this.move(f.id, null, live.poolId)
+      if (f.lastSeenAt !== null) this.seenMono.set(f.id, this.mono() - Math.max(0, now - f.lastSeenAt))
       this.lastState.set(f.id, this.stateOf(live, now))
       // The row is what the last run wrote. Counting it as written at a point spread over the last
       // persist period (by id, so it is reproducible) keeps a restart from writing every row on
@@ -166,6 +174,8 @@ export class FellowRegistry {
     const prev = this.byId.get(f.id)
     this.byId.set(f.id, f)
     this.move(f.id, prev?.poolId ?? null, f.poolId)
+    if (f.lastSeenAt !== null) this.seenMono.set(f.id, this.mono() - Math.max(0, this.ctx.clock.now() - f.lastSeenAt))
+    else this.seenMono.delete(f.id)
     this.lastState.set(f.id, this.stateOf(f, this.ctx.clock.now()))
     if (event) this.event(f, event, null)
   }
@@ -181,15 +191,18 @@ export class FellowRegistry {
     this.due.delete(id)
     this.persisted.delete(id)
     this.lastState.delete(id)
+    this.seenMono.delete(id)
     this.history.delete(id)
     this.telemetry.forget(id)
   }
 
+  /** `now`: the wall clock's, for a fellow the registry has no monotonic time for (none it saw). */
   stateOf(f: LiveFellow, now: number): NodeState {
     if (f.released) return 'released'
     if (f.lastSeenAt === null || f.signedOff) return 'offline'
     const interval = this.ctx.cfg.heartbeatIntervalS * 1000
-    const age = now - f.lastSeenAt
+    const seen = this.seenMono.get(f.id)
+    const age = seen !== undefined ? this.mono() - seen : now - f.lastSeenAt
     if (age <= 2 * interval) return 'online'
     if (age <= OFFLINE_AFTER_INTERVALS * interval) return 'stale'
     return 'offline'
@@ -202,8 +215,13 @@ export class FellowRegistry {
    * the leader was down, so an old last-seen says nothing yet; a fellow that comes back in time
    * takes the usual way back.
    */
-  awaitBack(ids: Iterable<string>, since: number): void {
+  awaitBack(ids: Iterable<string>): void {
+    const since = this.mono()
     for (const id of ids) if (this.byId.has(id) && this.lastState.get(id) === 'offline') this.awaited.set(id, since)
+  }
+
+  private mono(): number {
+    return this.ctx.clock.monotonic?.() ?? this.ctx.clock.now()
   }
 
   /** A clean stop: offline now, and the liveness tick will not report it again. */
@@ -221,12 +239,15 @@ export class FellowRegistry {
   /** Records a heartbeat; true when it brings the fellow back from offline. */
   heartbeat(f: LiveFellow, hb: HeartbeatInput, now: number): boolean {
     if (hb.status !== f.status && f.status !== null) this.event(f, 'status', `${f.status} -> ${hb.status}`)
+    const mono = this.mono()
+    const seen = this.seenMono.get(f.id)
     if (f.lastSeenAt !== null && this.onUptime && !f.released) {
       // Online means seen within two intervals; a longer gap counts only its first two intervals.
-      const onlineMs = Math.min(now - f.lastSeenAt, 2 * this.ctx.cfg.heartbeatIntervalS * 1000)
+      const onlineMs = Math.max(0, Math.min(seen !== undefined ? mono - seen : now - f.lastSeenAt, 2 * this.ctx.cfg.heartbeatIntervalS * 1000))
       this.onUptime(f, now, onlineMs, f.hardware?.gpus.length ?? 0)
     }
     f.lastSeenAt = now
+    this.seenMono.set(f.id, mono)
     f.signedOff = false
     f.status = hb.status
     if (hb.job_id !== undefined) f.jobId = hb.job_id
@@ -309,10 +330,11 @@ export class FellowRegistry {
   tick(now: number): LiveFellow[] {
     const wentOffline: LiveFellow[] = []
     const window = OFFLINE_AFTER_INTERVALS * this.ctx.cfg.heartbeatIntervalS * 1000
+    const mono = this.mono()
     for (const [id, since] of this.awaited) {
       const f = this.byId.get(id)
-      if (!f || f.released || (f.lastSeenAt !== null && f.lastSeenAt >= since)) this.awaited.delete(id)
-      else if (now - since > window) {
+      if (!f || f.released || (this.seenMono.get(id) ?? -Infinity) >= since) this.awaited.delete(id)
+      else if (mono - since > window) {
         this.awaited.delete(id)
         this.event(f, 'offline', null)
         wentOffline.push(f)

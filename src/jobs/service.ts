@@ -121,7 +121,7 @@ export class JobService {
     // A fellow holding a stage that is already past the offline window when the leader starts
     // (it died while the leader was down) never went offline in the liveness loop's eyes, so its
     // stage was never moved: the job hung. Those fellows get one offline window from now.
-    registry.awaitBack(this.busyFellows(), ctx.clock.now())
+    registry.awaitBack(this.busyFellows())
   }
 
   /** The scheduler: places queued jobs on free fellows once a second. */

@@ -12,11 +12,17 @@ interface Timer {
 export class FakeClock implements TimerClock {
   private timers: Timer[] = []
   private seq = 0
+  /** The monotonic clock: moved by advance() only, not by set() (a step of the wall clock). */
+  private m = 0
 
   constructor(private t = Date.UTC(2026, 0, 1)) {}
 
   now(): number {
     return this.t
+  }
+
+  monotonic(): number {
+    return this.m
   }
 
   setTimeout(fn: () => void, ms: number): () => void {
@@ -35,13 +41,16 @@ export class FakeClock implements TimerClock {
       for (const x of this.timers) if (x.at <= end && (!next || x.at < next.at || (x.at === next.at && x.seq < next.seq))) next = x
       if (!next) break
       this.timers = this.timers.filter((x) => x !== next)
-      this.t = Math.max(this.t, next.at)
+      const at = Math.max(this.t, next.at)
+      this.m += at - this.t
+      this.t = at
       next.fn()
     }
+    this.m += end - this.t
     this.t = end
   }
 
-  /** Sets the time, running no timers (for leader tests that jump to a date). */
+  /** Sets the wall time, running no timers and leaving the monotonic clock (a step of the wall clock: NTP, an operator). */
   set(ms: number): void {
     this.t = ms
   }

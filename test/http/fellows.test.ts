@@ -464,6 +464,26 @@ describe('heartbeats and telemetry', () => {
     expect(events(pool.id)).toBe(0)
   })
 
+  test('liveness is reckoned on a clock no one sets: a step of the wall clock forward keeps heartbeating fellows online (it marked them all offline and failed their jobs), a step back keeps no dead one online', async () => {
+    const { h, a, pool } = await setup()
+    const live = (await register(h, await joinToken(a, pool.id))).body
+    const dead = (await register(h, await joinToken(a, pool.id))).body
+    const beat = (f: { node_token: string }) => h.client({ bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle' })
+    const state = async (id: string) => (await a.get('/api/v1/cluster/nodes')).body.items.find((n: { fellow_id: string }) => n.fellow_id === id).state
+    await beat(live)
+    await beat(dead)
+    h.clock.set(h.clock.now() + 2 * 3600_000) // NTP steps the wall clock two hours forward
+    expect(h.services.fellows.registry.tick(h.clock.now())).toEqual([])
+    expect([await state(live.fellow_id), await state(dead.fellow_id)]).toEqual(['online', 'online'])
+    h.clock.set(h.clock.now() - 3 * 3600_000) // and back, an hour before the heartbeats
+    for (let i = 0; i < 7; i++) {
+      h.clock.advance(10_000)
+      await beat(live)
+    }
+    expect(h.services.fellows.registry.tick(h.clock.now()).map((f) => f.id)).toEqual([dead.fellow_id])
+    expect([await state(live.fellow_id), await state(dead.fellow_id)]).toEqual(['online', 'offline'])
+  })
+
   test('a fellow that says goodbye is offline at once, its job stage moves to a spare, and its next heartbeat brings it back', async () => {
     const { h, a, pool } = await setup()
     const fs = [(await register(h, await joinToken(a, pool.id))).body, (await register(h, await joinToken(a, pool.id))).body]
