@@ -15,10 +15,9 @@ import { CliError, UsageError } from './usage'
 /** An id as a person may type it, in either case (refs lower-case it before it is sent). */
 export const isUuid = (s: string) => UUID_ANY_CASE.test(s)
 
-// The formats the routes' schemas name (uuid and the query numbers: src/wire/formats.ts); Elysia
+// The formats the routes' schemas name (uuid, date-time and the query numbers: src/wire/formats.ts); Elysia
 // registers its own only inside the server.
 if (!FormatRegistry.Has('email')) FormatRegistry.Set('email', isEmailAddress)
-if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/i.test(v) && !Number.isNaN(Date.parse(v)))
 
 /** Checks a request body or query against the route's schema, so a mistake is named before any call. */
 export function checkInput(schema: TSchema, value: unknown, usage?: string, names: Record<string, string> = {}): void {

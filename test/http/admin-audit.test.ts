@@ -82,7 +82,13 @@ describe('audit log', () => {
   test('bad filters answer 422', async () => {
     const { A } = await setup()
     const bogus = Buffer.from('12.not-an-id').toString('base64url')
-    for (const q of ['since=yesterday', 'until=2026-13-01T00:00:00Z', 'actor=bob', 'page=0', 'page_size=500', 'kind=', 'verb=x', `cursor=${bogus}`, 'cursor=%21%21', `cursor=${bogus}&page=2`]) {
+    // Times as docs/api.md writes them, RFC 3339 with an offset: not whatever Date reads (the
+    // leader's time zone, month first) nor a date that does not exist (rolled over into March).
+    const loose = ['2026-11-28 7:00 AM', '01/12/2026', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-11-27T00:00:00', '2026-11-27T24:00:00Z', 'Fri, 27 Nov 2026 10:00:00 GMT'].map((v) => `since=${encodeURIComponent(v)}`)
+    for (const v of ['2024-02-29T00:00:00Z', '2026-11-27T10:00Z', '2026-11-27t10:00:00.123456+14:00', '2026-11-27T10:00:00-00:00']) {
+      expect([v, (await A.get(`/api/v1/admin/audit?since=${encodeURIComponent(v)}`)).status]).toEqual([v, 200])
+    }
+    for (const q of [...loose, 'since=yesterday', 'until=2026-13-01T00:00:00Z', 'actor=bob', 'page=0', 'page_size=500', 'kind=', 'verb=x', `cursor=${bogus}`, 'cursor=%21%21', `cursor=${bogus}&page=2`]) {
       expect([q, (await A.get(`/api/v1/admin/audit?${q}`)).status]).toEqual([q, 422])
     }
   })
