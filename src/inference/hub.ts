@@ -74,8 +74,11 @@ export interface InferenceStats {
 }
 
 export interface InferenceHub {
-  /** Queues a request for one fellow; throws service_unavailable when the leader is at its limit. */
-  submit(fellowId: string, job: InferJob): Ticket
+  /**
+   * Queues a request for one fellow; throws service_unavailable when the leader is at its limit, or
+   * `share` (the pool it was routed to; the fellow unless told) at its part of it.
+   */
+  submit(fellowId: string, job: InferJob, share?: string): Ticket
   /**
    * The fellow's next request, waiting up to waitMs for one; null when none came. `onEvicted` is
    * called (before the null) when the wait was ended early because the fellow holds more waits

@@ -19,11 +19,15 @@ export interface MemoryInferenceHubOptions {
   maxBufferedChars?: number
   /** Prompts plus unread output of all requests, in UTF-16 code units: the hub's memory budget. */
   maxHeldChars?: number
+  /** What the requests of one share (a pool) may hold of it together; a quarter unless told. */
+  maxShareChars?: number
 }
 
 interface Live {
   id: string
   fellowId: string
+  /** Whose part of the memory budget it takes (the pool it was routed to). */
+  share: string
   job: InferJob
   /** The prompt's text (content, embeddings input): the usage estimate when the engine gave none. */
   promptChars: number
@@ -62,19 +66,23 @@ export class MemoryInferenceHub implements InferenceHub {
   /** Prompts (their JSON) and result pieces of all open requests. */
   private promptChars = 0
   private waiterCount = 0
+  /** Prompts, result pieces and unread output held per share. */
+  private readonly shareChars = new Map<string, number>()
   private readonly maxOpen: number
   private readonly maxWaiters: number
   private readonly maxBuffered: number
   private readonly maxHeld: number
+  private readonly maxShare: number
 
   constructor(private readonly opts: MemoryInferenceHubOptions) {
     this.maxOpen = opts.maxOpen ?? 10_000
     this.maxWaiters = opts.maxWaitersPerFellow ?? 64
     this.maxBuffered = opts.maxBufferedChars ?? MAX_ANSWER_CHARS
     this.maxHeld = opts.maxHeldChars ?? 128 << 20
+    this.maxShare = opts.maxShareChars ?? Math.floor(this.maxHeld / 4)
   }
 
-  submit(fellowId: string, job: InferJob): Ticket {
+  submit(fellowId: string, job: InferJob, share = fellowId): Ticket {
     // The prompt's text, for the usage estimate; embeddings carry theirs in params.input (a string
     // or a list of them).
     let promptChars = 0
@@ -88,14 +96,20 @@ export class MemoryInferenceHub implements InferenceHub {
     if (this.live.size >= this.maxOpen || this.held() + heldChars > this.maxHeld) {
       throw new AppError('service_unavailable', 'The leader is at its limit of open inference requests; retry shortly.')
     }
+    // One pool's requests (prompts its fellows have not answered, output its clients have not read)
+    // could otherwise fill the leader's budget and refuse chat to every other pool.
+    if ((this.shareChars.get(share) ?? 0) + heldChars > this.maxShare) {
+      throw new AppError('service_unavailable', `This pool's open inference requests would hold more than ${this.maxShare} characters of prompts and unread answers, its share (a quarter) of the leader's inference memory; retry shortly.`)
+    }
     let pick!: (e: Ending | null) => void
     const pickedUp = new Promise<Ending | null>((r) => (pick = r))
     const l: Live = {
-      id: newId(), fellowId, job, promptChars, heldChars, state: 'queued', since: this.opts.now(), fullAt: 0, deltas: [], chars: 0,
+      id: newId(), fellowId, share, job, promptChars, heldChars, state: 'queued', since: this.opts.now(), fullAt: 0, deltas: [], chars: 0,
       completionFrames: 0, usage: null, finishReason: null, resultText: '', end: null, reader: null, readerTimer: null, pick,
     }
     this.live.set(l.id, l)
     this.promptChars += heldChars
+    this.charge(share, heldChars)
     this.busy.set(fellowId, (this.busy.get(fellowId) ?? 0) + 1)
     const waiting = this.waiters.get(fellowId)
     const w = waiting?.shift()
@@ -164,15 +178,18 @@ export class MemoryInferenceHub implements InferenceHub {
       if (f.tool_calls !== undefined) incoming += toolCallsChars(f.tool_calls)
       resultChars += f.result_chunk?.length ?? 0
     }
+    // A result larger than its pool's share would never fit: it fails now, not by waiting as full.
+    const resultLimit = Math.min(MAX_RESULT_CHARS, this.maxShare)
+    if (l.resultText.length + resultChars > resultLimit) {
+      this.finish(l, { ok: false, code: 'fellow_failed', message: `The answer of the engine serving ${l.job.model} is larger than ${resultLimit % (1 << 20) === 0 ? `${resultLimit / (1 << 20)} Mi` : resultLimit} characters.` })
+      return 'ok'
+    }
     // Refused whole, so the fellow can resend the same batch once the client caught up. A result
-    // is read only when whole, so its pieces count against the leader's budget, not the request's.
-    if (l.chars + incoming > this.maxBuffered || this.held() + incoming + resultChars > this.maxHeld) {
+    // is read only when whole, so its pieces count against the budgets (the leader's and its pool's
+    // share), not the request's.
+    if (l.chars + incoming > this.maxBuffered || this.held() + incoming + resultChars > this.maxHeld || (this.shareChars.get(l.share) ?? 0) + incoming + resultChars > this.maxShare) {
       l.fullAt = this.opts.now()
       return 'full'
-    }
-    if (l.resultText.length + resultChars > MAX_RESULT_CHARS) {
-      this.finish(l, { ok: false, code: 'fellow_failed', message: `The answer of the engine serving ${l.job.model} is larger than ${MAX_RESULT_CHARS / (1 << 20)} Mi characters.` })
-      return 'ok'
     }
     // Any post, even an empty one, shows the fellow is alive: it restarts the frame timeout.
     l.since = this.opts.now()
@@ -181,6 +198,7 @@ export class MemoryInferenceHub implements InferenceHub {
         l.deltas.push(f.delta)
         l.chars += f.delta.length
         this.bufferedChars += f.delta.length
+        this.charge(l.share, f.delta.length)
         l.completionFrames++
       }
       if (f.tool_calls !== undefined && f.tool_calls.length > 0) {
@@ -188,12 +206,14 @@ export class MemoryInferenceHub implements InferenceHub {
         l.deltas.push({ tool_calls: f.tool_calls })
         l.chars += n
         this.bufferedChars += n
+        this.charge(l.share, n)
       }
       if (f.usage) l.usage = f.usage
       if (f.finish_reason !== undefined) l.finishReason = f.finish_reason
       if (f.result_chunk !== undefined) {
         l.resultText += f.result_chunk
         this.promptChars += f.result_chunk.length // held until the request ends
+        this.charge(l.share, f.result_chunk.length)
       }
       if (f.error !== undefined) {
         // An engine that refused the request (4xx) says the caller's request was at fault.
@@ -261,6 +281,12 @@ export class MemoryInferenceHub implements InferenceHub {
     return this.promptChars + this.bufferedChars
   }
 
+  private charge(share: string, n: number): void {
+    const v = (this.shareChars.get(share) ?? 0) + n
+    if (v > 0) this.shareChars.set(share, v)
+    else this.shareChars.delete(share)
+  }
+
   closeAll(): void {
     for (const l of [...this.live.values()]) this.finish(l, { ok: false, code: 'service_unavailable', message: 'The leader is shutting down.' })
     for (const list of this.waiters.values()) for (const w of list.splice(0)) w(null)
@@ -304,6 +330,7 @@ export class MemoryInferenceHub implements InferenceHub {
     l.end = end
     this.live.delete(l.id)
     this.promptChars -= l.heldChars + l.resultText.length
+    this.charge(l.share, -(l.heldChars + l.resultText.length))
     l.resultText = ''
     const b = (this.busy.get(l.fellowId) ?? 1) - 1
     if (b > 0) this.busy.set(l.fellowId, b)
@@ -337,6 +364,7 @@ export class MemoryInferenceHub implements InferenceHub {
     const deltas = l.deltas
     l.deltas = []
     this.bufferedChars -= l.chars
+    this.charge(l.share, -l.chars)
     l.chars = 0
     return { deltas, end: l.end }
   }

@@ -179,7 +179,8 @@ export class Inference {
       if (!this.servables.visibleNames(callerScope).has(name)) throw this.modelNotFound(name)
       throw new AppError('service_unavailable', `No online fellow in ${poolId !== undefined ? 'that pool' : 'your pools'} serves the model '${name}' right now.`)
     }
-    return this.hub.submit(this.leastLoaded(candidates, name).id, job)
+    const f = this.leastLoaded(candidates, name)
+    return this.hub.submit(f.id, job, f.poolId!)
   }
 
   /**

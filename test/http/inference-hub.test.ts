@@ -43,7 +43,7 @@ describe('inference hub', () => {
   })
 
   test('bounds: open requests and held characters answer 503; unread output per request answers "full"', () => {
-    const { h } = hub({ maxOpen: 2, maxBufferedChars: 4, maxHeldChars: 100 })
+    const { h } = hub({ maxOpen: 2, maxBufferedChars: 4, maxHeldChars: 100, maxShareChars: 100 })
     expect(() => h.submit('f1', job('x'.repeat(100)))).toThrow('limit of open inference requests')
     const t = h.submit('f1', job())
     h.submit('f1', job())
@@ -55,7 +55,7 @@ describe('inference hub', () => {
   })
 
   test('a prompt counts for all it holds (tool calls, tools in params), a tool-call delta for its size', async () => {
-    const { h } = hub({ maxBufferedChars: 5000, maxHeldChars: 10_000 })
+    const { h } = hub({ maxBufferedChars: 5000, maxHeldChars: 10_000, maxShareChars: 10_000 })
     const call = { id: 'c1', type: 'function', function: { name: 'f', arguments: 'a'.repeat(6000) } }
     const toolTurn: InferJob = { kind: 'chat', model: 'm', messages: [{ role: 'assistant', content: null, tool_calls: [call] }, { role: 'user', content: 'go on' }], max_tokens: null, stream: true }
     const t = h.submit('f1', toolTurn)
@@ -71,6 +71,29 @@ describe('inference hub', () => {
     // All released: the prompt fits again.
     expect(h.stats()).toMatchObject({ open: 0, bufferedChars: 0 })
     h.submit('f1', toolTurn)
+  })
+
+  test('one share (a pool) holds at most its part of the budget: past it 503 for its prompts and full for its output; other shares go on', async () => {
+    const { h } = hub({ maxBufferedChars: 1000, maxHeldChars: 400, maxShareChars: 100 })
+    const a1 = h.submit('f1', job('a'.repeat(40)), 'pool-a') // 70 characters of JSON
+    expect(() => h.submit('f2', job('a'.repeat(40)), 'pool-a')).toThrow("its share (a quarter) of the leader's inference memory")
+    // Another pool still gets its requests taken, up to its own part.
+    const b1 = h.submit('f3', job('b'.repeat(40)), 'pool-b')
+    await h.next('f1', 0)
+    await h.next('f3', 0)
+    // Output counts too: pool-a's request may add 30 more characters, not 31.
+    expect(h.post(a1.id, 'f1', [{ delta: 'x'.repeat(31) }])).toBe('full')
+    expect(h.post(a1.id, 'f1', [{ delta: 'x'.repeat(30) }])).toBe('ok')
+    expect(h.post(b1.id, 'f3', [{ delta: 'y'.repeat(30) }])).toBe('ok')
+    // A result larger than a share fails at once instead of waiting as full.
+    const e = h.submit('f4', { kind: 'embeddings', model: 'm', messages: [], max_tokens: null, stream: false, params: { input: 'c' } }, 'pool-c')
+    await h.next('f4', 0)
+    expect(h.post(e.id, 'f4', [{ result_chunk: 'z'.repeat(101) }])).toBe('ok')
+    expect((await e.read(0)).end).toMatchObject({ ok: false, code: 'fellow_failed', message: expect.stringContaining('larger than 100 characters') })
+    // Read and ended: the share is free again.
+    await a1.read(0)
+    a1.cancel()
+    h.submit('f2', job('a'.repeat(40)), 'pool-a')
   })
 
   test('a fellow holding too many long-polls gets its oldest answered empty; an aborted poll leaves the list', async () => {
@@ -104,7 +127,7 @@ describe('inference hub', () => {
   })
 
   test('a request whose client stopped reading times out naming the client, not the fellow that kept sending', async () => {
-    const { h, clock } = hub({ maxBufferedChars: 4, maxHeldChars: 100 })
+    const { h, clock } = hub({ maxBufferedChars: 4, maxHeldChars: 100, maxShareChars: 100 })
     const t = h.submit('f1', job())
     await h.next('f1', 0)
     expect(h.post(t.id, 'f1', [{ delta: 'abcd' }])).toBe('ok')

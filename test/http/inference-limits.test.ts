@@ -201,3 +201,49 @@ describe('a non-streamed answer', () => {
     ch.close()
   })
 })
+
+describe("the leader's inference memory, per pool", () => {
+  test("one pool's held prompts (tool calls counted) stop at its quarter with 503 naming the share; another pool's chat is still taken", async () => {
+    const { h, url, fellow, openai } = await setup({ SVC_MAX_BODY_BYTES: String(16 << 20) })
+    const bob = await seedUser(h, 'bob@example.com')
+    const b = sessionClient(h, bob.id)
+    const bobPool = (await b.post('/api/v1/pools', { name: 'Bob GPUs' })).body
+    const alices = await fellow()
+    const bobs = await fellow(b, bobPool.id, 'bob-model')
+    const holder = new Channel(alices.socket, alices.token)
+    const server = new Channel(bobs.socket, bobs.token)
+    expect([await holder.opened(), await server.opened()]).toEqual([true, true])
+    holder.credit(10)
+    server.credit(1)
+    // Alice's fellow takes her requests and never answers: each holds 12 Mi characters of tool-call
+    // arguments (with empty content) until it ends. Three are past a quarter of 128 Mi.
+    const toolTurn = (i: number) => [
+      { role: 'assistant' as const, content: null, tool_calls: [{ id: `c${i}`, type: 'function' as const, function: { name: 'f', arguments: String(i).repeat(12 << 20) } }] },
+      { role: 'user' as const, content: '' },
+    ]
+    const status = (i: number) => {
+      let s: number | string | null = null
+      void openai.chat.completions.create({ model: 'tiny-llm', messages: toolTurn(i) }).then(
+        () => (s = 200),
+        (e: InstanceType<typeof OpenAI.APIError>) => (s = `${e.status} ${e.message}`),
+      )
+      return () => s
+    }
+    status(1)
+    await until(() => holder.requests.length === 1, "alice's first request taken")
+    status(2)
+    await until(() => holder.requests.length === 2, "alice's second request taken")
+    const third = status(3)
+    // Refused (503), or, without a share per pool, taken by her fellow like the others.
+    const outcome = await until(() => third() ?? (holder.requests.length === 3 ? 'taken' : null), "alice's third request answered or taken", { timeoutMs: 15_000 })
+    expect(outcome).toContain('503')
+    expect(outcome).toContain("its share (a quarter) of the leader's inference memory")
+    const bobAsks = new OpenAI({ baseURL: `${url}/api/v1`, apiKey: tokenClient(h, bob.id).opts.bearer!, maxRetries: 0 })
+    const answer = bobAsks.chat.completions.create({ model: 'bob-model', messages: ask('mine?') })
+    const req = await until(() => server.requests[0] ?? null, "bob's request on his fellow")
+    expect(await server.frames(req.request_id, [{ delta: 'yours' }, { done: true }])).toBe('ok')
+    expect((await answer).choices[0]!.message.content).toBe('yours')
+    holder.close()
+    server.close()
+  }, 60_000)
+})
