@@ -12,7 +12,10 @@ import * as M from './model'
 type CookieJar = Record<string, { set(v: Record<string, unknown>): unknown; remove(): unknown }>
 
 export function setSessionCookies(ctx: Ctx, cookie: CookieJar, session: NewSession): void {
-  const common = { path: '/', sameSite: 'lax' as const, secure: ctx.cfg.cookieSecure, expires: new Date(session.expiresAt) }
+  // Max-Age as well as Expires: a browser whose clock runs days ahead of the leader's dropped a
+  // cookie with only the leader's date in it at once (browsers read Max-Age first).
+  const maxAge = Math.max(0, Math.floor((session.expiresAt - ctx.clock.now()) / 1000))
+  const common = { path: '/', sameSite: 'lax' as const, secure: ctx.cfg.cookieSecure, expires: new Date(session.expiresAt), maxAge }
   cookie[SESSION_COOKIE]!.set({ value: session.token, httpOnly: true, ...common })
   cookie[CSRF_COOKIE]!.set({ value: mintCsrfToken(ctx.cfg.secretKey, session.token), httpOnly: false, ...common })
 }

@@ -34,6 +34,8 @@ describe('register', () => {
     expect(cookie).toContain('HttpOnly')
     expect(cookie).toContain('SameSite=Lax')
     expect(cookie).toContain('Path=/')
+    // Max-Age too: a client clock days ahead of the leader's dropped an Expires-only cookie at once.
+    for (const name of ['svc_session=', 'svc_csrf=']) expect(r1.headers.getSetCookie().find((c) => c.startsWith(name))).toContain(`Max-Age=${14 * 24 * 3600}`)
     expect((await a.get('/api/v1/auth/me')).body).toMatchObject({ role: 'admin', email: 'admin@example.com' })
 
     const b = h.client({ ip: freshIp() })
