@@ -45,10 +45,11 @@ export function relayRoutes(app: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobSe
         jobs.placementOf(node, params.job_id, query.fellow_id)
         const where = () => jobs.placementOf(node, params.job_id, query.fellow_id)
         const jobId = params.job_id
+        const holder = `${jobId}/${node?.fellowId ?? query.fellow_id ?? ''}`
         const data = {
           open(ws: RelaySocket) {
             try {
-              sockets.attach(ws, jobId, where)
+              sockets.attach(ws, jobId, where, holder)
             } catch (e) {
               if (!(e instanceof AppError)) throw e
               ws.close(1008, e.message.slice(0, 120))

@@ -32,14 +32,21 @@ export interface RelaySocket {
 export type WhereIs = () => { stage: number; assignments: Assignment[]; poolId: string }
 
 interface Open {
+  /** The fellow and job it serves: one socket each (`attach`). */
+  holder: string
   where: WhereIs
   stop: AbortController
   /** Pumps waiting for the socket to drain (one a channel). */
   drained: (() => void)[]
 }
 
+/** Close code of a socket replaced by a newer one of the same fellow for the same job. */
+export const CLOSE_REPLACED = 4409
+
 export class RelaySockets {
   private open = new Map<RelaySocket, Open>()
+  /** The open socket of each fellow and job. */
+  private byHolder = new Map<string, RelaySocket>()
 
   constructor(
     private relay: RelayHub,
@@ -52,10 +59,21 @@ export class RelaySockets {
     return this.open.size
   }
 
-  /** A socket of a fellow assigned to `jobId`: starts sending it what is queued for its stage. */
-  attach(ws: RelaySocket, jobId: string, where: WhereIs): void {
-    const o: Open = { where, stop: new AbortController(), drained: [] }
+  /**
+   * A socket of a fellow assigned to `jobId`: starts sending it what is queued for its stage. One
+   * socket a fellow and job (`holder`): a newer one replaces the older (closed with 4409), as a
+   * restarted agent's does. Two took turns at the stage's frames (each got about half, the agent
+   * waited for the sender's resend of the rest): a pipeline ran a step per resend interval.
+   */
+  attach(ws: RelaySocket, jobId: string, where: WhereIs, holder: string): void {
+    const earlier = this.byHolder.get(holder)
+    if (earlier !== undefined && earlier !== ws) {
+      this.detach(earlier)
+      earlier.close(CLOSE_REPLACED, 'replaced by a newer relay socket of this fellow for this job')
+    }
+    const o: Open = { holder, where, stop: new AbortController(), drained: [] }
     this.open.set(ws, o)
+    this.byHolder.set(holder, ws)
     const { stage, assignments } = where()
     if (stage > 0) void this.pump(ws, o, jobId, 'activations')
     if (stage < assignments.length - 1) void this.pump(ws, o, jobId, 'gradients')
@@ -65,6 +83,7 @@ export class RelaySockets {
     const o = this.open.get(ws)
     if (!o) return
     this.open.delete(ws)
+    if (this.byHolder.get(o.holder) === ws) this.byHolder.delete(o.holder)
     o.stop.abort()
     for (const d of o.drained.splice(0)) d()
   }

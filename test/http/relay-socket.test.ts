@@ -134,6 +134,26 @@ describe('the relay socket', () => {
     a.close()
   })
 
+  test('one socket a fellow and job: a second one replaces the first (closed 4409) and gets every frame (two took turns at them, the agent waited for resends)', async () => {
+    const { server, job, s0, s1 } = await pipeline()
+    const first = new RelayClient(wsUrl(server.url, job.id), s1.node_token)
+    await first.opened()
+    const second = new RelayClient(wsUrl(server.url, job.id), s1.node_token)
+    await second.opened()
+    await until(() => (first.closed ? true : null), 'the first socket closed')
+    expect(first.closed).toEqual({ code: 4409, reason: 'replaced by a newer relay socket of this fellow for this job' })
+    const sender = new RelayClient(wsUrl(server.url, job.id), s0.node_token)
+    await sender.opened()
+    for (let step = 0; step < 6; step++) sender.push('activations', [{ meta: { step }, data: new Uint8Array([step]) }])
+    await until(() => (second.received.flatMap((m) => m.frames).length === 6 ? true : null), 'all six frames at the newer socket')
+    expect(second.received.flatMap((m) => m.frames.map((f) => f.meta.step))).toEqual([0, 1, 2, 3, 4, 5])
+    expect(first.received).toEqual([])
+    // The sender's own socket is not touched by the reader's.
+    expect(sender.closed).toBeNull()
+    second.close()
+    sender.close()
+  })
+
   test('is refused at the upgrade (403) to a fellow not assigned to the job and without a token, like the signal socket', async () => {
     const { server, job, outsider } = await pipeline()
     expect(await rawUpgrade(server.port, `/ws/relay/${job.id}`, { authorization: `Bearer ${outsider.node_token}` })).toBe(403)
