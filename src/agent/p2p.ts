@@ -148,8 +148,9 @@ export class P2PListeners {
     const helloReader = new HelloReader()
     let conn: Conn | null = null
     const refuse = (why: string) => {
+      const peer = sock.remoteAddress ?? null // gone once destroyed
       sock.destroy()
-      this.refused(l, sock, why)
+      this.refused(l, sock, why, peer)
     }
     const cancelTimer = this.clock.setTimeout(() => refuse('no handshake in time'), this.limits.handshakeTimeoutMs)
     sock.on('data', (chunk: Buffer) => {
@@ -277,6 +278,12 @@ export interface SenderAuth extends PeerAuth {
   stage: number
 }
 
+/** The neighbour's stream took no bytes for this long while a write waited: it is dead. */
+export const P2P_STALL_MS = 5000
+
+/** The stream stopped taking bytes (a stalled peer or middlebox): closed, the neighbour counts as unreachable. */
+export class P2PStalled extends Error {}
+
 /** One outbound stream to one neighbour port. */
 export class P2PSender {
   private sock: net.Socket | null = null
@@ -288,6 +295,9 @@ export class P2PSender {
     readonly port: number,
     private readonly auth: SenderAuth,
     private readonly log: Logger,
+    /** The stall deadline runs on it; the system clock by default. */
+    private readonly clock: TimerClock = systemClock,
+    private readonly stallMs = P2P_STALL_MS,
   ) {}
 
   /** Connects and completes the handshake, all within timeoutMs; rejects when refused. */
@@ -350,7 +360,28 @@ export class P2PSender {
     const sock = this.sock
     const bytes = encodeFrames(frames)
     await new Promise<void>((resolve, reject) => {
-      sock.write(bytes, (err) => (err ? reject(err) : resolve()))
+      // Nothing comes back on the stream to say frames arrived, so a peer (or a middlebox) that
+      // keeps the socket open and stops reading froze the job for good: the kernel's buffer took
+      // the first frames, then this write waited forever. A write that makes no progress for
+      // stallMs closes the stream: auto then uses the relay, p2p reconnects.
+      let left = sock.writableLength + bytes.byteLength
+      let cancel = () => {}
+      const check = () => {
+        const now = sock.writableLength
+        if (now < left) {
+          left = now
+          cancel = this.clock.setTimeout(check, this.stallMs)
+          return
+        }
+        this.log.warn('p2p: the stream to the neighbour stalled; closing it', { peer: `${this.host}:${this.port}`, unsent_bytes: now, stalled_ms: this.stallMs })
+        reject(new P2PStalled(`the stream to ${this.host}:${this.port} took no bytes for ${this.stallMs} ms`))
+      }
+      cancel = this.clock.setTimeout(check, this.stallMs)
+      sock.write(bytes, (err) => {
+        cancel()
+        if (err) reject(err)
+        else resolve()
+      })
     }).catch((e: Error) => {
       sock.destroy()
       if (this.sock === sock) this.sock = null

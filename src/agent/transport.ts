@@ -226,7 +226,7 @@ export class Link {
     const key = `${addr.host}:${port}`
     const auth = { jobId: this.o.jobId, key: jobKey, channel, stage: channel === 'activations' ? this.o.stage + 1 : this.o.stage - 1 }
     let sender = this.senders.get(key)
-    if (!sender) this.senders.set(key, (sender = new P2PSender(addr.host, port, auth, log)))
+    if (!sender) this.senders.set(key, (sender = new P2PSender(addr.host, port, auth, log, clock)))
     const backoff = new Backoff({ baseMs: 200, maxMs: 5000 })
     const started = clock.now()
     while (!signal.aborted) {

@@ -1,0 +1,156 @@
+// The data plane against peers that stop answering without closing: a p2p neighbour (or a
+// middlebox) that keeps the stream open and reads nothing, a relay WebSocket gone half-open, and
+// frames the relay can never carry. Real sockets on loopback (ports 46600-46699), fake clocks.
+import { afterEach, describe, expect, test } from 'bun:test'
+import net from 'node:net'
+import { decodeFrames, type Frame } from '../../src/wire/frames'
+import { HelloReader, ACK, serverHello } from '../../src/agent/p2p-auth'
+import { P2PListeners } from '../../src/agent/p2p'
+import { Link, type TransportMode } from '../../src/agent/transport'
+import { silentLogger, type Logger } from '../../src/log'
+import type { LeaderClient } from '../../src/agent/client'
+import { FakeClock } from '../helpers/clock'
+import { until } from '../helpers/until'
+
+const cleanups: (() => unknown)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
+})
+
+let nextPort = 46600 + 2 * Math.floor(Math.random() * 10)
+/** A (port, port+1) pair in this file's range that is free now. */
+function freePair(): number {
+  for (let tries = 0; tries < 50; tries++) {
+    const base = nextPort
+    nextPort = nextPort + 2 > 46698 ? 46600 : nextPort + 2
+    try {
+      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
+      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
+      return base
+    } catch {
+      // taken: the next one
+    }
+  }
+  throw new Error('no free port pair in 46600-46699')
+}
+
+/** What `work` resolves to, moving `clock` while it waits. */
+async function withTime<T>(clock: FakeClock, work: Promise<T>, what: string, stepMs = 250): Promise<T> {
+  let out: { v: T } | null = null
+  void work.then((v) => (out = { v }))
+  await until(() => out, what, { tick: () => clock.advance(stepMs) })
+  return out!.v
+}
+
+function recordingLog(): { log: Logger; lines: { msg: string; fields?: Record<string, unknown> }[] } {
+  const lines: { msg: string; fields?: Record<string, unknown> }[] = []
+  const rec = (msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, fields })
+  return { log: { debug: rec, info: rec, warn: rec, error: rec, enabled: () => true }, lines }
+}
+
+/** A client whose HTTP relay records pushes (or refuses them with `refuse`) and never has anything to pop. */
+function recordingClient(pushed: Frame[], refuse?: () => Error): LeaderClient {
+  return {
+    relaySocketUrl: () => null,
+    bearer: () => 'token',
+    relayPush: async (_url: string, _channel: string, bytes: Uint8Array) => {
+      if (refuse) throw refuse()
+      pushed.push(...decodeFrames(bytes, { maxFrameBytes: 1 << 30 }))
+    },
+    relayPop: (_url: string, _channel: string, _wait: number, signal?: AbortSignal) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve([]))),
+  } as unknown as LeaderClient
+}
+
+/**
+ * A p2p listener that completes any handshake and then reads nothing more: what a stalled
+ * middlebox looks like from the sender (the socket stays open, no byte gets through).
+ */
+async function stalledListener(): Promise<{ address: string; connections: () => number }> {
+  const port = freePair()
+  let connections = 0
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((sock) => {
+    connections++
+    sockets.add(sock)
+    sock.on('error', () => {})
+    const hello = serverHello()
+    const reader = new HelloReader()
+    const onData = (chunk: Buffer) => {
+      if (!reader.push(chunk)) return
+      sock.off('data', onData)
+      sock.pause()
+      sock.write(Buffer.of(ACK))
+    }
+    sock.on('data', onData)
+    sock.write(hello.bytes)
+  })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()))
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return { address: `127.0.0.1:${port}`, connections: () => connections }
+}
+
+function link(mode: TransportMode, next: string, client: LeaderClient, clock: FakeClock, log: Logger = silentLogger): Link {
+  const l = new Link({
+    jobId: 'job-1',
+    stage: 0,
+    stages: 2,
+    mode,
+    relayUrl: 'http://leader/api/v1/relay/job-1',
+    prev: null,
+    next: { fellow_id: 'next', address: next },
+    client,
+    log,
+    counters: { sent: 0, received: 0 },
+    clock,
+    key: new Uint8Array(32).fill(7),
+    connectTimeoutMs: 2000,
+  })
+  cleanups.push(() => l.close())
+  return l
+}
+
+// Larger than what loopback's kernel buffers take: the write can only finish if the peer reads.
+const big = () => ({ meta: { job_id: 'job-1', step: 1, rows: 1 }, data: new Uint8Array(32 * 1024 * 1024) })
+
+describe('a p2p stream that stops taking bytes', () => {
+  test('auto closes it after the stall deadline and sends the frame through the relay instead', async () => {
+    const peer = await stalledListener()
+    const pushed: Frame[] = []
+    const clock = new FakeClock()
+    const { log, lines } = recordingLog()
+    const auto = link('auto', peer.address, recordingClient(pushed), clock, log)
+    expect(await withTime(clock, auto.send('activations', big()), 'the fallback to the relay')).toBe(true)
+    expect(pushed.map((f) => f.meta.step)).toEqual([1])
+    expect(lines.filter((l) => l.msg.includes('stalled')).length).toBe(1)
+    expect(lines.some((l) => l.msg === 'p2p: neighbour unreachable; using the relay for it')).toBe(true)
+  })
+
+  test('p2p closes it and connects again instead of waiting on it forever', async () => {
+    const peer = await stalledListener()
+    const clock = new FakeClock()
+    const p2p = link('p2p', peer.address, recordingClient([]), clock)
+    const sending = p2p.send('activations', big())
+    await until(() => peer.connections() >= 2, 'a second connection after the first stalled', { tick: () => clock.advance(250) })
+    p2p.setNeighbours(null, null)
+    expect(await sending).toBe(false)
+  })
+})
+
+describe('p2p listener refusals', () => {
+  test('the log names the refused peer', async () => {
+    const base = freePair()
+    const { log, lines } = recordingLog()
+    const listeners = new P2PListeners({ host: '127.0.0.1', basePort: base, onFrame: () => {}, authorize: () => null, log, clock: new FakeClock() })
+    await listeners.start()
+    cleanups.push(() => listeners.stop())
+    const sock = net.createConnection({ host: '127.0.0.1', port: base })
+    sock.on('error', () => {})
+    sock.write(Buffer.alloc(200, 0x41)) // not a hello
+    await until(() => lines.find((l) => l.msg === 'p2p: refused a connection'), 'the refusal logged')
+    sock.destroy()
+    expect(lines.find((l) => l.msg === 'p2p: refused a connection')!.fields!.peer).toBe('127.0.0.1')
+  })
+})
