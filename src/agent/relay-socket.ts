@@ -4,6 +4,7 @@
 // cannot open (an older leader, a proxy without WebSockets) or that drops answers null, and the
 // caller uses the HTTP routes instead.
 import { decodeFrames } from '../wire/frames'
+import { systemClock, type TimerClock } from '../time'
 import { openLeaderSocket } from './leader-socket'
 import { CHANNEL_OF_TAG, CHANNEL_TAG, type PushAck, type RelayChannelName } from '../wire/relay-socket'
 import type { Frame } from '../wire/frames'
@@ -12,12 +13,18 @@ import type { Logger } from '../log'
 /** The largest frame the agent accepts from the leader (its own limit applies before). */
 const MAX_FRAME_BYTES = 1024 * 1024 * 1024
 
+/** A ping goes out this often; a socket that has answered nothing (no pong, ack or frame) since the last one is dead. */
+export const RELAY_LIVENESS_MS = 15_000
+
 export interface RelaySocketOptions {
   url: string
   token: () => string | null
   deliver: (channel: RelayChannelName, frame: Frame) => void
   log: Logger
   jobId: string
+  /** The liveness pings run on it; the system clock by default. */
+  clock?: TimerClock
+  livenessMs?: number
 }
 
 export class RelaySocketClient {
@@ -26,6 +33,8 @@ export class RelaySocketClient {
   private unanswered: ((ack: PushAck | null) => void)[] = []
   private whenClosed: Promise<void> = Promise.resolve()
   private gone = false
+  /** Something came from the leader (a pong, an ack, frames) since the last liveness ping. */
+  private heard = false
 
   constructor(private readonly o: RelaySocketOptions) {}
 
@@ -49,7 +58,40 @@ export class RelaySocketClient {
     })
     this.ws = s.ws
     this.whenClosed = s.closed
-    return s.opened
+    s.ws.addEventListener('pong', () => (this.heard = true))
+    return s.opened.then((ok) => {
+      if (ok) this.watch(s.ws)
+      return ok
+    })
+  }
+
+  /**
+   * A connection gone half-open (the leader's machine or a NAT on the way lost it without a FIN)
+   * froze tunnel and auto jobs until the kernel gave up, about 15 minutes: pushes waited for an
+   * ack that never came and nothing arrived. A socket that answers no ping within the liveness
+   * window, and is not busy sending (its buffer shrinking), is closed: unanswered pushes go over
+   * HTTP and the relay loop opens a new one.
+   */
+  private watch(ws: WebSocket): void {
+    const clock = this.o.clock ?? systemClock
+    const ms = this.o.livenessMs ?? RELAY_LIVENESS_MS
+    this.heard = true
+    let buffered = ws.bufferedAmount
+    const tick = () => {
+      if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return
+      const now = ws.bufferedAmount
+      if (!this.heard && !(now < buffered)) {
+        this.o.log.warn('relay socket: the leader answered nothing in time; closing it to reconnect', { job_id: this.o.jobId, silent_ms: ms, unanswered_pushes: this.unanswered.length })
+        ws.terminate()
+        return
+      }
+      this.heard = false
+      buffered = now
+      ws.ping()
+      cancel = clock.setTimeout(tick, ms)
+    }
+    let cancel = clock.setTimeout(tick, ms)
+    ws.addEventListener('close', () => cancel())
   }
 
   /** Resolves when the socket (opened by the last open()) has closed. */
@@ -78,6 +120,7 @@ export class RelaySocketClient {
   }
 
   private onMessage(data: unknown): void {
+    this.heard = true
     if (typeof data === 'string') {
       let ack: PushAck
       try {

@@ -135,7 +135,7 @@ export class Link {
   constructor(private readonly o: LinkOptions) {
     this.inbox = new Inbox({ clock: o.clock })
     const url = o.mode === 'p2p' || o.relaySocket === false ? null : o.client.relaySocketUrl(o.jobId)
-    this.socket = url === null ? null : new RelaySocketClient({ url, token: () => o.client.bearer(), deliver: (ch, f) => this.deliver(ch, f), log: o.log, jobId: o.jobId })
+    this.socket = url === null ? null : new RelaySocketClient({ url, token: () => o.client.bearer(), deliver: (ch, f) => this.deliver(ch, f), log: o.log, jobId: o.jobId, clock: o.clock })
   }
 
   get jobId(): string {

@@ -3,10 +3,12 @@
 // frames the relay can never carry. Real sockets on loopback (ports 46600-46699), fake clocks.
 import { afterEach, describe, expect, test } from 'bun:test'
 import net from 'node:net'
+import { createHash } from 'node:crypto'
 import { decodeFrames, type Frame } from '../../src/wire/frames'
 import { HelloReader, ACK, serverHello } from '../../src/agent/p2p-auth'
 import { P2PListeners } from '../../src/agent/p2p'
 import { Link, type TransportMode } from '../../src/agent/transport'
+import { RelaySocketClient } from '../../src/agent/relay-socket'
 import { silentLogger, type Logger } from '../../src/log'
 import type { LeaderClient } from '../../src/agent/client'
 import { FakeClock } from '../helpers/clock'
@@ -152,5 +154,62 @@ describe('p2p listener refusals', () => {
     await until(() => lines.find((l) => l.msg === 'p2p: refused a connection'), 'the refusal logged')
     sock.destroy()
     expect(lines.find((l) => l.msg === 'p2p: refused a connection')!.fields!.peer).toBe('127.0.0.1')
+  })
+})
+
+/**
+ * A WebSocket server that completes the upgrade and then neither reads nor answers: a connection
+ * to the leader gone half-open (no FIN ever arrives, pings go unanswered).
+ */
+async function halfOpenLeader(): Promise<{ url: string; connections: () => number }> {
+  const port = freePair()
+  let connections = 0
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((sock) => {
+    connections++
+    sockets.add(sock)
+    sock.on('error', () => {})
+    let head = ''
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1')
+      if (!head.includes('\r\n\r\n')) return
+      sock.off('data', onData)
+      const key = /sec-websocket-key: *(\S+)/i.exec(head)![1]!
+      const accept = createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64')
+      sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`)
+      sock.on('data', () => {}) // read and drop: pings, pushes, all unanswered
+    }
+    sock.on('data', onData)
+  })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()))
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return { url: `ws://127.0.0.1:${port}/ws/relay/job-1`, connections: () => connections }
+}
+
+describe('the relay WebSocket of a leader gone half-open', () => {
+  test('a push the leader never answers is given up: the socket is closed, the push answered null, the silence logged', async () => {
+    const leader = await halfOpenLeader()
+    const clock = new FakeClock()
+    const { log, lines } = recordingLog()
+    const socket = new RelaySocketClient({ url: leader.url, token: () => 'token', deliver: () => {}, log, jobId: 'job-1', clock })
+    cleanups.push(() => socket.close())
+    expect(await socket.open()).toBe(true)
+    const ack = socket.push('activations', new Uint8Array(16))
+    expect(await withTime(clock, ack, 'the unanswered push given up', 5000)).toBeNull()
+    await socket.closed()
+    expect(lines.filter((l) => l.msg.startsWith('relay socket: the leader answered nothing')).length).toBe(1)
+  })
+
+  test('a tunnel link opens a new socket after closing the silent one', async () => {
+    const leader = await halfOpenLeader()
+    const clock = new FakeClock()
+    const client = { ...recordingClient([]), relaySocketUrl: () => leader.url } as unknown as LeaderClient
+    const tunnel = new Link({ jobId: 'job-1', stage: 1, stages: 2, mode: 'tunnel', relayUrl: 'http://leader/api/v1/relay/job-1', prev: null, next: null, client, log: silentLogger, counters: { sent: 0, received: 0 }, clock })
+    cleanups.push(() => tunnel.close())
+    tunnel.start()
+    await until(() => leader.connections() >= 2, 'a second relay socket', { tick: () => clock.advance(5000) })
   })
 })
