@@ -6,7 +6,7 @@
 import { decodeFrames } from '../wire/frames'
 import { systemClock, type TimerClock } from '../time'
 import { openLeaderSocket } from './leader-socket'
-import { CHANNEL_OF_TAG, CHANNEL_TAG, type PushAck, type RelayChannelName } from '../wire/relay-socket'
+import { CHANNEL_OF_TAG, CHANNEL_TAG, RELAY_CLOSE, type PushAck, type RelayChannelName } from '../wire/relay-socket'
 import type { Frame } from '../wire/frames'
 import type { Logger } from '../log'
 
@@ -50,8 +50,12 @@ export class RelaySocketClient {
       message: (data) => this.onMessage(data),
       close: (ev, wasOpen) => {
         if (this.ws === s.ws) this.ws = null
-        // Pushes the leader never answered: the caller sends them again over HTTP.
-        for (const r of this.unanswered.splice(0)) r(null)
+        // Pushes the leader never answered: the caller sends them again over HTTP. A close for a
+        // message too big (1009) answers the oldest: the leader answers in order and closes on
+        // the message it cannot take, so sending that one again (over HTTP) cannot help.
+        const [first, ...rest] = this.unanswered.splice(0)
+        first?.(ev.code === RELAY_CLOSE.tooBig ? { ok: false, code: 'payload_too_large', detail: ev.reason || 'the message is larger than the relay takes' } : null)
+        for (const r of rest) r(null)
         // Closed by close() (the stage ended here) is no news; closed by the leader or the network is.
         if (wasOpen && !this.gone) this.o.log.warn('relay socket closed', { job_id: this.o.jobId, code: ev.code, reason: ev.reason })
       },

@@ -407,10 +407,15 @@ export class RunnerWorker {
       for (const f of frames) {
         // The agent's own fields: a runner cannot send frames as another job or stage.
         const frame = { meta: { ...f.meta, job_id: this.jobId, from: this.stage.stage }, data: f.data }
-        if (!(await this.link.send(channel, frame))) {
-          if (this.stopping) return stoppingAnswer()
-          return new Response('the neighbour cannot be reached now; send again\n', { status: 503, headers: { 'retry-after': '1' } })
+        const sent = await this.link.sendFrame(channel, frame)
+        if (sent === 'sent') continue
+        if (this.stopping) return stoppingAnswer()
+        // Past the relay's frame limit no resend can help: 413 tells the runner not to try.
+        if (sent === 'too_large') {
+          const n = frames.indexOf(f)
+          return new Response(`frame ${n + 1} of ${frames.length} is larger than the relay carries (SVC_RELAY_MAX_FRAME_BYTES): do not send it again; the ${n} before it were handed on\n`, { status: 413 })
         }
+        return new Response('the neighbour cannot be reached now; send again\n', { status: 503, headers: { 'retry-after': '1' } })
       }
       return Response.json({ sent: frames.length }, { status: 202 })
     }

@@ -16,6 +16,12 @@ export interface Peer {
   fellow_id: string
   address: string | null
 }
+/**
+ * What became of one frame: handed on; not now (the neighbour or the relay cannot be reached:
+ * send again); or too large for the relay to ever carry (SVC_RELAY_MAX_FRAME_BYTES): do not resend.
+ */
+export type SendOutcome = 'sent' | 'unreachable' | 'too_large'
+
 export interface Counters {
   sent: number
   received: number
@@ -211,8 +217,13 @@ export class Link {
 
   /** Sends one frame to the neighbour the channel points at; false when it could not be sent. */
   async send(channel: Channel, frame: Frame): Promise<boolean> {
+    return (await this.sendFrame(channel, frame)) === 'sent'
+  }
+
+  /** send(), saying why a frame was not sent: a frame too large for the relay is not worth sending again. */
+  async sendFrame(channel: Channel, frame: Frame): Promise<SendOutcome> {
     const peer = channel === 'activations' ? this.o.next : this.o.prev
-    if (!peer) return false
+    if (!peer) return 'unreachable'
     const signal = this.epochSignal
     const { mode, log, clock } = this.o
     const addr = parseAddress(peer.address)
@@ -220,7 +231,7 @@ export class Link {
     if (mode === 'tunnel' || (mode === 'auto' && (!addr || !jobKey || this.viaRelay.has(peer.fellow_id)))) return this.pushRelay(channel, [frame], signal)
     if (!addr || !jobKey) {
       log.warn(addr ? 'p2p: START carried no p2p_key; cannot authenticate to the neighbour' : 'p2p: the neighbour advertised no address; cannot send', { job_id: this.o.jobId, peer: peer.fellow_id })
-      return false
+      return 'unreachable'
     }
     const port = channel === 'activations' ? addr.port : addr.port + 1
     const key = `${addr.host}:${port}`
@@ -232,9 +243,9 @@ export class Link {
     while (!signal.aborted) {
       try {
         this.o.counters.sent += await sender.send([frame], mode === 'auto' ? (this.o.connectTimeoutMs ?? 1500) : 5000)
-        return true
+        return 'sent'
       } catch (e) {
-        if (signal.aborted) return false
+        if (signal.aborted) return 'unreachable'
         const waitForPeer = e instanceof P2PRefused && clock.now() - started < (this.o.refusedGraceMs ?? 3000)
         if (mode === 'auto' && !waitForPeer) {
           this.viaRelay.add(peer.fellow_id)
@@ -243,13 +254,13 @@ export class Link {
         }
         const ms = backoff.next()
         if (backoff.attempts === 1 || backoff.attempts % 10 === 0) log.warn('p2p: send failed; retrying', { peer: key, error: (e as Error).message, retry_ms: ms, attempt: backoff.attempts })
-        if (!(await sleep(clock, ms, signal))) return false
+        if (!(await sleep(clock, ms, signal))) return 'unreachable'
       }
     }
-    return false
+    return 'unreachable'
   }
 
-  private async pushRelay(channel: Channel, frames: Frame[], signal: AbortSignal): Promise<boolean> {
+  private async pushRelay(channel: Channel, frames: Frame[], signal: AbortSignal): Promise<SendOutcome> {
     const bytes = encodeFrames(frames)
     const backoff = new Backoff({ baseMs: 250, maxMs: 5000 })
     while (!signal.aborted) {
@@ -257,33 +268,40 @@ export class Link {
       const ack = this.socket?.isOpen ? await this.socket.push(channel, bytes) : null
       if (ack?.ok) {
         this.o.counters.sent += bytes.byteLength
-        return true
+        return 'sent'
       }
       if (ack && ack.code === 'rate_limited') {
-        if (!(await sleep(this.o.clock, ack.retry_after_s * 1000, signal))) return false
+        if (!(await sleep(this.o.clock, ack.retry_after_s * 1000, signal))) return 'unreachable'
         continue
       }
-      if (ack) {
-        this.o.log.warn('relay push refused', { job_id: this.o.jobId, channel, error: ack.detail })
-        return false
-      }
+      if (ack) return this.refused(channel, bytes, ack.code === 'payload_too_large', ack.detail)
       try {
         await this.o.client.relayPush(this.o.relayUrl, channel, bytes, signal)
         this.o.counters.sent += bytes.byteLength
-        return true
+        return 'sent'
       } catch (e) {
-        if (signal.aborted) return false
+        if (signal.aborted) return 'unreachable'
         // 429: the neighbour's queue is full; Retry-After says when it will have room.
         const full = e instanceof LeaderError && e.status === 429
-        if (!full && !isRetryable(e)) {
-          this.o.log.warn('relay push refused', { job_id: this.o.jobId, channel, error: (e as Error).message })
-          return false
-        }
+        if (!full && !isRetryable(e)) return this.refused(channel, bytes, e instanceof LeaderError && e.status === 413, (e as Error).message)
         const ms = full && e.retryAfterS !== null ? e.retryAfterS * 1000 : backoff.next()
-        if (!(await sleep(this.o.clock, ms, signal))) return false
+        if (!(await sleep(this.o.clock, ms, signal))) return 'unreachable'
       }
     }
-    return false
+    return 'unreachable'
+  }
+
+  /**
+   * The relay refused a push. Too large (past SVC_RELAY_MAX_FRAME_BYTES, or more than its queues
+   * can ever hold) is for good: answered "send again", a runner resent that frame forever.
+   */
+  private refused(channel: Channel, bytes: Uint8Array, tooLarge: boolean, error: string): SendOutcome {
+    if (!tooLarge) {
+      this.o.log.warn('relay push refused', { job_id: this.o.jobId, channel, error })
+      return 'unreachable'
+    }
+    this.o.log.warn('relay push refused: the frame is larger than the relay carries; it is not sent again', { job_id: this.o.jobId, channel, bytes: bytes.byteLength, error })
+    return 'too_large'
   }
 
   private async popLoop(channel: Channel, signal: AbortSignal): Promise<void> {

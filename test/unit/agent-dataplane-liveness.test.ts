@@ -1,5 +1,5 @@
 // The data plane against peers that stop answering without closing: a p2p neighbour (or a
-// middlebox) that keeps the stream open and reads nothing, a relay WebSocket gone half-open, and
+// middlebox) that keeps the stream open and reads nothing, a relay WebSocket gone half-open; and
 // frames the relay can never carry. Real sockets on loopback (ports 46600-46699), fake clocks.
 import { afterEach, describe, expect, test } from 'bun:test'
 import net from 'node:net'
@@ -10,7 +10,14 @@ import { P2PListeners } from '../../src/agent/p2p'
 import { Link, type TransportMode } from '../../src/agent/transport'
 import { RelaySocketClient } from '../../src/agent/relay-socket'
 import { silentLogger, type Logger } from '../../src/log'
-import type { LeaderClient } from '../../src/agent/client'
+import { systemClock } from '../../src/time'
+import { LeaderError, type LeaderClient } from '../../src/agent/client'
+import { RunnerWorker } from '../../src/agent/runner'
+import { parseAssignment } from '../../src/agent/job'
+import { RELAY_CLOSE } from '../../src/wire/relay-socket'
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
 
@@ -211,5 +218,77 @@ describe('the relay WebSocket of a leader gone half-open', () => {
     cleanups.push(() => tunnel.close())
     tunnel.start()
     await until(() => leader.connections() >= 2, 'a second relay socket', { tick: () => clock.advance(5000) })
+  })
+})
+
+describe('a frame larger than the relay carries', () => {
+  const tooLarge = () => new LeaderError(413, 'payload_too_large', 'a frame is larger than SVC_RELAY_MAX_FRAME_BYTES', null)
+
+  test('refused 413 over HTTP: the link says too_large, tries once and logs it once', async () => {
+    let pushes = 0
+    const client = { ...recordingClient([], () => (pushes++, tooLarge())) } as unknown as LeaderClient
+    const { log, lines } = recordingLog()
+    const clock = new FakeClock()
+    const tunnel = new Link({ jobId: 'job-1', stage: 0, stages: 2, mode: 'tunnel', relayUrl: 'http://leader/api/v1/relay/job-1', prev: null, next: { fellow_id: 'next', address: null }, client, log, counters: { sent: 0, received: 0 }, clock })
+    cleanups.push(() => tunnel.close())
+    expect(await tunnel.sendFrame('activations', big())).toBe('too_large')
+    expect(pushes).toBe(1)
+    expect(lines.filter((l) => l.msg.startsWith('relay push refused')).length).toBe(1)
+    // Unreachable is still "not now".
+    const down = new Link({ jobId: 'job-1', stage: 0, stages: 2, mode: 'tunnel', relayUrl: 'http://leader/api/v1/relay/job-1', prev: null, next: { fellow_id: 'next', address: null }, client: recordingClient([], () => new LeaderError(409, 'conflict', 'not assigned', null)), log: silentLogger, counters: { sent: 0, received: 0 }, clock })
+    cleanups.push(() => down.close())
+    expect(await down.sendFrame('activations', big())).toBe('unreachable')
+  })
+
+  test('the relay socket closed 1009 on a push: that push is answered payload_too_large, not sent again over HTTP', async () => {
+    const port = freePair()
+    const leader = Bun.serve({
+      hostname: '127.0.0.1',
+      port,
+      fetch: (req, server) => (server.upgrade(req) ? undefined : new Response('no', { status: 400 })),
+      websocket: { message: (ws) => ws.close(RELAY_CLOSE.tooBig, 'a frame is larger than 16 bytes (SVC_RELAY_MAX_FRAME_BYTES)') },
+    })
+    cleanups.push(() => leader.stop(true))
+    const socket = new RelaySocketClient({ url: `ws://127.0.0.1:${port}/ws/relay/job-1`, token: () => 'token', deliver: () => {}, log: silentLogger, jobId: 'job-1', clock: new FakeClock() })
+    cleanups.push(() => socket.close())
+    expect(await socket.open()).toBe(true)
+    expect(await socket.push('activations', new Uint8Array(64))).toMatchObject({ ok: false, code: 'payload_too_large' })
+  })
+
+  test("the runner's data endpoint answers 413 (do not resend), not 503 (send again)", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'agent-dataplane-'))
+    const out = join(stateDir, 'status')
+    let pushes = 0
+    const client = {
+      leaderUrl: 'http://127.0.0.1:9',
+      relaySocketUrl: () => null,
+      relayPush: async () => {
+        pushes++
+        throw tooLarge()
+      },
+      relayPop: (_u: string, _c: string, _w: number, signal?: AbortSignal) => new Promise((r) => signal?.addEventListener('abort', () => r([]))),
+      jobStatus: async () => undefined,
+      latestCheckpoint: async () => null,
+    } as unknown as LeaderClient
+    const frames = resolve(import.meta.dir, '../../src/wire/frames.ts')
+    const script = `import { encodeFrames } from ${JSON.stringify(frames)}
+const body = encodeFrames([{ meta: { step: 1, rows: 1 }, data: new Uint8Array(8) }])
+const res = await fetch(process.env.SVC_DATA_URL + '/activations', { method: 'POST', body })
+await Bun.write(${JSON.stringify(out)}, String(res.status))
+await Bun.sleep(60_000)`
+    const a = parseAssignment({ stage: 0, stages: 2, transport: 'tunnel', relay_url: 'http://127.0.0.1:9/api/v1/relay/job-1', next: { fellow_id: 'next', address: null }, config: {}, resume: false })
+    const w = new RunnerWorker(
+      { jobId: 'job-1', client, log: silentLogger, stateDir, counters: { sent: 0, received: 0 }, clock: systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null },
+      a,
+      { name: 'toy', command: [process.execPath, '-e', script], env: {}, stopGraceS: 1 },
+    )
+    cleanups.push(() => {
+      w.stop('test over')
+      rmSync(stateDir, { recursive: true, force: true })
+    })
+    w.start()
+    await until(() => existsSync(out) && readFileSync(out, 'utf8'), "the runner's POST answered", { timeoutMs: 15_000 })
+    expect(readFileSync(out, 'utf8')).toBe('413')
+    expect(pushes).toBe(1)
   })
 })
