@@ -14,6 +14,11 @@ import type { Logger } from '../log'
 export type Channel = 'activations' | 'gradients'
 export const CHANNELS: readonly Channel[] = ['activations', 'gradients']
 export const P2P_MAX_FRAME_BYTES = 64 * 1024 * 1024
+/**
+ * What a listener sends back for each frame it read, past the handshake: senders of before it
+ * read and drop whatever comes back then, so it needs no new handshake.
+ */
+export const RECEIPT = 0x06
 
 /** "host:port", "[v6]:port"; null when it is neither. */
 export function parseAddress(addr: string | null | undefined): { host: string; port: number } | null {
@@ -242,9 +247,14 @@ export class P2PListeners {
       conn.sock.destroy()
       return
     }
+    let read = 0
     for (let f = conn.reader.next(); f; f = conn.reader.next()) {
+      read++
       if (f.meta.job_id === conn.jobId) this.o.onFrame(l.channel, f, f.data.byteLength)
     }
+    // Receipts: the sender's only sign that frames get through (see P2PSender's watch). A peer
+    // that does not read them (a sender from before them reads) must not make them pile up here.
+    if (read > 0 && conn.sock.writableLength < 64 * 1024) conn.sock.write(Buffer.alloc(read, RECEIPT))
     const now = conn.reader.partialBytes
     l.held += now - conn.held
     conn.held = now
@@ -284,9 +294,20 @@ export const P2P_STALL_MS = 5000
 /** The stream stopped taking bytes (a stalled peer or middlebox): closed, the neighbour counts as unreachable. */
 export class P2PStalled extends Error {}
 
+/** Frames written on one stream and the receipts its listener sent back for them. */
+interface Watch {
+  sock: net.Socket
+  written: number
+  receipted: number
+  /** The listener sends receipts (one from before them sends none: then only writes are watched). */
+  receipts: boolean
+  cancel: (() => void) | null
+}
+
 /** One outbound stream to one neighbour port. */
 export class P2PSender {
   private sock: net.Socket | null = null
+  private watch: Watch | null = null
   private connecting: Promise<net.Socket> | null = null
   private closed = false
 
@@ -319,8 +340,8 @@ export class P2PSender {
       const timer = setTimeout(() => fail(new Error(`connect to ${peer} timed out after ${timeoutMs} ms`)), timeoutMs)
       sock.once('connect', () => sock.setNoDelay(true))
       sock.on('data', (chunk: Buffer) => {
-        // Past the handshake nothing flows back; reading keeps the socket's close detectable.
-        if (settled) return
+        // Past the handshake only receipts flow back; reading keeps the socket's close detectable.
+        if (settled) return this.receipted(sock, chunk)
         got = Buffer.concat([got, chunk])
         if (got.length > SERVER_HELLO_BYTES + 1) return fail(new Error(`${peer} is not a p2p listener`))
         if (!nonce) {
@@ -377,6 +398,7 @@ export class P2PSender {
         reject(new P2PStalled(`the stream to ${this.host}:${this.port} took no bytes for ${this.stallMs} ms`))
       }
       cancel = this.clock.setTimeout(check, this.stallMs)
+      this.written(sock, frames.length)
       sock.write(bytes, (err) => {
         cancel()
         if (err) reject(err)
@@ -390,8 +412,51 @@ export class P2PSender {
     return bytes.byteLength
   }
 
+  /**
+   * Small frames fit in the kernel's buffers, so a stalled stream took them without a write ever
+   * waiting, for megabytes: the stage resent into it and the job stood still. Once the listener
+   * has sent a receipt, frames that get none for stallMs (and no receipt in between) close the
+   * stream; the next send connects again (auto: the relay when that fails).
+   */
+  private written(sock: net.Socket, frames: number): void {
+    if (this.watch?.sock !== sock) {
+      this.watch?.cancel?.()
+      this.watch = { sock, written: 0, receipted: 0, receipts: false, cancel: null }
+    }
+    const w = this.watch
+    if (w.receipted >= w.written) {
+      // Nothing was outstanding: the deadline starts with these frames.
+      w.cancel?.()
+      w.cancel = null
+    }
+    w.written += frames
+    if (w.cancel) return
+    let seen = w.receipted
+    const tick = () => {
+      w.cancel = null
+      if (this.watch !== w || sock.destroyed || !w.receipts || w.receipted >= w.written) return
+      if (w.receipted > seen) {
+        seen = w.receipted
+        w.cancel = this.clock.setTimeout(tick, this.stallMs)
+        return
+      }
+      this.log.warn('p2p: the stream to the neighbour stalled; closing it', { peer: `${this.host}:${this.port}`, frames_without_receipt: w.written - w.receipted, stalled_ms: this.stallMs })
+      sock.destroy()
+    }
+    w.cancel = this.clock.setTimeout(tick, this.stallMs)
+  }
+
+  private receipted(sock: net.Socket, chunk: Buffer): void {
+    const w = this.watch
+    if (w?.sock !== sock) return
+    w.receipts = true
+    w.receipted += chunk.length
+  }
+
   close(): void {
     this.closed = true
+    this.watch?.cancel?.()
+    this.watch = null
     this.sock?.destroy()
     this.sock = null
   }

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import net from 'node:net'
 import { createHash } from 'node:crypto'
 import { decodeFrames, type Frame } from '../../src/wire/frames'
-import { HelloReader, ACK, serverHello } from '../../src/agent/p2p-auth'
+import { HelloReader, ACK, SERVER_HELLO_BYTES, serverHello } from '../../src/agent/p2p-auth'
 import { P2PListeners } from '../../src/agent/p2p'
 import { Link, type TransportMode } from '../../src/agent/transport'
 import { RelaySocketClient } from '../../src/agent/relay-socket'
@@ -101,6 +101,34 @@ async function stalledListener(): Promise<{ address: string; connections: () => 
   return { address: `127.0.0.1:${port}`, connections: () => connections }
 }
 
+/**
+ * A TCP middlebox in front of `target`: it passes bytes both ways until stall() is called, then
+ * keeps every connection (old and new) open and passes nothing.
+ */
+async function middlebox(target: number): Promise<{ address: string; stall: () => void; passedBack: () => number }> {
+  const port = freePair()
+  let stalled = false
+  let back = 0
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    const upstream = net.createConnection({ host: '127.0.0.1', port: target })
+    for (const s of [client, upstream]) {
+      sockets.add(s)
+      s.on('error', () => {})
+    }
+    client.on('data', (d) => void (stalled || upstream.write(d)))
+    upstream.on('data', (d) => void (stalled || ((back += d.length), client.write(d))))
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()))
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return { address: `127.0.0.1:${port}`, stall: () => void (stalled = true), passedBack: () => back }
+}
+
 function link(mode: TransportMode, next: string, client: LeaderClient, clock: FakeClock, log: Logger = silentLogger): Link {
   const l = new Link({
     jobId: 'job-1',
@@ -135,6 +163,29 @@ describe('a p2p stream that stops taking bytes', () => {
     expect(pushed.map((f) => f.meta.step)).toEqual([1])
     expect(lines.filter((l) => l.msg.includes('stalled')).length).toBe(1)
     expect(lines.some((l) => l.msg === 'p2p: neighbour unreachable; using the relay for it')).toBe(true)
+  })
+
+  test('small frames that get no receipt close it too, though every write fit in the buffers: the next frame goes through the relay', async () => {
+    const base = freePair()
+    const received: number[] = []
+    const listeners = new P2PListeners({ host: '127.0.0.1', basePort: base, onFrame: (_c, f) => void received.push(f.meta.step as number), authorize: () => ({ key: new Uint8Array(32).fill(7), stage: 1 }), log: silentLogger, clock: new FakeClock() })
+    await listeners.start()
+    cleanups.push(() => listeners.stop())
+    const box = await middlebox(base)
+    const pushed: Frame[] = []
+    const clock = new FakeClock()
+    const { log, lines } = recordingLog()
+    const auto = link('auto', box.address, recordingClient(pushed), clock, log)
+    const small = (step: number) => ({ meta: { job_id: 'job-1', step, rows: 1 }, data: new Uint8Array(64) })
+    expect(await auto.send('activations', small(1))).toBe(true)
+    await until(() => received.length === 1, 'the first frame through the middlebox')
+    await until(() => box.passedBack() === SERVER_HELLO_BYTES + 2, 'the hello, the ACK and the first receipt back through the middlebox')
+    box.stall()
+    expect(await auto.send('activations', small(2))).toBe(true) // into the kernel's buffers: nothing says otherwise yet
+    await until(() => lines.some((l) => l.msg.includes('stalled')), 'the stall noticed', { tick: () => clock.advance(1000) })
+    expect(await withTime(clock, auto.send('activations', small(3)), 'the fallback to the relay')).toBe(true)
+    expect(pushed.map((f) => f.meta.step)).toEqual([3])
+    expect(received).toEqual([1])
   })
 
   test('p2p closes it and connects again instead of waiting on it forever', async () => {
