@@ -381,10 +381,10 @@ export class P2PSender {
     const sock = this.sock
     const bytes = encodeFrames(frames)
     await new Promise<void>((resolve, reject) => {
-      // Nothing comes back on the stream to say frames arrived, so a peer (or a middlebox) that
-      // keeps the socket open and stops reading froze the job for good: the kernel's buffer took
-      // the first frames, then this write waited forever. A write that makes no progress for
-      // stallMs closes the stream: auto then uses the relay, p2p reconnects.
+      // A peer (or a middlebox) that keeps the socket open and stops reading froze the job for
+      // good: the kernel's buffers took the first frames, then this write waited forever. A
+      // write that makes no progress for stallMs closes the stream: auto then uses the relay,
+      // p2p reconnects. (Receipts, below, catch the frames that fit in the buffers.)
       let left = sock.writableLength + bytes.byteLength
       let cancel = () => {}
       const check = () => {
