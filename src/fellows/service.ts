@@ -1,7 +1,7 @@
 // Fellows: join sessions, registration, node credentials, release and removal.
 import { AddressBlocks } from '../http/ip'
 import { and, count, eq, gt, isNull, lt, min, sql } from 'drizzle-orm'
-import { fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
+import { auditLog, fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -107,11 +107,12 @@ export class Fellows {
       requireMember(tx, actor, poolId)
       const now = ctx.clock.now()
       // Each join command is a row kept a month and an audit entry: one API token minted 860 a
-      // second (a gigabyte of state file a few hours). A person needs a handful a day.
+      // second (a gigabyte of state file a few hours). A person needs a handful a day. Counted
+      // from the audit log, which keeps them all: deleting the pool takes its join sessions along.
       const recent = tx
-        .select({ n: count(), oldest: min(joinSessions.createdAt) })
-        .from(joinSessions)
-        .where(and(eq(joinSessions.createdBy, actor.userId), gt(joinSessions.createdAt, now - JOIN_SESSION_TTL_MS)))
+        .select({ n: count(), oldest: min(auditLog.ts) })
+        .from(auditLog)
+        .where(and(eq(auditLog.actorUserId, actor.userId), gt(auditLog.ts, now - JOIN_SESSION_TTL_MS), eq(auditLog.kind, 'pool.join_session')))
         .get()
       if (recent && recent.n >= JOIN_SESSIONS_PER_DAY) {
         throw new AppError('rate_limited', `You have made ${JOIN_SESSIONS_PER_DAY} join commands in the last 24 hours, the most one person may; each works for 24 hours and for any number of machines, so use one of those.`, { retryAfterS: Math.max(1, Math.ceil(((recent.oldest ?? now) + JOIN_SESSION_TTL_MS - now) / 1000)) })

@@ -434,17 +434,21 @@ describe('heartbeats and telemetry', () => {
     expect(await state()).toBe('online')
   })
 
-  test('one person makes at most 200 join commands in 24 hours (one API token minted 860 a second, each a row kept a month), then 429 with Retry-After', async () => {
+  test('one person makes at most 200 join commands in 24 hours (one API token minted 860 a second, each a row kept a month), deleting their pools included, then 429 with Retry-After', async () => {
     const { h, a, alice, pool } = await setup()
+    // 198 made an hour ago (as the audit log has them), and one in a pool deleted since.
     const now = h.clock.now()
     h.ctx.sqlite.transaction(() => {
-      for (let i = 0; i < 199; i++) h.ctx.sqlite.query('INSERT INTO join_sessions (id, pool_id, created_by, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(crypto.randomUUID(), pool.id, alice.id, `hash-${i}`, now - 3600_000, now + 20 * 3600_000)
+      for (let i = 0; i < 198; i++) h.ctx.sqlite.query("INSERT INTO audit_log (id, ts, kind, actor_user_id, target_type, target_id) VALUES (?, ?, 'pool.join_session', ?, 'pool', ?)").run(crypto.randomUUID(), now - 3600_000, alice.id, pool.id)
     })()
     expect((await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).status).toBe(201)
-    const refused = await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })
+    expect((await a.delete(`/api/v1/pools/${pool.id}`)).status).toBe(200)
+    const next = (await a.post('/api/v1/pools', { name: 'Next' })).body
+    expect((await a.post('/api/v1/bootstrap/join-sessions', { pool_id: next.id })).status).toBe(201)
+    const refused = await a.post('/api/v1/bootstrap/join-sessions', { pool_id: next.id })
     expect([refused.status, refused.body.code, refused.headers.get('retry-after')]).toEqual([429, 'rate_limited', String(23 * 3600)])
     h.clock.advance(23 * 3600_000 + 1)
-    expect((await a.post('/api/v1/bootstrap/join-sessions', { pool_id: pool.id })).status).toBe(201)
+    expect((await a.post('/api/v1/bootstrap/join-sessions', { pool_id: next.id })).status).toBe(201)
   })
 
   test("a deleted pool's events leave memory with it, by its owner or with its owner's account (up to 500 stayed until a restart)", async () => {
