@@ -72,9 +72,13 @@ export class ArtifactService {
     this.collector = new ArtifactCollector(ctx, store, this.uploads, { writing: (id) => this.writing.has(id), inTurn: (sha, fn) => this.inTurn(sha, fn), ownsStore: () => this.ownsStore() })
   }
 
-  /** The collection loop; asking for it (the leader starting) also checks the store once. */
+  /**
+   * The collection loop; asking for it (the leader starting) also checks a bucket once. Local
+   * files need no check: the start has made and checked their directories (server.ts), and the
+   * check's read and log line at every start cost a local leader idle memory for nothing.
+   */
   loops(): LoopSpec[] {
-    void this.checkStore()
+    if (!this.store.exclusive) void this.checkStore()
     return [{ name: 'artifacts-collect', intervalMs: COLLECT_INTERVAL_MS, run: async () => void (await this.collect()) }]
   }
 
@@ -450,7 +454,7 @@ export class ArtifactService {
   private async ownsStore(): Promise<boolean> {
     // Files under the state directory are this leader's alone: nothing to claim, no id to keep.
     if (this.store.exclusive) return true
-    const mine = claimOf(this.ctx.cfg.stateDir, this.ctx.clock.now())
+    const mine = await claimOf(this.ctx.cfg.stateDir, this.ctx.clock.now())
     const standing = await this.store.claim(mine)
     if (standing.leader_id === mine.leader_id) return true
     this.ctx.log.error('another leader uses this artifact store prefix; this one deletes no blob there', {
