@@ -235,6 +235,17 @@ describe('rate limit and lockout', () => {
     expect((await c.post('/api/v1/auth/register', { email: 'later@example.com', password: 'short' })).status).toBe(422)
   })
 
+  test('the window is a minute whatever the wall clock does: a step back of an hour made it last an hour (Retry-After 3656)', async () => {
+    const h = harness({ SVC_AUTH_RATE_MAX: '2' })
+    const c = h.client({ ip: freshIp() })
+    for (let i = 0; i < 2; i++) expect((await c.post('/api/v1/auth/register', { email: `w${i}@example.com`, password: 'short' })).status).toBe(422)
+    h.clock.set(h.clock.now() - 3600_000)
+    const over = await c.post('/api/v1/auth/register', { email: 'w2@example.com', password: 'short' })
+    expect([over.status, Number(over.headers.get('retry-after'))]).toEqual([429, 60])
+    h.clock.advance(60_000)
+    expect((await c.post('/api/v1/auth/register', { email: 'w3@example.com', password: 'short' })).status).toBe(422)
+  })
+
   test.each([
     [0, ['203.0.113.1', '203.0.113.2', '203.0.113.3'], 'all from the socket'],
     [1, ['6.6.6.1, 203.0.113.9', '6.6.6.2, 203.0.113.9', '6.6.6.3, 203.0.113.9'], 'same rightmost entry'],
