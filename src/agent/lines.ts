@@ -42,9 +42,9 @@ export class LineLimiter {
     private readonly onSuppressed: (count: number) => void,
   ) {}
 
-  /** True when this line may be logged. */
+  /** True when this line may be logged. On the monotonic clock: a step back of the wall clock dropped every line for the step's length. */
   allow(): boolean {
-    const t = this.clock.now()
+    const t = this.clock.monotonic?.() ?? this.clock.now()
     if (t - this.windowStart >= 1000) {
       this.flush()
       this.windowStart = t
