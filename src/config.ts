@@ -187,7 +187,7 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 }
 
 /** A value as a configuration error shows it: credentials in it (`//user:password@`) as `***` (the error goes to the service log). */
-const shownValue = (v: string) => JSON.stringify(v.replace(/\/\/[^/?#\s]*@/, '//***@'))
+const shownValue = (v: string) => JSON.stringify(v.replace(/\/\/.*@/s, '//***@'))
 
 function url(env: Env, name: string, dflt: string): string {
   const v = str(env, name) ?? dflt

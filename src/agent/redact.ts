@@ -40,7 +40,7 @@ function decodeURIComponentSafe(s: string): string {
 }
 
 /** Names of declared environment variables whose values are secrets (API keys, tokens, passwords). */
-const SECRET_ENV_NAME = /key|token|secret|pass|auth|cred/i
+const SECRET_ENV_NAME = /(^|_)(api_?key|key|tokens?|secret|pass|password|passwd|auth|cred|creds|credentials?)(_|$)/i
 /** Shorter values are not masked: "0" in a line is not a secret, and masking it would garble every line. */
 const MIN_SECRET_CHARS = 8
 

@@ -55,7 +55,7 @@ export function fellowScript(baseUrl: string, joinToken: string | null = null): 
 # Any other option is passed to the agent (svc fellow --help lists them), also into the unit.
 set -eu
 LEADER=${shQuote(baseUrl)}
-JOIN_TOKEN="\${SVC_JOIN_TOKEN:-}"${joinToken === null ? '' : `\n[ -n "$JOIN_TOKEN" ] || JOIN_TOKEN=${shQuote(joinToken)}`}
+${joinToken === null ? 'JOIN_TOKEN="${SVC_JOIN_TOKEN:-}"' : `# The token this script was fetched with: the pasted command's, over an SVC_JOIN_TOKEN left in the shell.\nJOIN_TOKEN=${shQuote(joinToken)}`}
 DIR="\${SVC_FELLOW_DIR:-\${HOME:-/tmp}/.svc-fellow}"
 NOSTART=""
 SERVICE=""

@@ -189,7 +189,8 @@ describe('fellow.sh from the bootstrap route', () => {
     writeFileSync(join(wrap, 'curl'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${home}/curl-args'\nexec '${Bun.which('curl')}' "$@"\n`, { mode: 0o755 })
     const proc = Bun.spawn(['sh', '-c', `${command} --dir '${dir}' --service --no-start`], {
       cwd: home,
-      env: { PATH: `${wrap}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: home, SVC_SYSTEMD_DIR: units, SVC_FELLOW_ETC: etc },
+      // A token of an earlier join left in the shell: the pasted command's own wins.
+      env: { PATH: `${wrap}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: home, SVC_SYSTEMD_DIR: units, SVC_FELLOW_ETC: etc, SVC_JOIN_TOKEN: 'svc_join_left_from_an_earlier_join' },
       stdout: 'pipe',
       stderr: 'pipe',
     })
@@ -206,9 +207,9 @@ describe('fellow.sh from the bootstrap route', () => {
   test('fellow.sh carries only a valid join token it was fetched with', async () => {
     const carried = async (token: string | null) => {
       const text = await (await fetch(`${leader.url}/api/v1/bootstrap/fellow.sh`, { headers: token === null ? {} : { 'x-bootstrap-token': token } })).text()
-      return text.split('\n').find((l) => l.startsWith('[ -n "$JOIN_TOKEN" ] || JOIN_TOKEN=')) ?? null
+      return text.split('\n').find((l) => l.startsWith("JOIN_TOKEN='")) ?? null
     }
-    expect(await carried(joinToken)).toBe(`[ -n "$JOIN_TOKEN" ] || JOIN_TOKEN='${joinToken}'`)
+    expect(await carried(joinToken)).toBe(`JOIN_TOKEN='${joinToken}'`)
     expect(await carried(null)).toBeNull()
     expect(await carried("svc_join_made'up")).toBeNull()
   }, 30_000)

@@ -152,6 +152,7 @@ describe('config', () => {
     const keys = { SVC_ARTIFACTS_URL: 's3://bucket', AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' }
     expect(errorFor({ ...keys, SVC_ARTIFACTS_URL: 's3://user:pw-in-url@bucket/x' }).message).toBe('SVC_ARTIFACTS_URL: expected s3://bucket or s3://bucket/prefix (unset: files under SVC_STATE_DIR), got "s3://***@bucket/x"')
     expect(errorFor({ ...keys, SVC_ARTIFACTS_S3_ENDPOINT: 'http://u:pw-in-endpoint@h:99999' }).message).toBe('SVC_ARTIFACTS_S3_ENDPOINT: not a URL: "http://***@h:99999"')
+    expect(errorFor({ ...keys, SVC_ARTIFACTS_S3_ENDPOINT: 'https://AKIA:abc/def+ghi@s3.example.com' }).message).toBe('SVC_ARTIFACTS_S3_ENDPOINT: not a URL: "https://***@s3.example.com"')
     expect(errorFor({ ...keys, SVC_ARTIFACTS_S3_ENDPOINT: 'ftp://u:pw-in-endpoint@h' }).message).toBe('SVC_ARTIFACTS_S3_ENDPOINT: must be an http:// or https:// URL, got "ftp://***@h"')
     expect(errorFor({ SVC_ARTIFACT_MAX_BYTES: '0' }).message).toContain('SVC_ARTIFACT_MAX_BYTES: must be between 1')
     expect(errorFor({ SVC_ARTIFACT_POOL_QUOTA_BYTES: '1.5' }).variable).toBe('SVC_ARTIFACT_POOL_QUOTA_BYTES')
