@@ -10,6 +10,7 @@ import { killAll, poll, startCluster, startFellow, stopCluster, waitOnline } fro
 import { SVC_BIN, startLeader } from '../helpers/leader'
 import { call, registerUser } from '../helpers/e2e'
 import { until } from '../helpers/until'
+import { track } from '../helpers/children'
 
 afterAll(killAll)
 
@@ -89,7 +90,8 @@ test('svc jobs watch, jobs logs --follow and audit list --follow ride out a lead
   const jobId = job.body.id
   await until(async () => (await c.api<{ status: string; step: number }>('GET', `/api/v1/jobs/${jobId}`)).body.step > 0 || null, 'the job running', poll(20_000))
   const cli = (args: string[]) => {
-    const proc = Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' })
+    // Tracked: a follower waits for an away leader for good, and outlived a test that failed.
+    const proc = track(Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' }))
     const lines: string[] = []
     let err = ''
     const read = (async () => {
@@ -140,7 +142,8 @@ test('a purge while jobs watch and jobs logs --follow run ends both (they waited
   expect(job.status).toBe(201)
   await until(async () => (await c.api<{ step: number }>('GET', `/api/v1/jobs/${job.body.id}`)).body.step > 0 || null, 'the job running', poll(20_000))
   const cli = (args: string[]) => {
-    const proc = Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' })
+    // Tracked: a follower waits for an away leader for good, and outlived a test that failed.
+    const proc = track(Bun.spawn([SVC_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SVC_LEADER_URL: c.leader.url, SVC_TOKEN: token, SVC_CLI_CONFIG: join(c.leader.dir, 'cli.toml') }, stdout: 'pipe', stderr: 'pipe' }))
     let printed = 0
     const read = (async () => {
       for await (const chunk of proc.stdout) printed += chunk.byteLength
