@@ -2,10 +2,10 @@
 // (WAL readers never block the writer). The copy is written beside the target and renamed into
 // place, so a failed backup never leaves a half-written file under the requested name.
 import { Database } from 'bun:sqlite'
-import { closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, basename, join, resolve } from 'node:path'
 import { integrityProblems } from './restore'
-import { fileInTheWay } from './paths'
+import { fileInTheWay, removeStaleCopies } from './paths'
 
 export class BackupError extends Error {}
 
@@ -17,7 +17,7 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
   if (blocker !== null) throw new BackupError(`cannot write the backup to ${dest}: ${blocker} is a file, not a directory`)
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; refusing to overwrite it`)
   if (!existsSync(dirname(dest))) throw new BackupError(`directory ${dirname(dest)} does not exist`)
-  removeStalePartials(dest)
+  removeStaleCopies(dest, 'partial')
   const tmp = join(dirname(dest), `.${basename(dest)}.partial-${process.pid}`)
   rmSync(tmp, { force: true })
   rmSync(`${tmp}-journal`, { force: true })
@@ -51,28 +51,3 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
   return { path: dest, bytes: Bun.file(dest).size }
 }
 
-/** Partial copies of this same target left by a backup that was killed (its process is gone). */
-function removeStalePartials(dest: string): void {
-  const prefix = `.${basename(dest)}.partial-`
-  let names: string[]
-  try {
-    names = readdirSync(dirname(dest))
-  } catch {
-    return
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue
-    const m = /^(\d+)(-journal)?$/.exec(name.slice(prefix.length))
-    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
-    rmSync(join(dirname(dest), name), { force: true })
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as { code?: string }).code === 'EPERM'
-  }
-}

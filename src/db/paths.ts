@@ -1,7 +1,7 @@
 // Plain words for paths that cannot be used: a file where a directory should be gave the system's
 // own ("EEXIST: file already exists, mkdir", "EFAULT: bad address ... rm").
-import { statSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { readdirSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 
 /**
  * The nearest existing ancestor of `path` when it is not a directory (a file in the way of the
@@ -16,5 +16,35 @@ export function fileInTheWay(path: string): string | null {
       if (code === 'ENOTDIR') continue // an ancestor of it is a file: found further up
       if (code !== 'ENOENT' || dirname(dir) === dir) return null
     }
+  }
+}
+
+/**
+ * Copies of `dest` that a killed backup (`tag` partial) or restore (`tag` restore) left beside it,
+ * `.NAME.TAG-PID` and its `-journal`, whose process is gone: they hold password and token hashes
+ * and the size of the whole state, and nothing else removes them.
+ */
+export function removeStaleCopies(dest: string, tag: 'partial' | 'restore'): void {
+  const prefix = `.${basename(dest)}.${tag}-`
+  let names: string[]
+  try {
+    names = readdirSync(dirname(dest))
+  } catch {
+    return
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue
+    const m = /^(\d+)(-journal)?$/.exec(name.slice(prefix.length))
+    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
+    rmSync(join(dirname(dest), name), { force: true })
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as { code?: string }).code === 'EPERM'
   }
 }

@@ -6,7 +6,7 @@ import { Database } from 'bun:sqlite'
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { MIGRATIONS } from './migrations.gen'
-import { fileInTheWay } from './paths'
+import { fileInTheWay, removeStaleCopies } from './paths'
 
 export class RestoreError extends Error {}
 
@@ -124,7 +124,7 @@ export function prepareRestore(file: string, dbPath: string): PreparedRestore {
     if (holders.length > 0) throw new RestoreError(`${dest} is in use by process ${holders.join(', ')} (a running leader?): stop it first, then restore`)
   }
   mkdirSync(dirname(dest), { recursive: true, mode: 0o700 })
-  removeStaleCopies(dest)
+  removeStaleCopies(dest, 'restore')
   // A compacted, WAL-free copy beside the target, renamed into place: never a half-written state file.
   const tmp = join(dirname(dest), `.${basename(dest)}.restore-${process.pid}`)
   rmSync(tmp, { force: true })
@@ -163,34 +163,6 @@ export function discardRestore({ tmp }: Pick<PreparedRestore, 'tmp'>): void {
   rmSync(`${tmp}-journal`, { force: true })
 }
 
-/**
- * Copies of this same state file left by a restore that was killed (its process is gone): they
- * hold password and token hashes and the size of the whole state, and nothing else removes them.
- */
-function removeStaleCopies(dest: string): void {
-  const prefix = `.${basename(dest)}.restore-`
-  let names: string[]
-  try {
-    names = readdirSync(dirname(dest))
-  } catch {
-    return
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue
-    const m = /^(\d+)(-journal)?$/.exec(name.slice(prefix.length))
-    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
-    rmSync(join(dirname(dest), name), { force: true })
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as { code?: string }).code === 'EPERM'
-  }
-}
 
 /**
  * Moves the state file to `<dest>.pre-restore-<UTC second>` (then -2, -3, ...), never over an
