@@ -2,7 +2,7 @@
 // oldest are dropped first so a flood of distinct addresses cannot grow the map without end.
 // Windows run on the monotonic clock: in memory only, they need no wall time, and a step of the
 // wall clock back by an hour made a 60 s window last an hour (Retry-After: 3656).
-import type { Clock } from './time'
+import { monotonicNow, type Clock } from './time'
 
 export class RateLimiter {
   private windows = new Map<string, { start: number; count: number }>()
@@ -16,7 +16,7 @@ export class RateLimiter {
 
   /** Counts one attempt; returns the seconds to wait when over the limit, else 0. */
   hit(key: string): number {
-    const now = this.clock.monotonic?.() ?? this.clock.now()
+    const now = monotonicNow(this.clock)
     let w = this.windows.get(key)
     if (w === undefined || now - w.start >= this.windowMs) {
       this.windows.delete(key)

@@ -11,6 +11,9 @@ export interface Clock {
   monotonic?(): number
 }
 
+/** The clock's monotonic time, or its wall time where it has none: for how long something took or waited. */
+export const monotonicNow = (clock: Clock): number => clock.monotonic?.() ?? clock.now()
+
 /** A clock that can also wake code up later: what code with timers takes (the agent's loops). */
 export interface TimerClock extends Clock {
   /** Calls fn once, ms from now; the function returned cancels it. */

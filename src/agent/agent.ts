@@ -16,7 +16,7 @@ import { loadEngines, type EngineSpec, type RunnerSpec } from './fellow-config'
 import { ensureStateDir, loadState, saveState, type FellowState } from './state'
 import { reapLeftoverRunners } from './leftovers'
 import { VERSION } from '../version'
-import { sleep, systemClock, type TimerClock } from '../time'
+import { monotonicNow, sleep, systemClock, type TimerClock } from '../time'
 import type { LogBuffer } from './logship'
 import type { Logger } from '../log'
 
@@ -59,7 +59,7 @@ export class Agent {
   private heartbeatMs = 10_000
   private signalsUrl = ''
   private reregistering: Promise<boolean> | null = null
-  private lastRegisterAt = 0
+  private lastRegisterAt = -Infinity
   private heartbeatFailures = 0
   private readonly clock: TimerClock
   private readonly inference: InferenceServer
@@ -299,7 +299,7 @@ export class Agent {
     saveState(this.o.stateDir, this.state)
     this.heartbeatMs = Math.max(1, r.heartbeat_interval_s) * 1000
     this.signalsUrl = r.signals_url
-    this.lastRegisterAt = this.clock.now()
+    this.lastRegisterAt = monotonicNow(this.clock)
     this.o.log.info('registered', { fellow_id: r.fellow_id, pool_id: r.pool_id, how, reused_identity: previous === r.fellow_id, heartbeat_interval_s: r.heartbeat_interval_s })
   }
 
@@ -315,7 +315,7 @@ export class Agent {
   }
 
   private async onRefused(status: number | null): Promise<void> {
-    if (this.clock.now() - this.lastRegisterAt < REREGISTER_MIN_MS) return
+    if (monotonicNow(this.clock) - this.lastRegisterAt < REREGISTER_MIN_MS) return
     await this.reregister(`signal socket handshake refused${status ? ` (${status})` : ''}`)
   }
 
@@ -363,11 +363,13 @@ export class Agent {
   private async heartbeatLoop(): Promise<void> {
     const signal = this.stopper.signal
     while (!signal.aborted) {
-      const started = this.clock.now()
+      // On the monotonic clock: a step back of the wall clock during a heartbeat made the wait
+      // that long (an hour's step, an hour offline).
+      const started = monotonicNow(this.clock)
       if (this.wake.signal.aborted) this.wake = new AbortController()
       await this.heartbeat()
       // An engine that turned healthy or unhealthy is said at once, not at the next interval.
-      await sleep(this.clock, Math.max(0, this.heartbeatMs - (this.clock.now() - started)), AbortSignal.any([signal, this.wake.signal]))
+      await sleep(this.clock, Math.max(0, this.heartbeatMs - (monotonicNow(this.clock) - started)), AbortSignal.any([signal, this.wake.signal]))
     }
   }
 

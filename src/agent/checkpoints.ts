@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { tarDirectory, untarInto } from './tar'
 import { LeaderError, NetworkError, type LeaderClient, type StoredArtifact } from './client'
 import { Backoff } from './backoff'
-import { sleep, type TimerClock } from '../time'
+import { monotonicNow, sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
 export interface CheckpointDeps {
@@ -70,7 +70,7 @@ export async function uploadCheckpoint(d: CheckpointDeps, o: { jobId: string; st
   let failingSince: number | null = null
   /** After a failure that retrying can fix: waits, or throws once the leader was gone too long. */
   const waitOut = async (e: unknown): Promise<void> => {
-    const now = d.clock.now()
+    const now = monotonicNow(d.clock)
     failingSince ??= now
     if (!resumable(e) || d.signal.aborted || now - failingSince >= UPLOAD_PATIENCE_MS) throw e
     if (backoff.attempts === 0) d.log.warn('checkpoint upload interrupted; trying again', { ...ids, error: (e as Error).message })
@@ -142,12 +142,12 @@ const transient = (e: unknown) => e instanceof NetworkError || (e instanceof Lea
 export async function fetchCheckpoint(d: CheckpointDeps, o: { jobId: string; stage: number; workDir: string }): Promise<{ step: number; dir: string } | null> {
   const ids = { job_id: o.jobId, stage: o.stage }
   const backoff = new Backoff({ baseMs: 1_000, maxMs: 20_000 })
-  const started = d.clock.now()
+  const started = monotonicNow(d.clock)
   for (;;) {
     try {
       return await fetchOnce(d, o)
     } catch (e) {
-      const waited = d.clock.now() - started
+      const waited = monotonicNow(d.clock) - started
       if (!transient(e) || d.signal.aborted || waited >= FETCH_PATIENCE_MS) {
         const why = !transient(e) ? 'checkpoint not usable' : d.signal.aborted ? 'checkpoint not fetched before the stage stopped' : `checkpoint could not be fetched for ${Math.round(waited / 1000)} s`
         d.log.warn(`${why}; starting afresh`, { ...ids, error: (e as Error).message })

@@ -10,7 +10,7 @@ import { Backoff } from './backoff'
 import { LineLimiter, childEnv, readLines, signalChild, spawnChild } from './lines'
 import { redactUrl, secretEnvValues, secretMask } from './redact'
 import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams, type InferRequest, type InferUsage } from '../wire/inference'
-import { sleep, type TimerClock } from '../time'
+import { monotonicNow, sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
 import type { Logger } from '../log'
 
@@ -198,7 +198,7 @@ export class OpenAiEngine implements Engine {
     const port = String(freePort())
     const argv = spec.command!.map((w) => w.replaceAll('{port}', port).replaceAll('{model_file}', modelFile))
     this.base = spec.url.replaceAll('{port}', port)
-    this.startedAt = this.deps.clock.now()
+    this.startedAt = monotonicNow(this.deps.clock)
     let proc: ReturnType<typeof Bun.spawn>
     try {
       proc = spawnChild(argv, { ...childEnv(), ...spec.env, ...(modelFile ? { SVC_MODEL_FILE: modelFile } : {}) }, 'ignore')
@@ -217,7 +217,7 @@ export class OpenAiEngine implements Engine {
       this.proc = null
       this.setHealthy(false)
       if (this.stopping) return log.info('engine stopped', { engine: spec.name, code, signal: proc.signalCode })
-      if (this.deps.clock.now() - this.startedAt >= STABLE_MS) this.backoff.reset()
+      if (monotonicNow(this.deps.clock) - this.startedAt >= STABLE_MS) this.backoff.reset()
       const ms = this.backoff.next()
       log.warn('engine exited; restarting', { engine: spec.name, code, signal: proc.signalCode, retry_ms: ms })
       void sleep(this.deps.clock, ms, this.stopper.signal).then((go) => void (go && !this.stopping && this.launch()))
@@ -264,7 +264,7 @@ export class OpenAiEngine implements Engine {
       this.setHealthy(true)
     } else if (this.ok) {
       if (++this.failures >= HEALTH_FAILURES) this.setHealthy(false)
-    } else if (this.proc && this.deps.clock.now() - this.startedAt > this.spec.startTimeoutS * 1000) {
+    } else if (this.proc && monotonicNow(this.deps.clock) - this.startedAt > this.spec.startTimeoutS * 1000) {
       this.deps.log.warn('engine did not get healthy in time; restarting it', { engine: this.spec.name, start_timeout_s: this.spec.startTimeoutS, health: redactUrl(this.healthUrl()) })
       signalChild(this.proc, 'SIGKILL') // the exit handler restarts it
     }

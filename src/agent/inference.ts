@@ -18,7 +18,7 @@ import { MODEL_BYTES } from './textgen'
 import { VERSION } from '../version'
 import { RESULT_CHUNK_CHARS, type InferRequest } from '../wire/inference'
 import type { EngineState } from '../wire/fellow'
-import { sleep, type TimerClock } from '../time'
+import { monotonicNow, sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
 export const MODEL_NAME = BUILTIN_MODEL
@@ -230,12 +230,12 @@ export class InferenceServer {
     const backoff = new Backoff({ baseMs: 500, maxMs: 60_000 })
     while (!signal.aborted) {
       try {
-        const polled = clock.now()
+        const polled = monotonicNow(clock)
         const req = await client.inferPoll(this.deps.fellowId(), POLL_WAIT_MS, signal)
         backoff.reset()
         if (req) await this.serve(req)
         // A leader that answers 204 without holding the poll must not turn this into a busy loop.
-        else if (clock.now() - polled < 1000) await sleep(clock, 500, signal)
+        else if (monotonicNow(clock) - polled < 1000) await sleep(clock, 500, signal)
       } catch (e) {
         if (signal.aborted) return
         const ms = backoff.next()
@@ -314,7 +314,7 @@ export class InferenceServer {
 /** One request through one engine, its events posted as frames. */
 export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferRequest, out: FramePoster): Promise<void> {
   const { log, clock } = deps
-  const started = clock.now()
+  const started = monotonicNow(clock)
   const signal = AbortSignal.any([out.gone, deps.signal])
   let tokens = 0
   try {
@@ -347,7 +347,7 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
   }
   await out.close()
   if (out.gone.aborted) log.info('inference request gone; generation aborted', { request_id: req.request_id, engine: engine.spec.name })
-  else if (!deps.signal.aborted) log.info('inference answered', { request_id: req.request_id, model: req.model, engine: engine.spec.name, chunks: tokens, ms: clock.now() - started })
+  else if (!deps.signal.aborted) log.info('inference answered', { request_id: req.request_id, model: req.model, engine: engine.spec.name, chunks: tokens, ms: Math.round(monotonicNow(clock) - started) })
 }
 
 const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff

@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeFileAtomic } from './state'
 import { signalChild } from './lines'
-import { sleep, systemClock } from '../time'
+import { monotonicNow, sleep, systemClock } from '../time'
 import type { Logger } from '../log'
 
 export const RUNNERS_DIR = 'runners'
@@ -104,13 +104,13 @@ async function stopLeftover(r: RunnerRecord, log: Logger): Promise<void> {
   // Once continued, a runner may end at once on the parent-death SIGTERM it was holding.
   signal('SIGCONT')
   signal('SIGTERM')
-  const deadline = clock.now() + r.stop_grace_s * 1000
-  while (sameProcess(r.pid, r.start_time) && clock.now() < deadline) await sleep(clock, 100)
+  const deadline = monotonicNow(clock) + r.stop_grace_s * 1000
+  while (sameProcess(r.pid, r.start_time) && monotonicNow(clock) < deadline) await sleep(clock, 100)
   if (signal('SIGKILL')) {
     log.warn('the leftover runner did not stop within its grace; killed it', { pid: r.pid, job_id: r.job_id })
     // A process the kernel holds (a hung driver, a dead NFS server) may never go: not waited for forever.
-    const killedBy = clock.now() + KILL_WAIT_MS
-    while (sameProcess(r.pid, r.start_time) && clock.now() < killedBy) await sleep(clock, 50)
+    const killedBy = monotonicNow(clock) + KILL_WAIT_MS
+    while (sameProcess(r.pid, r.start_time) && monotonicNow(clock) < killedBy) await sleep(clock, 50)
     if (sameProcess(r.pid, r.start_time)) log.error('a leftover runner did not go even when killed (stuck in the kernel?); starting without waiting for it', { pid: r.pid, job_id: r.job_id, state: stat(r.pid)?.state ?? null })
   }
 }

@@ -1,6 +1,6 @@
 // A child process's output, line by line: what the agent ships as log lines and reads progress
 // from. A line longer than `maxChars` is passed on in pieces rather than held without bound.
-import type { TimerClock } from '../time'
+import { monotonicNow, type TimerClock } from '../time'
 
 export async function readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void, maxChars = 64 * 1024): Promise<void> {
   const dec = new TextDecoder()
@@ -44,7 +44,7 @@ export class LineLimiter {
 
   /** True when this line may be logged. On the monotonic clock: a step back of the wall clock dropped every line for the step's length. */
   allow(): boolean {
-    const t = this.clock.monotonic?.() ?? this.clock.now()
+    const t = monotonicNow(this.clock)
     if (t - this.windowStart >= 1000) {
       this.flush()
       this.windowStart = t

@@ -8,7 +8,7 @@
 import net from 'node:net'
 import { encodeFrames, FrameReader, type Frame } from '../wire/frames'
 import { ACK, HelloReader, clientHello, helloValid, readServerHello, serverHello, SERVER_HELLO_BYTES, type PeerAuth } from './p2p-auth'
-import { systemClock, type TimerClock } from '../time'
+import { monotonicNow, systemClock, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
 export type Channel = 'activations' | 'gradients'
@@ -104,7 +104,7 @@ export class P2PListeners {
   readonly limits: P2PLimits
   private readonly clock: TimerClock
   private refusals = 0
-  private lastRefusalLog = 0
+  private lastRefusalLog = -Infinity
 
   constructor(private readonly o: P2PListenerOptions) {
     this.limits = { ...DEFAULT_P2P_LIMITS, ...o.limits }
@@ -263,7 +263,7 @@ export class P2PListeners {
   /** Logged at most every 10 s: a stranger's port scan must not flood the log. */
   private refused(l: Listener, sock: net.Socket, why: string, peer = sock.remoteAddress ?? null): void {
     this.refusals++
-    const now = this.clock.now()
+    const now = monotonicNow(this.clock)
     if (now - this.lastRefusalLog < 10_000) return
     this.o.log.warn('p2p: refused a connection', { channel: l.channel, peer, why, refused_since_last_log: this.refusals })
     this.lastRefusalLog = now

@@ -19,7 +19,7 @@ import { readCheckpoint, writeCheckpoint, type CheckpointMeta } from './state'
 import type { Channel } from './p2p'
 import type { Frame } from '../wire/frames'
 import type { StatusReport } from '../wire/jobs'
-import { sleep, type TimerClock } from '../time'
+import { monotonicNow, sleep, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
 export type WorkerStatus = 'running' | 'paused' | 'checkpointing' | 'stopped' | 'error'
@@ -82,7 +82,7 @@ export class MlpStageRun {
     protected readonly io: StageIO,
   ) {
     const a = assignment
-    this.lastReport = { at: deps.clock.now(), step: 0 }
+    this.lastReport = { at: monotonicNow(deps.clock), step: 0 }
     this.cfg = parseTrainConfig(a.config)
     this.stage = createStage({ stage: a.stage, stages: a.stages, seed: this.cfg.seed, hidden: this.cfg.hidden, lr: this.cfg.lr, batch: this.cfg.batch })
     if (a.resume) this.restore()
@@ -218,9 +218,9 @@ export class MlpStageRun {
   private async awaitGradient(step: number, epoch: AbortSignal): Promise<Frame | null> {
     const signal = AbortSignal.any([epoch, this.stopper.signal])
     const { clock } = this.deps
-    const deadline = clock.now() + this.cfg.resendMs
+    const deadline = monotonicNow(clock) + this.cfg.resendMs
     for (;;) {
-      const got = await this.io.take(['gradients'], signal, deadline - clock.now())
+      const got = await this.io.take(['gradients'], signal, deadline - monotonicNow(clock))
       if (!got) return null
       if (got.frame.meta.step === step) return got.frame
     }
@@ -266,7 +266,7 @@ export class MlpStageRun {
     this.loss = loss
     this.window.push(loss)
     if (step % cfg.reportEvery === 0 || step >= cfg.steps) {
-      const now = this.deps.clock.now()
+      const now = monotonicNow(this.deps.clock)
       const throughput = Math.max(0, ((step - this.lastReport.step) * 1000) / Math.max(1, now - this.lastReport.at))
       // The mean over the window, not one batch's loss: a steadier curve for the metrics stream.
       this.report({ status: 'running', step, loss: mean(this.window), throughput })

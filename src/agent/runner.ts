@@ -18,6 +18,7 @@ import { secretEnvValues, secretMask } from './redact'
 import { leftoversGone, recordRunner } from './leftovers'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import type { StageAssignment } from './job'
+import { monotonicNow } from '../time'
 import type { WorkerDeps, WorkerStatus } from './pipeline'
 import type { RunnerSpec } from './fellow-config'
 import type { Channel } from './p2p'
@@ -154,6 +155,7 @@ export class RunnerWorker {
       signalChild(started, 'SIGKILL')
       forget()
     })
+    this.lastProgress = { at: monotonicNow(this.deps.clock), step: this.step }
     log.info('runner started', { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage, stages: this.stage.stages, pid: this.proc.pid, transport: this.assignment.transport, resume_from: resumeFrom, resumed_from_step: stored?.step ?? null })
     this.report({ status: 'running', step: this.step, ...(stored ? { resumed_from_step: stored.step } : {}) })
     const out = readLines(this.proc.stdout as ReadableStream<Uint8Array>, (l) => this.stdout(l))
@@ -303,13 +305,15 @@ export class RunnerWorker {
     const send = () => {
       this.pendingReport = null
       if (this.status === 'paused') return
-      const now = this.deps.clock.now()
+      // Rates and the report interval on the monotonic clock: a step back of the wall clock held
+      // every report back for the step's length.
+      const now = monotonicNow(this.deps.clock)
       const rate = throughput ?? Math.max(0, ((this.step - this.lastProgress.step) * 1000) / Math.max(1, now - this.lastProgress.at))
       this.lastProgress = { at: now, step: this.step }
       this.lastReportAt = now
       this.report({ status: 'running', step: this.step, loss: this.loss, throughput: rate })
     }
-    const wait = this.lastReportAt + REPORT_EVERY_MS - this.deps.clock.now()
+    const wait = this.lastReportAt + REPORT_EVERY_MS - monotonicNow(this.deps.clock)
     if (wait <= 0) send()
     else this.pendingReport = setTimeout(send, wait)
   }

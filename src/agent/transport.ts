@@ -8,7 +8,7 @@ import { Backoff } from './backoff'
 import { LeaderError, isRetryable, type LeaderClient } from './client'
 import { P2PRefused, P2PSender, parseAddress, type Channel } from './p2p'
 import { RelaySocketClient } from './relay-socket'
-import { sleep, systemClock, type TimerClock } from '../time'
+import { monotonicNow, sleep, systemClock, type TimerClock } from '../time'
 import type { Logger } from '../log'
 
 export type TransportMode = 'p2p' | 'tunnel' | 'auto'
@@ -75,7 +75,7 @@ export class Inbox {
 
   /** The next frame from `channels` (earlier channels first); null on abort or timeout. */
   async take(channels: Channel[], signal: AbortSignal, timeoutMs = Infinity): Promise<{ channel: Channel; frame: Frame } | null> {
-    const deadline = this.clock.now() + timeoutMs
+    const deadline = monotonicNow(this.clock) + timeoutMs
     for (;;) {
       for (const channel of channels) {
         const frame = this.queues[channel].shift()
@@ -84,7 +84,7 @@ export class Inbox {
           return { channel, frame }
         }
       }
-      const left = deadline - this.clock.now()
+      const left = deadline - monotonicNow(this.clock)
       if (signal.aborted || left <= 0) return null
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -239,14 +239,14 @@ export class Link {
     let sender = this.senders.get(key)
     if (!sender) this.senders.set(key, (sender = new P2PSender(addr.host, port, auth, log, clock)))
     const backoff = new Backoff({ baseMs: 200, maxMs: 5000 })
-    const started = clock.now()
+    const started = monotonicNow(clock)
     while (!signal.aborted) {
       try {
         this.o.counters.sent += await sender.send([frame], mode === 'auto' ? (this.o.connectTimeoutMs ?? 1500) : 5000)
         return 'sent'
       } catch (e) {
         if (signal.aborted) return 'unreachable'
-        const waitForPeer = e instanceof P2PRefused && clock.now() - started < (this.o.refusedGraceMs ?? 3000)
+        const waitForPeer = e instanceof P2PRefused && monotonicNow(clock) - started < (this.o.refusedGraceMs ?? 3000)
         if (mode === 'auto' && !waitForPeer) {
           this.viaRelay.add(peer.fellow_id)
           log.warn('p2p: neighbour unreachable; using the relay for it', { job_id: this.o.jobId, peer: key, error: (e as Error).message })
@@ -308,12 +308,12 @@ export class Link {
     const backoff = new Backoff({ baseMs: 250, maxMs: 5000 })
     while (!signal.aborted) {
       try {
-        const polled = this.o.clock.now()
+        const polled = monotonicNow(this.o.clock)
         const frames = await this.o.client.relayPop(this.o.relayUrl, channel, 25_000, signal)
         backoff.reset()
         for (const f of frames) this.deliver(channel, f)
         // An empty answer that came at once (a leader not holding the poll) must not spin.
-        if (frames.length === 0 && this.o.clock.now() - polled < 200) await sleep(this.o.clock, 250, signal)
+        if (frames.length === 0 && monotonicNow(this.o.clock) - polled < 200) await sleep(this.o.clock, 250, signal)
       } catch (e) {
         if (signal.aborted) return
         const ms = backoff.next()

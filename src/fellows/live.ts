@@ -15,6 +15,7 @@
 import { eq } from 'drizzle-orm'
 import { fellows, poolNodes } from '../db/schema'
 import type { Ctx } from '../context'
+import { monotonicNow } from '../time'
 import type { EngineState, Hardware, HeartbeatInput, NodeState } from './model'
 import { TelemetryHistory } from './telemetry'
 
@@ -221,7 +222,7 @@ export class FellowRegistry {
   }
 
   private mono(): number {
-    return this.ctx.clock.monotonic?.() ?? this.ctx.clock.now()
+    return monotonicNow(this.ctx.clock)
   }
 
   /** A clean stop: offline now, and the liveness tick will not report it again. */

@@ -16,7 +16,7 @@ import type { Inference, OpenedCompletion } from './service'
 import * as M from './model'
 import { upgradeOrRefuse } from '../http/native'
 import { stillSees } from '../http/sse'
-import type { Clock } from '../time'
+import { monotonicNow, type Clock } from '../time'
 
 /** A socket of the inference channel as Elysia's dispatcher hands it over: Bun's, with its data. */
 type InferWs = InferSocket & { data: { fellowId: string } }
@@ -47,10 +47,12 @@ const RECHECK_MS = 5000
  * the credential), the last answer kept in between, so a stream's hot path pays a clock read.
  */
 function decidedAgainEvery(clock: Clock, everyMs: number, reauthorize: () => unknown): () => boolean {
-  let at = clock.now()
+  // On the monotonic clock: a step back of the wall clock put off the next check (and with it a
+  // revoked token's end) by the step's length.
+  let at = monotonicNow(clock)
   let ok = true
   return () => {
-    const now = clock.now()
+    const now = monotonicNow(clock)
     if (ok && now - at >= everyMs) {
       at = now
       ok = stillSees(reauthorize)

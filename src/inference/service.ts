@@ -14,6 +14,7 @@ import { inScope, poolExists, scopeOf } from '../pools/scope'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from './memory-hub'
 import type { InferenceHub, PostResult, Ticket, TokenUsage } from './hub'
 import type { Ctx } from '../context'
+import { monotonicNow } from '../time'
 import type { Caller } from '../caller'
 import type { FellowRegistry, LiveFellow } from '../fellows/live'
 import type { Servables } from '../servables/service'
@@ -81,7 +82,9 @@ export class Inference {
     this.onServed = opts.onServed ?? (() => {})
     const makeHub = opts.makeHub ?? ((o: MemoryInferenceHubOptions) => new MemoryInferenceHub(o))
     this.hub = makeHub({
-      now: () => ctx.clock.now(),
+      // Timeouts measure how long a request waited: on the monotonic clock, so a step of the wall
+      // clock neither ends every open request (forward) nor leaves them waiting for the step (back).
+      now: () => monotonicNow(ctx.clock),
       timeoutMs: ctx.cfg.inferDispatchTimeoutS * 1000,
       onServed: (fellowId, usage) => {
         this.counts.requestsServed++
@@ -253,9 +256,9 @@ export class Inference {
     return !!f && !f.released
   }
 
-  /** Ends requests that timed out (by the context clock, so tests drive it with a fake one). */
+  /** Ends requests that timed out (by the context's monotonic clock, so tests drive it with a fake one). */
   expire(): number {
-    return this.hub.expire(this.ctx.clock.now())
+    return this.hub.expire(monotonicNow(this.ctx.clock))
   }
 
   loops(): LoopSpec[] {

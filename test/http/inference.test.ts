@@ -148,7 +148,7 @@ describe('chat completions through the openai client', () => {
     expect(h.services.inference.counts.requestsServed).toBe(0) // abandoned requests are not counted as served
   })
 
-  test('a streaming answer whose token is revoked meanwhile stops with an error chunk at the next check (it streamed to its end)', async () => {
+  test('a streaming answer whose token is revoked meanwhile stops with an error chunk at the next check (it streamed to its end), a step back of the wall clock or not', async () => {
     const { h, server, alice, a, poolA, fellow } = await setup()
     const f = await fellow(a, poolA.id, ['tiny-llm'])
     const t = tokenClient(h, alice.id)
@@ -165,6 +165,8 @@ describe('chat completions through the openai client', () => {
     let seen = ''
     while (!seen.includes('Once')) seen += dec.decode((await reader.read()).value)
     expect((await a.delete(`/api/v1/api-tokens/${t.tokenId}`)).status).toBe(200)
+    // The wall clock steps an hour back (NTP): the next check is still five seconds away, not an hour.
+    h.clock.set(h.clock.now() - 3_600_000)
     h.clock.advance(6000) // past the stream's next check
     expect((await f.frames(req.request_id, [{ delta: ' upon' }])).status).toBe(204)
     for (;;) {
@@ -298,6 +300,22 @@ describe('the transport', () => {
     expect(err.status).toBe(504)
     expect(err.error).toMatchObject({ code: 'dispatch_timeout', message: 'No fellow picked the request up within 1 s.' })
     expect(await f.poll(0)).toBeNull() // the expired request is no longer handed out
+  })
+
+  test('a step of the wall clock neither ends a waiting request nor stretches its timeout (fake clock)', async () => {
+    const { h, alice, a, poolA, openai, fellow } = await setup({ SVC_INFER_DISPATCH_TIMEOUT_S: '1' })
+    await fellow(a, poolA.id, ['tiny-llm'])
+    const answer = openai(alice.id).chat.completions.create({ model: 'tiny-llm', messages: ask('hi') }).catch((e) => e)
+    await until(() => h.services.inference.hub.stats().queued === 1, 'the request queued')
+    // NTP steps the wall clock an hour forward: the request has waited no time at all.
+    h.clock.set(h.clock.now() + 3_600_000)
+    loopOf(h, 'inference-timeouts').run()
+    expect(h.services.inference.hub.stats().queued).toBe(1)
+    // And two hours back: its second still runs out after one second.
+    h.clock.set(h.clock.now() - 7_200_000)
+    h.clock.advance(1000)
+    loopOf(h, 'inference-timeouts').run()
+    expect((await answer).status).toBe(504)
   })
 
   test('a fellow marked offline ends the requests it was serving at once, not when the timeout runs out (fake clock)', async () => {

@@ -32,6 +32,8 @@ function fakeLeader() {
     goodbyes: [] as (string | null)[],
     /** Like a leader that removed the fellow: a join token makes a new one, whatever fellow_id. */
     forgotten: false,
+    /** Runs while a heartbeat is being answered (a test steps the agent's clock there). */
+    duringHeartbeat: () => {},
   }
   let minted = 0
   const bearer = (req: Request) => req.headers.get('authorization')?.replace(/^Bearer /, '') ?? null
@@ -56,6 +58,7 @@ function fakeLeader() {
       if (path.startsWith('/ws/signals/')) return srv.upgrade(req) ? undefined : new Response(null, { status: 400 })
       if (path === '/api/v1/workers/heartbeat') {
         s.heartbeats.push({ bearer: b, body: (await req.json()) as Record<string, unknown> })
+        s.duringHeartbeat()
         const pending = s.pending.splice(0)
         return Response.json({ ok: true, next_heartbeat_s: 1, ...(pending.length ? { pending_signals: pending } : {}) })
       }
@@ -127,6 +130,21 @@ describe('fellow agent against a stand-in leader', () => {
     const t0 = clock.now()
     await until(() => leader.state.logLines.some((l) => l.includes('"registered"')), 'shipped log lines', time)
     expect(clock.now() - t0).toBeGreaterThanOrEqual(2000)
+  })
+
+  test('a step back of its wall clock during a heartbeat does not put off the next one by the step (fake clock)', async () => {
+    const leader = fakeLeader()
+    const dir = mkdtempSync(join(tmpdir(), 'agent-'))
+    const { clock, time } = startAgent(leader.url, dir)
+    // NTP steps the fellow's clock an hour back while its first heartbeat is on the wire.
+    leader.state.duringHeartbeat = () => {
+      leader.state.duringHeartbeat = () => {}
+      clock.set(clock.now() - 3_600_000)
+    }
+    await until(() => leader.state.heartbeats.length >= 1, 'a heartbeat')
+    const t0 = clock.monotonic()
+    await until(() => leader.state.heartbeats.length >= 2, 'the next heartbeat, one interval later', time)
+    expect(clock.monotonic() - t0).toBeLessThanOrEqual(1250)
   })
 
   test('a token revoked while running: heartbeat 401 -> re-register with the join token, keeping the fellow_id', async () => {

@@ -11,7 +11,7 @@ import { parseAssignment } from '../../src/agent/job'
 import type { LeaderClient, StoredArtifact } from '../../src/agent/client'
 import type { StatusReport } from '../../src/wire/jobs'
 import { createLogger } from '../../src/log'
-import { systemClock } from '../../src/time'
+import { systemClock, type TimerClock } from '../../src/time'
 import { until } from '../helpers/until'
 
 const ROOT = resolve(import.meta.dir, '../..')
@@ -34,7 +34,7 @@ const COUNTER = ['sh', '-c', 'i=0; while :; do i=$((i+1)); echo "{\\"step\\": $i
 /** The same, deaf to SIGTERM (and to SIGPIPE, once its agent's end of stdout is gone): only SIGKILL ends it. */
 const STUBBORN = ['sh', '-c', `trap '' TERM PIPE HUP; ${COUNTER[2]}`]
 
-function stage(opts: { command?: string[]; stateDir?: string } = {}) {
+function stage(opts: { command?: string[]; stateDir?: string; clock?: TimerClock } = {}) {
   const stateDir = opts.stateDir ?? mkdtempSync(join(tmpdir(), 'agent-runner-'))
   const reports: StatusReport[] = []
   const lines: { msg: string; pid?: number; paused?: boolean }[] = []
@@ -54,7 +54,7 @@ function stage(opts: { command?: string[]; stateDir?: string } = {}) {
   // relay socket has nothing to poll, and Link's relay loop then spins: not what this tests.)
   const a = parseAssignment({ stage: 0, stages: 2, transport: 'tunnel', relay_url: 'http://127.0.0.1:9/api/v1/relay/job-1', config: {}, resume: true })
   const w = new RunnerWorker(
-    { jobId: 'job-1', client, log, stateDir, counters: { sent: 0, received: 0 }, clock: systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null },
+    { jobId: 'job-1', client, log, stateDir, counters: { sent: 0, received: 0 }, clock: opts.clock ?? systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null },
     a,
     { name: 'toy', command: opts.command ?? COUNTER, env: {}, stopGraceS: 1 },
   )
@@ -65,6 +65,21 @@ function stage(opts: { command?: string[]; stateDir?: string } = {}) {
   const started = () => until(() => lines.find((l) => l.msg === 'runner started') ?? null, 'the runner started', { timeoutMs: 10_000 })
   return { w, reports, lines, lookup, started, stateDir }
 }
+
+describe('a running runner stage', () => {
+  test('keeps reporting its progress when the wall clock steps back (NTP): the report interval is on the monotonic clock', async () => {
+    let step = 0
+    const clock: TimerClock = { ...systemClock, now: () => Date.now() - step }
+    const s = stage({ clock })
+    s.w.start()
+    s.lookup.resolve(null)
+    await s.started()
+    await until(() => (s.reports.some((r) => r.status === 'running' && (r.step ?? 0) > 0) ? true : null), 'a report with steps')
+    step = 3_600_000
+    const before = Math.max(...s.reports.map((r) => r.step ?? 0))
+    await until(() => (s.reports.some((r) => (r.step ?? 0) > before) ? true : null), 'a later report', { timeoutMs: 5000 })
+  })
+})
 
 describe('a runner stage that is still starting', () => {
   test('a PAUSE before the runner exists holds: no runner starts and reports say paused until the resume, which starts it', async () => {
