@@ -4,9 +4,13 @@ import { t, type Static } from 'elysia'
 // Registers the `email` format (SMTPUTF8 local parts, IDN domains) before any schema compiles.
 import './email'
 import { Int, Label, NO_CONTROL_PATTERN, Timestamp } from '../model'
+import { PASSWORD_MAX, PASSWORD_MIN } from './passwords'
 
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
+/** A password given to log in (or to confirm one): any the account may have. */
 export const Password = t.String({ minLength: 1, maxLength: 4096 })
+/** A password being set: the policy's bounds (passwords.ts), so the OpenAPI document says them. */
+export const NewPassword = t.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX })
 export const DisplayName = t.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROL_PATTERN })
 export const Role = t.Union([t.Literal('user'), t.Literal('admin')])
 export const UserStatus = t.Union([
@@ -28,7 +32,7 @@ export const Me = t.Object({
 export type Me = Static<typeof Me>
 
 export const RegisterBody = t.Object(
-  { email: Email, password: Password, display_name: t.Optional(DisplayName) },
+  { email: Email, password: NewPassword, display_name: t.Optional(DisplayName) },
   { additionalProperties: false },
 )
 export const RegisterResult = t.Object({ user: Me, logged_in: t.Boolean() })
@@ -37,12 +41,12 @@ export const LoginBody = t.Object({ email: t.String({ maxLength: 254 }), passwor
 export const LoginResult = t.Object({ user: Me })
 
 export const PasswordChangeBody = t.Object(
-  { current_password: Password, new_password: Password },
+  { current_password: Password, new_password: NewPassword },
   { additionalProperties: false },
 )
 export const TokenBody = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false })
 export const ResetPasswordBody = t.Object(
-  { token: t.String({ minLength: 1, maxLength: 200 }), new_password: Password },
+  { token: t.String({ minLength: 1, maxLength: 200 }), new_password: NewPassword },
   { additionalProperties: false },
 )
 export const StatusResult = t.Object({ status: UserStatus })

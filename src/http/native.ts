@@ -200,8 +200,9 @@ export function nativeDataRoutes(deps: NativeDeps & { limits: BodyLimits; log: L
           body = json ? parseJsonBody(bytes) : bytes
           // A body the schema refuses: Elysia answers it (its 422 names what is wrong), from the
           // same bytes in a new Request, since this one's body is read. The gate decides it again
-          // alike; nothing else comes of it than that answer.
-          if (json && !json.Check(body)) return deps.fallback(new Request(request.url, { method: request.method, headers: request.headers, body: bytes }))
+          // alike; nothing else comes of it than that answer. An empty body goes as none, as it came
+          // (Content-Length: 0): Elysia took an empty one for a body it could not parse (400).
+          if (json && !json.Check(body)) return deps.fallback(new Request(request.url, { method: request.method, headers: request.headers, body: bytes.byteLength > 0 ? bytes : null }))
         }
         res = await route.handle({ caller, params: request.params, query: q, body, request })
       } catch (e) {

@@ -94,12 +94,12 @@ export class MemoryInferenceHub implements InferenceHub {
     // (counting content alone let prompts of tool calls hold gigabytes within the budget).
     const heldChars = JSON.stringify(job.messages).length + (job.params === undefined ? 0 : JSON.stringify(job.params).length)
     if (this.live.size >= this.maxOpen || this.held() + heldChars > this.maxHeld) {
-      throw new AppError('service_unavailable', 'The leader is at its limit of open inference requests; retry shortly.')
+      throw new AppError('service_unavailable', 'The leader is at its limit of open inference requests; retry shortly.', { retryAfterS: 1 })
     }
     // One pool's requests (prompts its fellows have not answered, output its clients have not read)
     // could otherwise fill the leader's budget and refuse chat to every other pool.
     if ((this.shareChars.get(share) ?? 0) + heldChars > this.maxShare) {
-      throw new AppError('service_unavailable', `This pool's open inference requests would hold more than ${this.maxShare} characters of prompts and unread answers, its share (a quarter) of the leader's inference memory; retry shortly.`)
+      throw new AppError('service_unavailable', `This pool's open inference requests would hold more than ${this.maxShare} characters of prompts and unread answers, its share (a quarter) of the leader's inference memory; retry shortly.`, { retryAfterS: 1 })
     }
     let pick!: (e: Ending | null) => void
     const pickedUp = new Promise<Ending | null>((r) => (pick = r))

@@ -27,6 +27,9 @@ import { CHAT_PARAMS, EMBEDDING_PARAMS, pickParams } from '../wire/inference'
 /** Contract: a long-poll holds at most 30 s. */
 export const MAX_POLL_WAIT_MS = 30_000
 
+/** Retry-After when no online fellow serves a model: about when a starting one's engine is up. */
+const NO_SERVER_RETRY_S = 5
+
 export interface OpenedCompletion {
   ticket: Ticket
   /** The OpenAI completion id (chatcmpl-...); the transport's request id is ticket.id. */
@@ -180,7 +183,7 @@ export class Inference {
         throw new AppError('service_unavailable', `Only fellows of the default pool serve the model '${name}'; they take a request only when it names that pool: "pool_id": "${anonymous}".`)
       }
       if (!this.servables.visibleNames(callerScope).has(name)) throw this.modelNotFound(name)
-      throw new AppError('service_unavailable', `No online fellow in ${poolId !== undefined ? 'that pool' : 'your pools'} serves the model '${name}' right now.`)
+      throw new AppError('service_unavailable', `No online fellow in ${poolId !== undefined ? 'that pool' : 'your pools'} serves the model '${name}' right now.`, { retryAfterS: NO_SERVER_RETRY_S })
     }
     const f = this.leastLoaded(candidates, name)
     return this.hub.submit(f.id, job, f.poolId!)

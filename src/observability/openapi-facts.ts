@@ -46,6 +46,7 @@ export const ERROR_TEXT: Record<number, string> = {
   502: 'An upstream (SMTP server, fellow) failed.',
   503: 'Temporarily unavailable: retry after Retry-After seconds.',
   504: 'An upstream (fellow) did not answer in time.',
+  507: "The leader's disk is full: nothing was saved; retry after Retry-After seconds (an upload goes on from `offset`).",
 }
 
 export const PROBLEM = {

@@ -94,10 +94,12 @@ function securityOf(route: RouteFacts, method: string, cfg: Config): Requirement
       return [{ apiToken: [] }]
     case 'session':
       return [cookie]
+    // SVC_REQUIRE_OPERATOR_AUTH=0 lets these pass without a credential (src/http/policy.ts); a
+    // handler that acts for a person still answers 401 then.
     case 'operator':
-      return [{ apiToken: [] }, cookie]
+      return [{ apiToken: [] }, cookie, ...(cfg.requireOperatorAuth ? [] : [{}])]
     case 'member':
-      return [{ apiToken: [] }, cookie, { nodeToken: [] }]
+      return [{ apiToken: [] }, cookie, { nodeToken: [] }, ...(cfg.requireOperatorAuth ? [] : [{}])]
     case 'admin':
       return [{ apiToken: [] }, cookie, ...(route.metricsToken && cfg.metricsToken !== null ? [{ metricsToken: [] }] : [])]
   }
@@ -114,8 +116,9 @@ function errorStatuses(route: RouteFacts, method: string, path: string, querySch
   if (websocket) return route.params ? [403, 404, 422] : [403, 404]
   if (route.policy !== 'public' && route.policy !== 'page') [401, 403].forEach((s) => out.add(s))
   if (UNSAFE.has(method)) {
-    // The body reader (src/http/body.ts) and the CSRF check run on every state change.
-    ;[400, 403, 408, 413, 415, 503].forEach((s) => out.add(s))
+    // The body reader (src/http/body.ts) and the CSRF check run on every state change, and any
+    // write may find the disk full (507, src/errors.ts).
+    ;[400, 403, 408, 413, 415, 503, 507].forEach((s) => out.add(s))
   }
   // The OpenAI-compatible routes answer a refused field with 400, as OpenAI does (src/inference/openai.ts).
   if (route.body !== undefined || route.query || route.params) out.add(isOpenAiPath(path) ? 400 : 422)
@@ -131,7 +134,7 @@ function errorResponses(): Record<string, ResponseObject> {
   const out: Record<string, ResponseObject> = {}
   for (const [code, text] of Object.entries(ERROR_TEXT)) {
     const status = Number(code)
-    const headers = status === 429 || status === 503 ? { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } } } : undefined
+    const headers = status === 429 || status === 503 || status === 507 ? { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } } } : undefined
     out[`Problem${status}`] = { description: text, ...(headers ? { headers } : {}), content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } }
     out[`OpenAiError${status}`] = { description: text, ...(headers ? { headers } : {}), content: { 'application/json': { schema: { $ref: '#/components/schemas/OpenAiError' } } } }
   }

@@ -69,8 +69,8 @@ export const Limits = t.Object({
 export const RoleLimitsList = t.Object({ items: t.Array(t.Omit(Limits, ['pools_owned', 'plan'])) })
 export const RoleLimitsPatch = t.Object(
   {
-    max_pools: t.Optional(t.Nullable(Int({ minimum: 0 }))),
-    max_nodes_per_pool: t.Optional(t.Nullable(Int({ minimum: 0 }))),
+    max_pools: t.Optional(t.Nullable(Int({ minimum: 0, maximum: 1_000_000 }))),
+    max_nodes_per_pool: t.Optional(NodeLimit),
     allowed_visibilities: t.Optional(t.Array(Visibility, { minItems: 1, uniqueItems: true })),
   },
   { additionalProperties: false, minProperties: 1 },

@@ -5,9 +5,6 @@ import { afterAll, expect, test } from 'bun:test'
 import { startLeader, type Leader } from '../helpers/leader'
 import { until } from '../helpers/until'
 
-/** Ports of this file: 46230-46239. */
-const PORT = 46230
-
 const leaders: Leader[] = []
 afterAll(async () => {
   for (const l of leaders) await l.stop('SIGKILL')
@@ -23,7 +20,7 @@ async function health(url: string): Promise<number | string> {
 }
 
 test('65 inference sockets of one token-less fellow, each with credit: the leader still answers, the sockets past four are closed 1008, and SIGTERM stops it', async () => {
-  const leader = await startLeader({ SVC_PORT: String(PORT), SVC_ALLOW_TOKENLESS_JOIN: '1' })
+  const leader = await startLeader({ SVC_ALLOW_TOKENLESS_JOIN: '1' })
   leaders.push(leader)
   const reg = await fetch(`${leader.url}/api/v1/workers/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ hostname: 'anon', gpus: [] }) })
   expect(reg.status).toBe(201)

@@ -5,6 +5,18 @@ import { describe, expect, test } from 'bun:test'
 import { FakeClock } from '../helpers/clock'
 import { MemoryInferenceHub, type MemoryInferenceHubOptions } from '../../src/inference/memory-hub'
 import type { InferJob } from '../../src/inference/hub'
+import { AppError } from '../../src/errors'
+
+/** The AppError `f` throws, or null when it throws none. */
+function refusal(f: () => unknown): AppError | null {
+  try {
+    f()
+    return null
+  } catch (e) {
+    if (e instanceof AppError) return e
+    throw e
+  }
+}
 
 const job = (content = 'hello', max_tokens: number | null = null): InferJob => ({ kind: 'chat', model: 'm', messages: [{ role: 'user', content }], max_tokens, stream: true })
 
@@ -48,6 +60,7 @@ describe('inference hub', () => {
     const t = h.submit('f1', job())
     h.submit('f1', job())
     expect(() => h.submit('f1', job())).toThrow('limit of open inference requests')
+    expect(refusal(() => h.submit('f1', job()))?.extra.retryAfterS).toBe(1)
     void h.next('f1', 0)
     expect(h.post(t.id, 'f1', [{ delta: 'abc' }, { delta: 'de' }])).toBe('full')
     expect(h.stats().bufferedChars).toBe(0) // refused whole
@@ -77,6 +90,8 @@ describe('inference hub', () => {
     const { h } = hub({ maxBufferedChars: 1000, maxHeldChars: 400, maxShareChars: 100 })
     const a1 = h.submit('f1', job('a'.repeat(40)), 'pool-a') // 70 characters of JSON
     expect(() => h.submit('f2', job('a'.repeat(40)), 'pool-a')).toThrow("its share (a quarter) of the leader's inference memory")
+    // Retry-After: 1 with the 503.
+    expect(refusal(() => h.submit('f2', job('a'.repeat(40)), 'pool-a'))?.extra.retryAfterS).toBe(1)
     // Another pool still gets its requests taken, up to its own part.
     const b1 = h.submit('f3', job('b'.repeat(40)), 'pool-b')
     await h.next('f1', 0)

@@ -14,10 +14,9 @@ afterAll(async () => {
   for (const s of stops) await s()
 })
 
-/** Ports of this file: 46210-46219. */
-let nextPort = 46210
+/** On a port the system picks (fixed ones met other programs' servers). */
 function listenOn(h: Harness): string {
-  h.app.listen({ hostname: '127.0.0.1', port: nextPort++ })
+  h.app.listen({ hostname: '127.0.0.1', port: 0 })
   return `http://127.0.0.1:${h.app.server!.port}`
 }
 

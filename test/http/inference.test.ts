@@ -191,6 +191,8 @@ describe('chat completions through the openai client', () => {
     expect(err.status).toBe(503)
     expect(err.error).toMatchObject({ type: 'server_error', code: 'service_unavailable' })
     expect(err.message).toContain("No online fellow in your pools serves the model 'tiny-llm'")
+    // A 503 says when to come back (the OpenAPI document promises Retry-After on every 503).
+    expect(err.headers.get('retry-after')).toBe('5')
     // A fellow that serves it but has gone stale (no heartbeat for 2 intervals) is no better.
     await f.heartbeat(['tiny-llm'])
     h.clock.advance(21_000)

@@ -39,7 +39,9 @@ const HEARTBEAT = '/api/v1/workers/heartbeat'
 /** One heartbeat over the real port and the same through app.handle. */
 async function both(h: Harness, url: string, token: string | null, body: string, headers: Record<string, string> = { 'content-type': 'application/json' }) {
   const init = () => ({ method: 'POST', headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, body })
-  return { fast: await read(await fetch(url + HEARTBEAT, init())), elysia: await read(await h.app.handle(new Request(`http://localhost${HEARTBEAT}`, init()))) }
+  // An empty body reaches a server's Elysia route as none (Content-Length: 0), not as ''.
+  const asServed = () => ({ ...init(), body: body === '' ? null : body })
+  return { fast: await read(await fetch(url + HEARTBEAT, init())), elysia: await read(await h.app.handle(new Request(`http://localhost${HEARTBEAT}`, asServed()))) }
 }
 
 describe('the heartbeat on the fast path', () => {
@@ -76,7 +78,8 @@ describe('the heartbeat on the fast path', () => {
       ['an unknown status', a.node_token, JSON.stringify({ status: 'dancing' }), undefined, 422, 'validation_failed'],
       ['no status', a.node_token, JSON.stringify({}), undefined, 422, 'validation_failed'],
       ['an unknown field', a.node_token, JSON.stringify({ status: 'idle', colour: 'blue' }), undefined, 422, 'validation_failed'],
-      ['an empty body', a.node_token, '', undefined, 400, 'bad_request'],
+      // As on every other JSON route (it was 400 "could not be parsed" here alone).
+      ['an empty body', a.node_token, '', undefined, 422, 'validation_failed'],
       ['a negative step', a.node_token, JSON.stringify({ status: 'running', step: -1 }), undefined, 422, 'validation_failed'],
       // Before any body is read (Elysia answers): the credential and the content type.
       ['no credential', null, JSON.stringify({ status: 'idle' }), undefined, 401, 'unauthorized'],

@@ -131,6 +131,23 @@ describe('the OpenAPI document', () => {
     expect(schemes(opOf('post', '/api/v1/workers/register'))).toEqual(['', 'joinToken', 'nodeToken'])
   })
 
+  test('with node or operator auth turned off, the routes it opens list "no credential" too; session and admin routes do not', async () => {
+    const open = makeHarness({ SVC_REQUIRE_NODE_AUTH: '0', SVC_REQUIRE_OPERATOR_AUTH: '0' })
+    try {
+      const d: Json = (await open.client().get('/api/v1/openapi.json')).body
+      const anonymous = (method: string, path: string) => (d.paths[path][method].security as Json[]).some((r) => Object.keys(r).length === 0)
+      expect(anonymous('post', '/api/v1/workers/heartbeat')).toBe(true) // node
+      expect(anonymous('get', '/api/v1/artifacts')).toBe(true) // member
+      expect(anonymous('get', '/api/v1/pools')).toBe(true) // operator
+      expect(anonymous('post', '/api/v1/auth/logout')).toBe(false) // session
+      expect(anonymous('get', '/api/v1/admin/users')).toBe(false) // admin
+      // And it says what the gate does: an artifact list without a credential is answered.
+      expect((await open.client().get('/api/v1/artifacts')).status).toBe(200)
+    } finally {
+      open.close()
+    }
+  })
+
   test('every route with a body declares it: JSON with its schema, or octet-stream for binary routes', () => {
     const withBody = routes.filter((r) => r.body || r.binary)
     expect(withBody.length).toBeGreaterThan(20)
@@ -153,7 +170,8 @@ describe('the OpenAPI document', () => {
       const must = [
         // A refused WebSocket handshake is a 403 (docs/api.md, Signals).
         ...(['node', 'chat', 'session', 'operator', 'member', 'admin'].includes(r.policy) ? (r.path.startsWith('/ws/') ? [403] : [401, 403]) : []),
-        ...(r.method !== 'get' ? [400, 403, 413, 415] : []),
+        // A full disk answers any write 507 (docs/operations.md).
+        ...(r.method !== 'get' ? [400, 403, 413, 415, 507] : []),
         // The OpenAI-compatible routes refuse a field with 400, OpenAI's status.
         ...(r.body ? [r.path.startsWith('/api/v1/chat/') || r.path.startsWith('/api/v1/models') || r.path === '/api/v1/embeddings' ? 400 : 422] : []),
         ...(r.path.includes('{') && !r.path.startsWith('/ws/') ? [404] : []),
@@ -166,6 +184,7 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(deref(doc, opOf('post', '/api/v1/auth/login').responses['429']).headers['Retry-After']).toBeDefined()
+    expect(deref(doc, opOf('put', '/api/v1/artifacts/uploads/{upload_id}').responses['507']).headers['Retry-After']).toBeDefined()
     expect(Object.keys(opOf('delete', '/api/v1/pools/{id}').responses)).toContain('409')
   })
 })

@@ -103,6 +103,12 @@ describe('plans and quota', () => {
     expect(r.body.max_pools).toBe(3)
     expect((await a.patch('/api/v1/admin/role-limits/user', { max_pools: 99 })).status).toBe(403)
     expect((await A.patch('/api/v1/admin/role-limits/nobody', { max_pools: 1 })).status).toBe(404)
+    // Bounded like a pool's node_limit: 1e300 made every new pool's node_limit 1e+300.
+    for (const body of [{ max_pools: 1e300 }, { max_nodes_per_pool: 1e300 }, { max_nodes_per_pool: 9007199254740993 }, { max_pools: 1_000_001 }]) {
+      const refused = await A.patch('/api/v1/admin/role-limits/user', body)
+      expect(refused.status).toBe(422)
+    }
+    expect((await A.patch('/api/v1/admin/role-limits/user', { max_pools: 1_000_000, max_nodes_per_pool: 1_000_000 })).status).toBe(200)
   })
 
   test('two concurrent creations by a plain user do not both pass the 1-pool limit', async () => {
