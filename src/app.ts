@@ -48,6 +48,7 @@ import { blobStoreFor } from './artifacts/store'
 import { Accounts } from './accounts/service'
 import type { Ctx } from './context'
 import type { LoopSpec } from './loops'
+import { hostCheck, requestUrl } from './http/host'
 
 export interface Services {
   accounts: Accounts
@@ -134,7 +135,10 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
     if (token.startsWith('svc_')) return null
     return services.accounts.resolveSession(token, source === 'cookie')
   }
+  const checkHost = hostCheck(ctx.cfg)
   const notFoundGate = (request: Request): Response | Promise<Response> | null => {
+    const misdirected = checkHost(request.headers.get('host'))
+    if (misdirected !== null) return problemFrom(misdirected)
     let presented
     try {
       presented = presentedCredential(request.headers.get('authorization'), cookieFrom(request.headers.get('cookie'), SESSION_COOKIE), resolve)
@@ -149,7 +153,7 @@ export function createApp(ctx: Ctx, services: Services = createServices(ctx)) {
       return null
     } catch (e) {
       // Socket paths answer a refused credential with 403, upgrade or plain GET (docs/api.md, Signals).
-      if (e instanceof AppError && e.code === 'unauthorized' && new URL(request.url).pathname.startsWith('/ws/')) return problemFrom(new AppError('forbidden', e.message))
+      if (e instanceof AppError && e.code === 'unauthorized' && requestUrl(request).pathname.startsWith('/ws/')) return problemFrom(new AppError('forbidden', e.message))
       if (e instanceof AppError) return problemFrom(e)
       throw e
     }

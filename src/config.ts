@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path'
 import { randomBytes } from './crypto'
 import { DEFAULT_TRUSTED_PROXIES, parseCidr } from './http/client-ip'
 import { ipVersion } from './http/ip'
+import { badAllowedHost } from './http/host'
 import { LOG_LEVELS, type LogLevel } from './log'
 
 export class ConfigError extends Error {
@@ -62,6 +63,8 @@ export interface Config {
   trustedProxyHops: number
   /** Proxy address blocks (canonical CIDRs) whose X-Forwarded-For is read (SVC_TRUSTED_PROXIES). */
   trustedProxies: string[]
+  /** Host names the leader answers to besides its SVC_BASE_URL's, localhost and IP addresses (SVC_ALLOWED_HOSTS). */
+  allowedHosts: string[]
   /** Password hashes that may wait for a free scrypt slot before new ones get 429 (SVC_PASSWORD_HASH_QUEUE). */
   passwordHashQueue: number
   sessionTtlHours: number
@@ -133,7 +136,7 @@ export const CONFIG_VARIABLES = [
   'SVC_SECRET_KEY', 'SVC_SECRET_KEY_FILE', 'SVC_HEARTBEAT_INTERVAL_S', 'SVC_PIPELINE_TRANSPORT',
   'SVC_REQUIRE_EMAIL_VERIFICATION', 'SVC_REQUIRE_ADMIN_APPROVAL', 'SVC_REQUIRE_NODE_AUTH',
   'SVC_REQUIRE_OPERATOR_AUTH', 'SVC_REQUIRE_CSRF', 'SVC_COOKIE_SECURE', 'SVC_TRUSTED_PROXY_HOPS',
-  'SVC_TRUSTED_PROXIES', 'SVC_PASSWORD_HASH_QUEUE',
+  'SVC_TRUSTED_PROXIES', 'SVC_ALLOWED_HOSTS', 'SVC_PASSWORD_HASH_QUEUE',
   'SVC_SESSION_TTL_HOURS', 'SVC_AUTH_RATE_MAX', 'SVC_AUTH_RATE_WINDOW_S',
   'SVC_LOGIN_LOCKOUT_THRESHOLD', 'SVC_LOGIN_LOCKOUT_SECONDS', 'SVC_ACCOUNT_LOCKOUT_THRESHOLD',
   'SVC_ACCOUNT_LOCKOUT_SECONDS', 'SVC_MAX_BODY_BYTES', 'SVC_MAX_INFLIGHT_BODY_BYTES', 'SVC_BODY_TIMEOUT_S', 'SVC_UPLOAD_IDLE_TIMEOUT_S', 'SVC_RELAY_MAX_FRAME_BYTES',
@@ -257,6 +260,17 @@ function trustedProxies(env: Env): string[] {
     out.push(cidr)
   }
   if (out.length === 0) throw new ConfigError('SVC_TRUSTED_PROXIES', 'names no address; unset it or set SVC_TRUSTED_PROXY_HOPS=0')
+  return out
+}
+
+function allowedHosts(env: Env): string[] {
+  const out: string[] = []
+  for (const part of (str(env, 'SVC_ALLOWED_HOSTS') ?? '').split(',')) {
+    const entry = part.trim().toLowerCase().replace(/\.$/, '')
+    if (entry === '') continue
+    if (badAllowedHost(entry) !== null) throw new ConfigError('SVC_ALLOWED_HOSTS', `not a host name, .domain or *: ${JSON.stringify(part.trim())}`)
+    out.push(entry)
+  }
   return out
 }
 
@@ -446,6 +460,7 @@ export function loadConfig(env: Env = process.env, opts: LoadOptions = {}): Conf
     cookieSecure: bool(env, 'SVC_COOKIE_SECURE', true),
     trustedProxyHops: int(env, 'SVC_TRUSTED_PROXY_HOPS', 1, 0, 32),
     trustedProxies: trustedProxies(env),
+    allowedHosts: allowedHosts(env),
     passwordHashQueue: int(env, 'SVC_PASSWORD_HASH_QUEUE', 4, 0, 10_000),
     sessionTtlHours: int(env, 'SVC_SESSION_TTL_HOURS', 336, 1, 24 * 366),
     authRateMax: int(env, 'SVC_AUTH_RATE_MAX', 10, 1, 1_000_000),

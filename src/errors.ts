@@ -33,6 +33,7 @@ export type ErrorCode =
   | 'request_timeout'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'misdirected_request'
   | 'mail_disabled'
   | 'smtp_failed'
   | 'service_unavailable'

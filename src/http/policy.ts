@@ -7,6 +7,7 @@ import { AppError, invalid } from '../errors'
 import { safeEqual } from '../crypto'
 import { clientIpResolver } from './client-ip'
 import { cookieFrom } from './cookies'
+import { hostCheck, requestUrl } from './host'
 import { CSRF_COOKIE, CSRF_HEADER, csrfValid } from './csrf'
 import type { Config } from '../config'
 import type { AnonymousCaller, Caller, CredentialResolver, NodeCaller, UserCaller } from '../caller'
@@ -254,14 +255,19 @@ function refuseParameters(url: string, upgrade: boolean): void {
 export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)
+  const checkHost = hostCheck(cfg)
   const decide = (request: Request, route: string, server: GateServer): Admission => {
+    // Before anything is decided for the caller: a name this leader does not answer to is a page
+    // of another site rebound to this address (src/http/host.ts).
+    const misdirected = checkHost(request.headers.get('host'))
+    if (misdirected !== null) throw misdirected
     const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request))
     const meta = index.lookup(request.method, route)
     const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
     let authorization = request.headers.get('authorization')
     // Agents that cannot set headers on a WebSocket handshake may pass ?token= instead.
     if (upgrade && authorization === null) {
-      const token = new URL(request.url).searchParams.get('token')
+      const token = requestUrl(request).searchParams.get('token')
       if (token !== null) authorization = `Bearer ${token}`
     }
     if (meta.metricsToken && cfg.metricsToken !== null && authorization !== null && safeEqual(authorization, `Bearer ${cfg.metricsToken}`)) {

@@ -4,6 +4,7 @@ import { Elysia, ValidationError } from 'elysia'
 import { AppError, isStorageFull, storageFull, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
 import { issueText, queryParamHolding } from '../wire/issue-text'
+import { requestUrl } from './host'
 
 const STATUS: Record<ErrorCode, [number, string]> = {
   bad_request: [400, 'Bad Request'],
@@ -36,6 +37,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   invite_limit: [409, 'Invite Limit Reached'],
   mail_disabled: [409, 'Mail Disabled'],
   request_timeout: [408, 'Request Timeout'],
+  misdirected_request: [421, 'Misdirected Request'],
   gone: [410, 'Gone'],
   payload_too_large: [413, 'Payload Too Large'],
   unsupported_media_type: [415, 'Unsupported Media Type'],
@@ -103,11 +105,11 @@ function validationIssues(error: ValidationError): ValidationIssue[] {
  */
 export function internalProblem(log: Logger, request: Request, error: unknown): Response {
   if (isStorageFull(error)) {
-    log.error('disk full: a write failed', { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.message ?? error) })
+    log.error('disk full: a write failed', { method: request.method, path: requestUrl(request).pathname, error: String((error as Error)?.message ?? error) })
     return problemFrom(storageFull())
   }
   const ref = Bun.randomUUIDv7()
-  log.error('unhandled error', { ref, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) })
+  log.error('unhandled error', { ref, method: request.method, path: requestUrl(request).pathname, error: String((error as Error)?.stack ?? error) })
   return problem('internal_error', `Something went wrong on our side (reference ${ref}).`)
 }
 

@@ -39,6 +39,7 @@ export const ERROR_TEXT: Record<number, string> = {
   409: 'Conflicts with the current state (taken name, last admin, pool with nodes, node limit, full queue...).',
   410: 'Gone: the request or resource no longer exists.',
   413: 'The request body is too large.',
+  421: 'The Host header names a host this leader does not answer to (SVC_BASE_URL\'s, localhost, IP addresses and SVC_ALLOWED_HOSTS): a defence against DNS rebinding.',
   415: 'Unsupported Content-Type.',
   416: 'The requested byte range lies outside the body; Content-Range says its size.',
   422: 'Validation failed: `errors` lists each refused field (or, `checksum_mismatch`, uploaded bytes do not match their SHA-256).',

@@ -110,10 +110,11 @@ const namesAnId = (schema: unknown): boolean => isObject(schema) && isObject(sch
 
 /** The error statuses every route of this shape can answer; openapi-facts.ts adds route-specific ones. */
 function errorStatuses(route: RouteFacts, method: string, path: string, querySchema: unknown, websocket: boolean): number[] {
-  const out = new Set<number>()
+  const out = new Set<number>([421])
   // A refused WebSocket handshake answers 403, whatever was wrong with the credential or the id;
   // a plain GET (no upgrade) is no route: 404 for an admin, 403 for anyone else.
-  if (websocket) return route.params ? [403, 404, 422] : [403, 404]
+  // Any request may name a host the leader does not answer to (421, src/http/host.ts).
+  if (websocket) return route.params ? [403, 404, 421, 422] : [403, 404, 421]
   if (route.policy !== 'public' && route.policy !== 'page') [401, 403].forEach((s) => out.add(s))
   if (UNSAFE.has(method)) {
     // The body reader (src/http/body.ts) and the CSRF check run on every state change, and any

@@ -26,6 +26,7 @@ import type { Caller } from '../caller'
 import { cookieFrom } from '../http/cookies'
 import type { PagePath } from './paths'
 import type { Ctx } from '../context'
+import { requestUrl } from '../http/host'
 
 const FAVICON_MAX_AGE_S = 7 * 24 * 3600
 
@@ -155,7 +156,7 @@ export function pageHandlers(ctx: Ctx) {
     '/login': (r) => {
       const v = view(ctx, r)
       if (v.user) return v.redirect('/dashboard')
-      const url = new URL(r.request.url)
+      const url = requestUrl(r.request)
       if (r.cookie[NEXT_COOKIE]?.value) {
         const next = takeNext(r)
         if (next !== '/dashboard') return v.redirect(`/login?next=${encodeURIComponent(next)}`)
@@ -167,7 +168,7 @@ export function pageHandlers(ctx: Ctx) {
     // account registered and logged in goes there, as a login would.
     '/register': (r) => {
       const v = view(ctx, r)
-      const next = sameOriginPath(new URL(r.request.url).searchParams.get('next'), [new URL(r.request.url).origin]) ?? '/dashboard'
+      const next = sameOriginPath(new URL(r.request.url).searchParams.get('next'), [requestUrl(r.request).origin]) ?? '/dashboard'
       return v.user ? v.redirect('/dashboard') : v.html(<RegisterPage ctx={v.page} next={next} />)
     },
     '/verify-email': (r) => {

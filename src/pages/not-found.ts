@@ -4,6 +4,7 @@
 import type { Caller } from '../caller'
 import type { Ctx } from '../context'
 import { pagesModule } from './load'
+import { requestUrl } from '../http/host'
 
 /** The q-value a media range gets from an Accept header (exact type, then type/*, then * /*). */
 function qualityOf(accept: string, type: string): number {
@@ -28,7 +29,7 @@ function qualityOf(accept: string, type: string): number {
  */
 export function isBrowserNavigation(request: Request): boolean {
   if (request.method !== 'GET' && request.method !== 'HEAD') return false
-  const path = new URL(request.url).pathname
+  const path = requestUrl(request).pathname
   if (path.startsWith('/api/') || path === '/api' || path.startsWith('/ws/') || path === '/ws' || path === '/metrics' || path.startsWith('/metrics/')) return false
   const accept = request.headers.get('accept')
   if (accept === null || accept.length > 2000 || !/text\/html/i.test(accept)) return false

@@ -10,6 +10,7 @@ import { pickLang, LANG_COOKIE, type Lang } from '../../pages/i18n'
 import { ASSET_VERSION } from '../../pages/assets'
 import type { PageCtx } from '../../pages/layout'
 import type { Ctx } from '../context'
+import { requestUrl } from '../http/host'
 
 /** The parts of Elysia's handler context a page uses (structural, so tests can fake it). */
 export interface PageRequest {
@@ -40,7 +41,7 @@ export function sameOriginPath(value: string | null | undefined, origins: string
 }
 
 export function originsOf(ctx: Ctx, request: Request): string[] {
-  const out = [new URL(request.url).origin]
+  const out = [requestUrl(request).origin]
   try {
     out.push(new URL(ctx.cfg.baseUrl).origin)
   } catch {
@@ -100,7 +101,7 @@ export function pageContext(ctx: Ctx, request: Request, caller: Caller, langCook
   const page: PageCtx = {
     lang,
     user: user ? { id: user.id, name: displayName(user), email: user.email, role: user.role } : null,
-    path: new URL(request.url).pathname,
+    path: requestUrl(request).pathname,
     assetVersion: ASSET_VERSION,
     pendingCount,
     baseUrl: ctx.cfg.baseUrl,
@@ -109,7 +110,7 @@ export function pageContext(ctx: Ctx, request: Request, caller: Caller, langCook
 }
 
 export function view(ctx: Ctx, r: PageRequest): View {
-  const url = new URL(r.request.url)
+  const url = requestUrl(r.request)
   const { page, user } = pageContext(ctx, r.request, r.caller, r.cookie[LANG_COOKIE]?.value)
   const cookieBase = { path: '/', sameSite: 'lax', secure: ctx.cfg.cookieSecure }
 
@@ -155,6 +156,6 @@ export function takeNext(r: PageRequest): string {
   const v = r.cookie[NEXT_COOKIE]?.value
   if (typeof v !== 'string' || v === '') return '/dashboard'
   r.cookie[NEXT_COOKIE]!.set({ value: '', path: '/', maxAge: 0, expires: new Date(0) })
-  const origin = new URL(r.request.url).origin
+  const origin = requestUrl(r.request).origin
   return sameOriginPath(v, [origin]) ?? '/dashboard'
 }

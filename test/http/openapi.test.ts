@@ -168,6 +168,8 @@ describe('the OpenAPI document', () => {
       const at = `${r.method.toUpperCase()} ${r.path}`
       expect([at, statuses.some((s) => s < 400)]).toEqual([at, true])
       const must = [
+        // A Host the leader does not answer to (DNS rebinding), on any route.
+        421,
         // A refused WebSocket handshake is a 403 (docs/api.md, Signals).
         ...(['node', 'chat', 'session', 'operator', 'member', 'admin'].includes(r.policy) ? (r.path.startsWith('/ws/') ? [403] : [401, 403]) : []),
         // A full disk answers any write 507 (docs/operations.md).

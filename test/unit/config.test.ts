@@ -117,6 +117,16 @@ describe('config', () => {
     }
   })
 
+  test('SVC_ALLOWED_HOSTS takes host names, .domains and *, lower-cased, and stops on anything else (a port, a URL)', () => {
+    expect(loadConfig({ SVC_STATE_DIR: dir() }).allowedHosts).toEqual([])
+    expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_ALLOWED_HOSTS: ' GPU-Box , .corp.example,leader.lan.,' }).allowedHosts).toEqual(['gpu-box', '.corp.example', 'leader.lan'])
+    expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_ALLOWED_HOSTS: '*' }).allowedHosts).toEqual(['*'])
+    for (const bad of ['gpu-box:8080', 'http://gpu-box', 'a b', '*.corp.example', '..corp']) {
+      const e = errorFor({ SVC_ALLOWED_HOSTS: bad })
+      expect([bad, e.variable]).toEqual([bad, 'SVC_ALLOWED_HOSTS'])
+    }
+  })
+
   test('SVC_PASSWORD_HASH_QUEUE defaults to twice the hashing concurrency and must be a whole number (issue 26)', () => {
     expect(loadConfig({ SVC_STATE_DIR: dir() }).passwordHashQueue).toBe(4)
     expect(loadConfig({ SVC_STATE_DIR: dir(), SVC_PASSWORD_HASH_QUEUE: '0' }).passwordHashQueue).toBe(0)

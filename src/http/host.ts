@@ -1,0 +1,77 @@
+// The Host a request names: the defence against DNS rebinding. A page of another site whose name
+// the attacker then points at 127.0.0.1 (or a LAN address) makes the visitor's browser talk to this
+// leader as that site, same-origin: it could claim a fresh install's first (admin) account, mint
+// tokenless fellows, and, the peer being loopback (a trusted proxy by default), write any
+// X-Forwarded-For into the audit log past per-address limits. The browser sends that site's name
+// as the Host, so a leader answers only to names it knows: its SVC_BASE_URL's, localhost, IP
+// addresses (no DNS in between, so nothing to rebind) and those of SVC_ALLOWED_HOSTS.
+import { AppError } from '../errors'
+
+export interface HostRules {
+  baseUrl: string
+  /** SVC_ALLOWED_HOSTS: exact names, `.example.org` for a domain and its subdomains, or `*`. */
+  allowedHosts: readonly string[]
+}
+
+/** A name as a Host header carries it (RFC 3986 reg-name, as browsers send it), with its port. */
+const NAME = /^([a-z0-9_-]+(?:\.[a-z0-9_-]+)*)\.?(?::(\d{1,5}))?$/
+const BARE_NAME = /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/
+const IPV4 = /^\d{1,3}(?:\.\d{1,3}){3}$/
+const IPV6 = /^\[[0-9a-f:.]+(?:%25[0-9a-z._~-]+)?\](?::\d{1,5})?$/
+
+/** The SVC_ALLOWED_HOSTS entry (lower case) refused, or null when it is a name, `.domain` or `*` (no port). */
+export function badAllowedHost(entry: string): string | null {
+  return entry === '*' || BARE_NAME.test(entry.startsWith('.') ? entry.slice(1) : entry) ? null : entry
+}
+
+/**
+ * What a request's Host header may be; null when it passes. No header at all (HTTP/1.0, a health
+ * checker) passes: a browser always sends one.
+ */
+export function hostCheck(rules: HostRules): (host: string | null) => AppError | null {
+  const own = new URL(rules.baseUrl).hostname.replace(/^\[|\]$/g, '')
+  const any = rules.allowedHosts.includes('*')
+  const names = new Set(rules.allowedHosts.filter((h) => !h.startsWith('.')))
+  const domains = rules.allowedHosts.filter((h) => h.startsWith('.'))
+  const decide = (raw: string): AppError | null => {
+    const host = raw.toLowerCase()
+    if (IPV6.test(host)) return null
+    const m = NAME.exec(host)
+    if (!m || (m[2] !== undefined && Number(m[2]) > 65_535)) return new AppError('bad_request', 'The Host header is not a host name.')
+    const name = m[1]!
+    if (any || IPV4.test(name) || name === 'localhost' || name.endsWith('.localhost') || name === own || names.has(name)) return null
+    if (domains.some((d) => name.endsWith(d) || name === d.slice(1))) return null
+    return new AppError(
+      'misdirected_request',
+      `This leader does not answer to the name ${JSON.stringify(name.slice(0, 100))} (a defence against DNS rebinding): it answers to ${own}, localhost and IP addresses. Its operator can add the name to SVC_ALLOWED_HOSTS.`,
+    )
+  }
+  // Few names reach a leader: remember each answer (bounded; cleared when full).
+  const known = new Map<string, AppError | null>()
+  return (host) => {
+    if (host === null) return null
+    let answer = known.get(host)
+    if (answer === undefined) {
+      answer = decide(host)
+      if (known.size >= 1000) known.clear()
+      known.set(host, answer)
+    }
+    return answer
+  }
+}
+
+/**
+ * The request's URL. Bun hands over the path alone when a request named no host (HTTP/1.0
+ * without Host), which `new URL` refuses: that made every page of such a request a 500.
+ */
+export function requestUrl(request: Request): URL {
+  try {
+    return new URL(request.url)
+  } catch {
+    try {
+      return new URL(request.url, 'http://no-host.invalid')
+    } catch {
+      return new URL('http://no-host.invalid/')
+    }
+  }
+}
