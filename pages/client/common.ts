@@ -56,10 +56,11 @@ export function commonClient(): void {
   // The leader's messages are English whatever the page's language (the API speaks English): a
   // German page marks them lang="en", so a screen reader says them in English, not in German sounds.
   const serverTexts: string[] = []
-  function fromServer(text: string): void {
-    if (lang === 'en' || serverTexts.includes(text)) return
+  function fromServer(text: string): string {
+    if (lang === 'en' || serverTexts.includes(text)) return text
     serverTexts.push(text)
     if (serverTexts.length > 50) serverTexts.shift()
+    return text
   }
   /** The text as nodes, a server message in it wrapped in <span lang="en">; null when it holds none. */
   function marked(text: string): Node[] | null {
@@ -571,7 +572,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, fromServer, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Forms that only a script can send come with their button off, so that without JavaScript

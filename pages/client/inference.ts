@@ -86,7 +86,7 @@ export function inferenceClient(): void {
         if (payload === '[DONE]') return text
         try {
           const chunk = JSON.parse(payload)
-          if (chunk.error) throw new Error(chunk.error.message ?? t('chat.modelError'))
+          if (chunk.error) throw new Error(typeof chunk.error.message === 'string' ? svc.fromServer(chunk.error.message) : t('chat.modelError'))
           const delta = chunk.choices?.[0]?.delta?.content ?? chunk.choices?.[0]?.message?.content ?? ''
           if (delta === '') continue
           // Only the new words are added (the "…" goes at the first): setting the whole answer at
@@ -119,9 +119,11 @@ export function inferenceClient(): void {
     if (!res.ok) {
       let detail = t('common.httpFailed', { status: String(res.status) })
       try {
-        // The chat API answers errors in OpenAI's shape: {error: {message, ...}}.
+        // The chat API answers errors in OpenAI's shape: {error: {message, ...}}. Its English is
+        // noted (this fetch is not api()'s), so a German page marks it lang="en".
         const j = await res.json()
-        detail = j.error?.message ?? j.detail ?? detail
+        const said = j.error?.message ?? j.detail
+        if (typeof said === 'string') detail = svc.fromServer(said)
       } catch {
         // not JSON: keep the generic sentence
       }

@@ -126,7 +126,8 @@ export function jobClient(): void {
     svc.render($('job-name'), [j.name], () => [j.name])
     document.title = `${j.name} · svc leader`
     svc.render($('job-status'), [j.status], () => [svc.badge(j.status)])
-    svc.render($('job-reason'), [j.reason, j.status], () => [j.reason ?? (j.status === 'failed' ? t('job.noReason') : '—')])
+    // The reason is the leader's (or a runner's) English: marked so, on a German page too.
+    svc.render($('job-reason'), [j.reason, j.status], () => [j.reason ? el('span', { lang: 'en', text: j.reason }) : j.status === 'failed' ? t('job.noReason') : '—'])
     const poolName = pool.ok ? pool.data.name : j.pool_id
     svc.render($('job-pool'), [poolName], () => [el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: poolName })])
     svc.render($('job-pool-crumb'), [poolName], () => [el('a', { href: '/pools/' + encodeURIComponent(j.pool_id), text: poolName })])

@@ -116,8 +116,10 @@ export function poolConsoleClient(): void {
   function announce(j: any) {
     const msg = $('submit-msg')
     if (!msg) return
-    const text = j.status === 'queued' ? t('submit.waiting', { reason: j.reason ?? t('submit.noReason') }) : t('submit.placed', { status: t('state.' + j.status) })
-    svc.render(msg, [j.id, text], () => [t('submit.done', { name: j.name }) + ' ' + text + ' ', el('a', { href: '/jobs/' + encodeURIComponent(j.id), text: t('submit.open') })])
+    // The leader's reason (English) inside the page's sentence is marked lang="en".
+    const [before = '', after = ''] = t('submit.waiting', { reason: '\u0000' }).split('\u0000')
+    const said = j.status === 'queued' ? [before, j.reason ? el('span', { lang: 'en', text: j.reason }) : t('submit.noReason'), after] : [t('submit.placed', { status: t('state.' + j.status) })]
+    svc.render(msg, [j.id, j.status, j.reason], () => [t('submit.done', { name: j.name }) + ' ', ...said, ' ', el('a', { href: '/jobs/' + encodeURIComponent(j.id), text: t('submit.open') })])
     msg.className = 'notice ok'
     msg.setAttribute('role', 'status')
   }

@@ -114,7 +114,7 @@ export function poolUploadClient(): void {
       // 502/504: a proxy in front of the leader while it restarts (an HTML page, no code).
       const resumable = r.status === 0 || r.status === 502 || r.status === 504 || code === 'conflict' || code === 'service_unavailable' || code === 'insufficient_storage'
       if (code === 'checksum_mismatch') throw new Error(t('upload.changed'))
-      if (!resumable) throw new Error(typeof r.body?.detail === 'string' ? r.body.detail : t('common.httpFailed', { status: String(r.status) }))
+      if (!resumable) throw new Error(typeof r.body?.detail === 'string' ? svc.fromServer(r.body.detail) : t('common.httpFailed', { status: String(r.status) }))
       if (attempt++ >= ATTEMPTS) throw new Error(t('upload.gaveUp', { n: ATTEMPTS }))
       svc.say('upload-msg', t('upload.resuming'))
       said = ''

@@ -70,7 +70,7 @@ export function poolClient(): void {
               'tr',
               { 'data-key': j.id, 'data-job': j.id, 'data-status': j.status },
               el('td', {}, el('a', { href: '/jobs/' + encodeURIComponent(j.id), text: j.name ?? j.id })),
-              el('td', {}, svc.badge(String(j.status ?? 'unknown')), j.reason ? el('div', { class: 'reason', text: j.reason }) : ''),
+              el('td', {}, svc.badge(String(j.status ?? 'unknown')), j.reason ? el('div', { class: 'reason', lang: 'en', text: j.reason }) : ''),
               el('td', {}, svc.fmtNum(j.stages)),
               el('td', {}, svc.fmtNum(j.step)),
               el('td', {}, svc.fmtNum(j.loss, 4)),

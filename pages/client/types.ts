@@ -16,6 +16,11 @@ export type Attrs = Record<string, string | number | boolean | null | undefined 
 export interface Svc {
   api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResult<T>>
   /**
+   * Notes a message of the leader's that came some other way than api() (a raw fetch, an event
+   * stream), so that say() and fieldError() mark it lang="en" on a page that is not English.
+   */
+  fromServer(text: string): string
+  /**
    * Runs `fn` unless one started from the same form or button is still under way (then nothing):
    * the form's submit buttons, or the button, are aria-disabled meanwhile (focus stays on them).
    */

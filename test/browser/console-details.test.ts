@@ -1,0 +1,123 @@
+// The console's page scripts in Chromium against the leader's app from source (the harness on a
+// port of 46850-46899, so what is checked is this checkout's scripts, not the last dist/svc): the
+// leader's English messages marked lang="en" on German pages, and the other details an explorer
+// found on the job, machine, pool, inference and profile pages. The test plays the fellow (its
+// registration, heartbeats, log lines and inference frames) through the API.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { until } from '../helpers/until'
+import { hasChromium, launch, watchErrors } from './support'
+
+const T = 60_000
+const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }
+
+/** The harness app on the first free port of this suite's range. */
+function serve(h: Harness): { url: string; stop(): Promise<void> } {
+  for (let port = 46850; port <= 46899; port++) {
+    try {
+      h.app.listen({ hostname: '127.0.0.1', port })
+      return { url: `http://127.0.0.1:${port}`, stop: async () => void (await h.app.server?.stop(true)) }
+    } catch {
+      // taken: the next one
+    }
+  }
+  throw new Error('no free port in 46850-46899')
+}
+
+describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () => {
+  const h = makeHarness()
+  let server: { url: string; stop(): Promise<void> }
+  let browser: Browser
+  let A: Client
+  let poolId = ''
+  let fellowId = ''
+  let node: Client
+  /** A job that waits for 3 machines in a pool of 1: the leader says why, in English. */
+  let waiting: { id: string; reason: string }
+  const errors: string[] = []
+
+  beforeAll(async () => {
+    server = serve(h)
+    browser = await launch()
+    const admin = await seedUser(h, 'admin@example.com', { role: 'admin' })
+    A = sessionClient(h, admin.id)
+    poolId = (await A.post('/api/v1/pools', { name: 'Lab', visibility: 'private' })).body.id
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: poolId })).body.join_token
+    const reg = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'box-1', gpus: [GPU] })).body
+    fellowId = reg.fellow_id
+    node = h.client({ bearer: reg.node_token })
+    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] }, servables: ['tiny-llm'], engines: [{ name: 'builtin', model: 'tiny-llm', healthy: true }] })).status).toBe(200)
+    const job = (await A.post('/api/v1/jobs', { name: 'waits', pool_id: poolId, stages: 3 })).body
+    const reason = (await A.get(`/api/v1/jobs/${job.id}`)).body.reason
+    expect(reason).toContain('pool has')
+    waiting = { id: job.id, reason }
+  }, 30_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+    h.close()
+  })
+
+  /** A signed-in admin's page in `lang` at `width` px. */
+  async function open(lang: 'en' | 'de', width = 1280): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width, height: 900 }, locale: lang === 'de' ? 'de-DE' : 'en-US' })
+    context.setDefaultTimeout(15_000)
+    await context.addCookies([...[...A.cookies].map(([name, value]) => ({ name, value, url: server.url })), { name: 'svc_lang', value: lang, url: server.url }])
+    const page = await context.newPage()
+    watchErrors(page, errors)
+    page.on('dialog', (d) => void d.accept())
+    return { context, page }
+  }
+
+  /** The language a text is read in: the lang of the nearest element that states one. */
+  const langAt = (p: Page, selector: string) => p.evaluate(`document.querySelector(${JSON.stringify(selector)})?.closest('[lang]')?.getAttribute('lang') ?? null`)
+  /** The lang of the element holding exactly `text` inside `selector` (null when none does). */
+  const langOfText = (p: Page, selector: string, text: string) =>
+    p.evaluate(`(() => {
+      const root = document.querySelector(${JSON.stringify(selector)})
+      const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) if (n.textContent.includes(${JSON.stringify(text)})) return n.parentElement.closest('[lang]')?.getAttribute('lang') ?? null
+      return 'not found'
+    })()`)
+
+  test("the leader's English on German pages is marked lang=\"en\": a job's reason, the pool's job list, a refused chat", async () => {
+    const { context, page } = await open('de')
+    try {
+      await page.goto(`${server.url}/jobs/${waiting.id}`)
+      await page.waitForSelector(`#job-reason:has-text("${waiting.reason}")`)
+      expect(await page.getAttribute('html', 'lang')).toBe('de')
+      expect(await langOfText(page, '#job-reason', waiting.reason)).toBe('en')
+
+      await page.goto(`${server.url}/pools/${poolId}`)
+      const reason = page.locator(`#jobs-body tr[data-job="${waiting.id}"] .reason`)
+      await reason.waitFor()
+      expect(await reason.innerText()).toBe(waiting.reason)
+      expect(await langAt(page, `#jobs-body tr[data-job="${waiting.id}"] .reason`)).toBe('en')
+
+      // A chat refused before it began (a wrong API token): the leader's message in English, the
+      // page's own words around it in German.
+      const refused = await fetch(`${server.url}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer svc_not_a_token', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny-llm', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+      })
+      expect(refused.status).toBe(401)
+      const message = ((await refused.json()) as { error: { message: string } }).error.message
+      await page.goto(`${server.url}/ops/inference`)
+      await page.locator('#chat-model option[value="tiny-llm"]:not([disabled])').waitFor({ state: 'attached' })
+      await page.selectOption('#chat-model', 'tiny-llm')
+      await page.click('#chat-form summary')
+      await page.fill('#chat-token', 'svc_not_a_token')
+      await page.fill('#chat-prompt', 'Hallo')
+      await page.click('#chat-send')
+      await page.waitForSelector('#chat-msg.error')
+      expect(await page.locator('#chat-msg').innerText()).toBe(message)
+      expect(await langOfText(page, '#chat-msg', message)).toBe('en')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+})
