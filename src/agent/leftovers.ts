@@ -5,7 +5,9 @@
 // is recorded in <state-dir>/runners/<pid>.json with what identifies that very process (boot id,
 // pid and start time, /proc/PID/stat); at start the agent stops each recorded runner that is still
 // that process: SIGCONT, SIGTERM, SIGKILL after its grace. A pid reused by another process since
-// (another start time, another boot) is never signalled.
+// (another start time, another boot) is never signalled. What the runner started goes too, also
+// when the runner itself is gone: a launcher shell dies of the parent-death SIGTERM, but its
+// worker did not inherit that signal and runs on in the runner's process group (re-parented).
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeFileAtomic } from './state'
@@ -38,13 +40,13 @@ function read(path: string): string | null {
 
 const bootId = () => read('/proc/sys/kernel/random/boot_id')?.trim() ?? null
 
-/** A process's start time and state letter from /proc/PID/stat; null when there is no such process. */
-function stat(pid: number): { startTime: string; state: string } | null {
+/** A process's start time, state letter, process group and session from /proc/PID/stat; null when there is no such process. */
+function stat(pid: number | string): { startTime: string; state: string; pgrp: number; session: number } | null {
   const s = read(`/proc/${pid}/stat`)
   if (s === null) return null
   // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
   const rest = s.slice(s.lastIndexOf(')') + 2).split(' ')
-  return { state: rest[0] ?? '', startTime: rest[19] ?? '' }
+  return { state: rest[0] ?? '', startTime: rest[19] ?? '', pgrp: Number(rest[2]), session: Number(rest[3]) }
 }
 
 /** True while `pid` is still the process that started at `startTime` (and has not exited). */
@@ -52,6 +54,32 @@ function sameProcess(pid: number, startTime: string): boolean {
   const st = stat(pid)
   return st !== null && st.startTime === startTime && st.state !== 'Z' && st.state !== 'X'
 }
+
+/**
+ * The live processes (zombies not counted) left in the process group and session a runner led
+ * (spawnChild's setsid makes it lead both), whether or not the runner itself is still there.
+ * Linux gives no process a pid that is still a group's or a session's id, so while any of them is
+ * left, that id is still the runner's: they are what it started (a launcher's workers). The
+ * ones started before the runner cannot be its own and are never counted. Without setsid the runner
+ * led no group, and nothing is found.
+ */
+function groupLeft(r: Pick<RunnerRecord, 'pid' | 'start_time'>): number[] {
+  let pids: string[]
+  try {
+    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n))
+  } catch {
+    return []
+  }
+  const since = Number(r.start_time)
+  return pids.flatMap((pid) => {
+    const st = stat(pid)
+    const member = st !== null && st.pgrp === r.pid && st.session === r.pid && st.state !== 'Z' && st.state !== 'X' && Number(st.startTime) >= since
+    return member ? [Number(pid)] : []
+  })
+}
+
+/** The runner, or something it started in its process group, still runs. */
+const stillThere = (r: RunnerRecord) => sameProcess(r.pid, r.start_time) || groupLeft(r).length > 0
 
 /**
  * Records a runner the agent started; the function returned forgets it (call it once the runner
@@ -93,25 +121,36 @@ async function stopLeftover(r: RunnerRecord, log: Logger): Promise<void> {
   // Real time, whatever clock the agent runs on: a process is waited for, not a timer of ours.
   const clock = systemClock
   const signal = (sig: NodeJS.Signals) => {
-    // Checked right before each signal: a pid is only ever signalled while it is that very runner.
-    if (!sameProcess(r.pid, r.start_time)) return false
-    // Its process group too (spawnChild made it lead one): what it started goes with it.
-    signalChild({ pid: r.pid, kill: (s) => process.kill(r.pid, s) }, sig)
-    return true
+    // Checked right before each signal: a pid is only ever signalled while it is that very runner,
+    // a group only while it is still that runner's.
+    if (sameProcess(r.pid, r.start_time)) {
+      // Its process group too (spawnChild made it lead one): what it started goes with it.
+      signalChild({ pid: r.pid, kill: (s) => process.kill(r.pid, s) }, sig)
+      return true
+    }
+    if (groupLeft(r).length === 0) return false
+    try {
+      process.kill(-r.pid, sig)
+      return true
+    } catch {
+      return false // gone meanwhile
+    }
   }
-  if (!sameProcess(r.pid, r.start_time)) return
-  log.warn('a runner of a previous agent instance was still there; stopping it', { pid: r.pid, job_id: r.job_id, stage: r.stage, was_paused: stat(r.pid)?.state === 'T', stop_grace_s: r.stop_grace_s })
+  const runnerGone = !sameProcess(r.pid, r.start_time)
+  const left = groupLeft(r)
+  if (runnerGone && left.length === 0) return
+  log.warn('a runner of a previous agent instance was still there; stopping it', { pid: r.pid, job_id: r.job_id, stage: r.stage, was_paused: stat(r.pid)?.state === 'T', stop_grace_s: r.stop_grace_s, ...(runnerGone ? { runner_exited: true, group_left: left } : {}) })
   // Once continued, a runner may end at once on the parent-death SIGTERM it was holding.
   signal('SIGCONT')
   signal('SIGTERM')
   const deadline = monotonicNow(clock) + r.stop_grace_s * 1000
-  while (sameProcess(r.pid, r.start_time) && monotonicNow(clock) < deadline) await sleep(clock, 100)
+  while (stillThere(r) && monotonicNow(clock) < deadline) await sleep(clock, 100)
   if (signal('SIGKILL')) {
     log.warn('the leftover runner did not stop within its grace; killed it', { pid: r.pid, job_id: r.job_id })
     // A process the kernel holds (a hung driver, a dead NFS server) may never go: not waited for forever.
     const killedBy = monotonicNow(clock) + KILL_WAIT_MS
-    while (sameProcess(r.pid, r.start_time) && monotonicNow(clock) < killedBy) await sleep(clock, 50)
-    if (sameProcess(r.pid, r.start_time)) log.error('a leftover runner did not go even when killed (stuck in the kernel?); starting without waiting for it', { pid: r.pid, job_id: r.job_id, state: stat(r.pid)?.state ?? null })
+    while (stillThere(r) && monotonicNow(clock) < killedBy) await sleep(clock, 50)
+    if (stillThere(r)) log.error('a leftover runner did not go even when killed (stuck in the kernel?); starting without waiting for it', { pid: r.pid, job_id: r.job_id, state: stat(r.pid)?.state ?? null })
   }
 }
 

@@ -179,14 +179,15 @@ describe('what a runner prints', () => {
   })
 })
 
-describe('a runner left behind by an agent that died', () => {
-  test('a paused runner outlives its agent (the parent-death SIGTERM stays pending); the next agent start stops it (SIGCONT, SIGTERM, SIGKILL), and the runner it starts waits for that', async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'agent-leftover-'))
-    // The previous agent: a process of its own that starts a runner, pauses it, and is killed (-9).
-    const script = join(stateDir, 'previous-agent.ts')
-    writeFileSync(
-      script,
-      `import { RunnerWorker } from ${JSON.stringify(join(ROOT, 'src/agent/runner'))}
+/**
+ * A previous agent: a process of its own that starts `command` as the runner of job-1's stage 0,
+ * prints its pid (once it ran 100 ms, paused first when `pause`), and waits to be killed (-9).
+ */
+async function previousAgent(stateDir: string, command: string[], opts: { pause: boolean; stopGraceS: number }): Promise<{ agent: ReturnType<typeof Bun.spawn>; runnerPid: number }> {
+  const script = join(stateDir, 'previous-agent.ts')
+  writeFileSync(
+    script,
+    `import { RunnerWorker } from ${JSON.stringify(join(ROOT, 'src/agent/runner'))}
 import { parseAssignment } from ${JSON.stringify(join(ROOT, 'src/agent/job'))}
 import { createLogger } from ${JSON.stringify(join(ROOT, 'src/log'))}
 import { systemClock } from ${JSON.stringify(join(ROOT, 'src/time'))}
@@ -195,31 +196,78 @@ const client = { leaderUrl: 'http://127.0.0.1:9', relaySocketUrl: () => null, re
 let w: RunnerWorker
 const log = createLogger('info', (l) => {
   const j = JSON.parse(l)
-  if (j.msg === 'runner started') setTimeout(() => { w.pause(); console.log(JSON.stringify({ pid: j.pid })) }, 100)
+  if (j.msg === 'runner started') setTimeout(() => { if (${opts.pause}) w.pause(); console.log(JSON.stringify({ pid: j.pid })) }, 100)
 })
 const a = parseAssignment({ stage: 0, stages: 2, transport: 'tunnel', relay_url: 'http://127.0.0.1:9/api/v1/relay/job-1', config: {}, resume: false })
-w = new RunnerWorker({ jobId: 'job-1', client: client as never, log, stateDir: ${JSON.stringify(stateDir)}, counters: { sent: 0, received: 0 }, clock: systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null }, a, { name: 'toy', command: ${JSON.stringify(STUBBORN)}, env: {}, stopGraceS: 2 })
+w = new RunnerWorker({ jobId: 'job-1', client: client as never, log, stateDir: ${JSON.stringify(stateDir)}, counters: { sent: 0, received: 0 }, clock: systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null }, a, { name: 'toy', command: ${JSON.stringify(command)}, env: {}, stopGraceS: ${opts.stopGraceS} })
 w.start()
 setInterval(() => {}, 1000)
 `,
-    )
-    const agent = Bun.spawn([process.execPath, script], { stdout: 'pipe', stderr: 'inherit' })
-    let runnerPid = 0
-    cleanups.push(() => {
-      agent.kill('SIGKILL')
-      if (runnerPid && procState(runnerPid) !== null) {
+  )
+  const agent = Bun.spawn([process.execPath, script], { stdout: 'pipe', stderr: 'inherit' })
+  cleanups.push(() => agent.kill('SIGKILL'))
+  const said = Promise.withResolvers<number>()
+  void readLines(agent.stdout, (l) => said.resolve((JSON.parse(l) as { pid: number }).pid))
+  const runnerPid = await Promise.race([said.promise, Bun.sleep(15_000).then(() => 0)])
+  expect(runnerPid).toBeGreaterThan(0)
+  return { agent, runnerPid }
+}
+
+/** SIGKILL, whoever is left: a test that failed halfway leaves no process behind. */
+function killLater(...pids: (() => number)[]): void {
+  cleanups.push(() => {
+    for (const pid of pids) {
+      const p = pid()
+      if (p > 0 && procState(p) !== null) {
         try {
-          process.kill(runnerPid, 'SIGKILL')
+          process.kill(p, 'SIGKILL')
         } catch {
           // gone
         }
       }
-      rmSync(stateDir, { recursive: true, force: true })
-    })
-    const said = Promise.withResolvers<number>()
-    void readLines(agent.stdout, (l) => said.resolve((JSON.parse(l) as { pid: number }).pid))
-    runnerPid = await Promise.race([said.promise, Bun.sleep(15_000).then(() => 0)])
-    expect(runnerPid).toBeGreaterThan(0)
+    }
+  })
+}
+
+describe('a runner left behind by an agent that died', () => {
+  test('a launcher runner dies with its agent (parent-death SIGTERM) but its worker stays in the runner\'s process group: the next agent start stops the group, and the runner it starts waits for that', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'agent-leftover-'))
+    cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }))
+    const pidFile = join(stateDir, 'worker.pid')
+    // wrap.sh of the exploratory test: a launcher shell that starts a quiet worker and waits for it.
+    // The worker does not inherit the launcher's parent-death signal, and ignores SIGTERM besides.
+    const launcher = ['sh', '-c', `sh -c "trap '' TERM; while :; do sleep 1; done" & echo $! > ${pidFile}; wait`]
+    let workerPid = 0
+    const { agent, runnerPid } = await previousAgent(stateDir, launcher, { pause: false, stopGraceS: 1 })
+    killLater(() => workerPid)
+    workerPid = Number(await until(() => readFileSync(pidFile, 'utf8').trim() || null, 'the worker pid'))
+    agent.kill('SIGKILL')
+    await agent.exited
+    const gone = (pid: number) => [null, 'Z'].includes(procState(pid)) // a zombie until its new parent reaps it
+    await until(() => gone(runnerPid), 'the launcher gone with its agent (parent-death SIGTERM)')
+    await Bun.sleep(300)
+    // What the exploratory test saw: the worker runs on, re-parented, with nobody to stop it.
+    expect(gone(workerPid)).toBe(false)
+    expect(readdirSync(join(stateDir, 'runners'))).toEqual([`${runnerPid}.json`])
+
+    const lines: { msg: string; pid?: number; pgid?: number }[] = []
+    const reaped = reapLeftoverRunners(stateDir, createLogger('info', (l) => lines.push(JSON.parse(l) as (typeof lines)[number])))
+    const next = stage({ stateDir })
+    next.w.start()
+    next.lookup.resolve(null)
+    const { pid: newPid } = await next.started()
+    expect(gone(workerPid)).toBe(true) // before the new runner started
+    await reaped
+    expect(lines.find((l) => l.msg.startsWith('a runner of a previous agent instance'))).toMatchObject({ pid: runnerPid })
+    expect(readdirSync(join(stateDir, 'runners'))).toEqual([`${newPid}.json`])
+  }, 30_000)
+
+  test('a paused runner outlives its agent (the parent-death SIGTERM stays pending); the next agent start stops it (SIGCONT, SIGTERM, SIGKILL), and the runner it starts waits for that', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'agent-leftover-'))
+    cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }))
+    // The previous agent starts a runner, pauses it, and is killed (-9).
+    const { agent, runnerPid } = await previousAgent(stateDir, STUBBORN, { pause: true, stopGraceS: 2 })
+    killLater(() => runnerPid)
     await until(() => procState(runnerPid) === 'T', 'the runner paused')
     agent.kill('SIGKILL')
     await agent.exited
