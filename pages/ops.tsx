@@ -51,6 +51,7 @@ const JOIN = {
     createText: 'The command carries a join token for this pool. It works for 24 hours and for as many machines as the pool allows.',
     mint: 'Create join command',
     copy: 'Copy command',
+    noCommand: 'No command yet.',
     run: 'Run it on the machine',
     runText: 'Open a terminal on the machine with the GPUs and paste the command. The machine needs Linux, the NVIDIA driver and a network path to',
     service: 'To keep the agent running after you log out (and start it at boot), add --service at the end of the command: it installs a systemd unit and keeps the join token in a file only root can read.',
@@ -69,6 +70,7 @@ const JOIN = {
     createText: 'Der Befehl enthält ein Beitrittstoken für diesen Pool. Er gilt 24 Stunden und für so viele Maschinen, wie der Pool erlaubt.',
     mint: 'Beitrittsbefehl erstellen',
     copy: 'Befehl kopieren',
+    noCommand: 'Noch kein Befehl.',
     run: 'Auf der Maschine ausführen',
     runText: 'Öffnen Sie ein Terminal auf der Maschine mit den GPUs und fügen Sie den Befehl ein. Die Maschine braucht Linux, den NVIDIA-Treiber und eine Netzwerkverbindung zu',
     service: 'Damit der Agent nach dem Abmelden weiterläuft (und beim Systemstart startet), hängen Sie --service an den Befehl an: Er richtet eine systemd-Unit ein und legt das Beitrittstoken in eine Datei, die nur root lesen kann.',
@@ -102,7 +104,7 @@ export function JoinPage(props: { ctx: PageCtx }) {
             <button type="button" id="mint-join" safe>{t.mint}</button>
           </div>
           <div class="cmd">
-            <pre id="join-cmd"></pre>
+            <pre id="join-cmd" data-empty={t.noCommand}></pre>
             <button type="button" id="copy-join" data-copy="join-cmd" data-copy-status="join-msg" disabled safe>{t.copy}</button>
           </div>
           <p id="join-expiry" class="hint"></p>

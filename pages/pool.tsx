@@ -42,6 +42,7 @@ const TEXT = {
     guided: 'guided join',
     mint: 'Create join command',
     copy: 'Copy command',
+    noCommand: 'No command yet.',
     jobs: 'Jobs',
     jobsCaption: 'Jobs of this pool',
     fleet: 'Machines over time',
@@ -118,6 +119,7 @@ const TEXT = {
     guided: 'geführte Beitritt',
     mint: 'Beitrittsbefehl erstellen',
     copy: 'Befehl kopieren',
+    noCommand: 'Noch kein Befehl.',
     jobs: 'Aufträge',
     jobsCaption: 'Aufträge dieses Pools',
     fleet: 'Maschinen im Verlauf',
@@ -299,7 +301,7 @@ export function PoolPage(props: PoolPageProps) {
             <button type="button" id="mint-join" class="secondary" safe>{t.mint}</button>
           </div>
           <div class="cmd">
-            <pre id="join-cmd"></pre>
+            <pre id="join-cmd" data-empty={t.noCommand}></pre>
             <button type="button" id="copy-join" data-copy="join-cmd" data-copy-status="join-msg" safe>{t.copy}</button>
           </div>
           <p id="join-expiry" class="hint"></p>

@@ -132,7 +132,8 @@ td.detail { font-size: .875rem; word-break: break-word; }
 
 .cmd { display: flex; gap: .5rem; align-items: stretch; flex-wrap: wrap; }
 .cmd pre { flex: 1; margin: 0; background: #111827; color: #f3f4f6; padding: .75rem; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; min-height: 2.75rem; }
-.cmd pre:empty::before { content: "No command yet."; color: #b6bcc8; font-style: italic; }
+/* What an empty box says comes from the page (data-empty), in its language. */
+.cmd pre[data-empty]:empty::before { content: attr(data-empty); color: #b6bcc8; font-style: italic; }
 .secret { background: var(--warn-bg); color: var(--warn-fg); padding: .75rem; border-radius: 6px; overflow-wrap: anywhere; }
 .steps { counter-reset: step; list-style: none; padding: 0; }
 .steps > li { counter-increment: step; position: relative; padding-left: 4rem; margin-bottom: 1.25rem; }

@@ -120,4 +120,20 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('an empty command box says so in the page\'s language (the stylesheet said "No command yet." on German pages)', async () => {
+    const placeholder = (p: Page) => p.evaluate(`getComputedStyle(document.getElementById('join-cmd'), '::before').content`)
+    for (const [lang, text] of [['de', '"Noch kein Befehl."'], ['en', '"No command yet."']] as const) {
+      const { context, page } = await open(lang)
+      try {
+        for (const path of [`/pools/${poolId}`, '/ops/join-v2']) {
+          await page.goto(server.url + path)
+          expect([path, await placeholder(page)]).toEqual([path, text])
+        }
+      } finally {
+        await context.close()
+      }
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
