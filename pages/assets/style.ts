@@ -139,7 +139,8 @@ td.detail { font-size: .875rem; word-break: break-word; }
 .steps > li { counter-increment: step; position: relative; padding-left: 4rem; margin-bottom: 1.25rem; }
 .steps > li::before { content: counter(step); position: absolute; left: 1.1rem; top: 1.2rem; width: 2rem; height: 2rem; border-radius: 50%; background: var(--accent); color: #fff; display: flex; align-items: center; justify-content: center; font-weight: 700; }
 .chat-log { border: 1px solid var(--line); border-radius: 6px; min-height: 16rem; max-height: 28rem; overflow-y: auto; padding: .75rem; background: #fbfbfc; }
-.msg { margin: 0 0 .75rem; white-space: pre-wrap; }
+/* A model's answer can be one long word (a hash, a URL, a run of one letter): it wraps in the log. */
+.msg { margin: 0 0 .75rem; white-space: pre-wrap; overflow-wrap: anywhere; }
 .msg b { display: block; font-size: .85rem; color: var(--muted); }
 .filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; }
 .filters > div { min-width: 10rem; }

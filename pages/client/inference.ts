@@ -141,6 +141,11 @@ export function inferenceClient(): void {
         return text
       }
       return await readStream(res, out)
+    } catch (e) {
+      // Failed midway: the question goes back into the box (below), and its answer leaves the log
+      // with it (it stayed, an answer to nothing). Stopped by its asker, both stay.
+      if (!(e instanceof Error && e.name === 'AbortError')) out.parentElement?.remove()
+      throw e
     } finally {
       log.removeAttribute('aria-busy')
     }

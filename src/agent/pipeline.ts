@@ -33,6 +33,12 @@ export interface WorkerDeps {
   clock: TimerClock
   /** The leader refused a status report: this fellow is off the job (StatusReporter). */
   onGone?: (reason: string) => void
+  /**
+   * Settles once the stages this fellow stopped before this one are gone (a runner in its stop
+   * grace); null when none is left. A runner starts only then: two jobs' runners side by side
+   * would hold one GPU's memory twice.
+   */
+  othersGone?: () => Promise<void> | null
 }
 
 /** Where a stage's frames, reports and checkpoints go. */

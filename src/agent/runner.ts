@@ -112,6 +112,13 @@ export class RunnerWorker {
     // A runner a previous agent left behind (paused when that agent died) is gone first: two
     // runners of one stage would hold its memory twice.
     await leftoversGone(this.deps.stateDir)
+    // So is a runner of this fellow's previous stage that is still in its stop grace (the leader
+    // places the next job as soon as the last one ended).
+    const others = this.deps.othersGone?.() ?? null
+    if (others) {
+      log.info("waiting for the previous stage's runner to exit before starting this one", { job_id: this.jobId, runner: this.spec.name, stage: this.stage.stage })
+      await others
+    }
     if ((this.status as WorkerStatus) === 'stopped') return
     // A PAUSE that came while the stage was starting (a paused job's stage started again, or moved
     // here: START, then PAUSE) holds: the runner starts only once the job is resumed, so not one

@@ -1,6 +1,8 @@
 // What each control signal does to this fellow's work. One job at a time (the leader never
 // places two on one fellow); a START for another job replaces the current one, because the
-// leader's view of what this fellow runs is the one that counts.
+// leader's view of what this fellow runs is the one that counts. A stage stopped is not gone
+// until its runner has exited (up to its stop_grace_s): until then the fellow says it is busy
+// with it, and the next stage's runner waits for it.
 import { parseAssignment, parseTrainConfig, type StageAssignment } from './job'
 import { PipelineWorker, type WorkerDeps, type WorkerStatus } from './pipeline'
 import { RunnerWorker } from './runner'
@@ -56,15 +58,18 @@ export class Work {
   worker: StageWorker | null = null
   // A signal can reach us twice (socket and heartbeat); ids make handling idempotent.
   private readonly seen = new Set<string>()
-  /** Stages stopped whose runner is still in its stop grace. */
-  private readonly exiting = new Set<Promise<void>>()
+  /** Stages stopped whose runner is still in its stop grace, each with what settles once it is gone. */
+  private readonly exiting = new Map<StageWorker, Promise<void>>()
 
   constructor(private readonly d: WorkDeps) {}
 
   /** Heartbeat fields describing the current work. */
   snapshot(): { status: HeartbeatStatus; job_id: string | null; step?: number; loss?: number | null } {
-    const w = this.worker
-    if (!w || w.status === 'stopped') return { status: 'idle', job_id: null }
+    const current = this.worker && this.worker.status !== 'stopped' ? this.worker : null
+    // A stopped stage whose runner is still exiting holds its memory: busy with it, not idle.
+    const w = current ?? [...this.exiting.keys()].at(-1) ?? null
+    if (!w) return { status: 'idle', job_id: null }
+    if (!current) return { status: 'running', job_id: w.jobId, step: w.step }
     const loss = w.loss !== null && Number.isFinite(w.loss) ? w.loss : null
     return { status: w.status === 'error' ? 'error' : w.status, job_id: w.jobId, step: w.step, loss }
   }
@@ -123,7 +128,7 @@ export class Work {
    */
   async stopAll(reason: string): Promise<void> {
     if (this.worker) this.end(this.worker, reason)
-    await Promise.all([...this.exiting])
+    await Promise.all([...this.exiting.values()])
   }
 
   /** Names of the runners this fellow offers, for its heartbeats. */
@@ -133,9 +138,14 @@ export class Work {
 
   private end(w: StageWorker, reason: string): void {
     const gone = w.stop(reason)
-    this.exiting.add(gone)
-    void gone.finally(() => this.exiting.delete(gone))
+    this.exiting.set(w, gone)
+    void gone.finally(() => this.exiting.delete(w))
     if (this.worker === w) this.worker = null
+  }
+
+  /** What settles once every stage stopped so far is gone; null when none is still exiting. */
+  private othersGone(): Promise<void> | null {
+    return this.exiting.size > 0 ? Promise.all([...this.exiting.values()]).then(() => undefined) : null
   }
 
   /** START (new stage, or resume) and RECONFIGURE (new neighbours) both land here. */
@@ -172,7 +182,7 @@ export class Work {
         this.end(mine, reason)
       }
       let worker: StageWorker | null = null
-      const deps: WorkerDeps = { jobId, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock, onGone }
+      const deps: WorkerDeps = { jobId, client, log, stateDir: this.d.stateDir, counters: this.d.counters, clock: this.d.clock, onGone, othersGone: () => this.othersGone() }
       // The built-in MLP is a runner like any other (`svc runner mlp`), unless told to run in process.
       if (runner === BUILTIN_RUNNER) parseTrainConfig(a.config) // a bad config fails at START with its reason
       worker = spec

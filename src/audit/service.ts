@@ -10,6 +10,7 @@ import type { Db } from '../db/client'
 import { iso, type Clock } from '../time'
 import { invalid } from '../errors'
 import { DEFAULT_PAGE_SIZE } from '../model'
+import { cursorOf, parseCursor } from '../db/keyset'
 import type { AuditEntry as AuditView, AuditList, AuditQuery } from './model'
 
 export interface AuditEntry {
@@ -67,16 +68,6 @@ function filters(q: AuditQuery, kindIndexed: boolean): SQL[] {
 /** Entries counted at most: past it the total says "at least" (total_exact false). */
 export const AUDIT_TOTAL_CAP = 10_000
 
-/** The cursor of a page's last entry: where the next page starts. Opaque to clients. */
-function cursorOf(e: { ts: number; id: string }): string {
-  return Buffer.from(`${e.ts}.${e.id}`).toString('base64url')
-}
-
-function parseCursor(c: string): { ts: number; id: string } {
-  const m = /^(\d{1,16})\.([0-9a-f-]{36})$/.exec(Buffer.from(c, 'base64url').toString())
-  if (!m) throw invalid('cursor is not one this list handed out', { errors: [{ path: '/cursor', message: 'use next_cursor of the previous page as it is' }] })
-  return { ts: Number(m[1]), id: m[2]! }
-}
 /** Stored detail is JSON written by recordAudit; anything else is handed back as text, not dropped. */
 function parseDetail(raw: string | null): Record<string, unknown> | null {
   if (raw === null) return null

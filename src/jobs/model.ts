@@ -46,9 +46,25 @@ export const Job = t.Object({
   updated_at: Timestamp,
 })
 export type Job = Static<typeof Job>
-export const JobList = t.Object({ items: t.Array(Job) })
+/**
+ * A job as lists show it: without its config (up to 64 KiB each, GET /jobs/{id} has it), since a
+ * pool page polls the list and 500 fat configs made every poll 30 MB.
+ */
+export const JobSummary = t.Omit(Job, ['config'])
+export type JobSummary = Static<typeof JobSummary>
+export const JobList = t.Object({
+  items: t.Array(JobSummary),
+  /** Pass as `cursor` for the jobs after this page (older ones); null on the last page. */
+  next_cursor: t.Nullable(t.String()),
+})
+export const JOB_PAGE_MAX = 500
 export const JobListQuery = t.Object(
-  { pool_id: t.Optional(t.String({ format: 'uuid' })), status: t.Optional(UnionEnum(JOB_STATUSES)) },
+  {
+    pool_id: t.Optional(t.String({ format: 'uuid' })),
+    status: t.Optional(UnionEnum(JOB_STATUSES)),
+    page_size: t.Optional(t.Integer({ minimum: 1, maximum: JOB_PAGE_MAX })),
+    cursor: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  },
   { additionalProperties: false },
 )
 export const JobParams = t.Object({ job_id: t.String({ format: 'uuid' }) })

@@ -20,7 +20,7 @@ export function jobRoutes(app: AppBase, ctx: Ctx, jobs: JobService) {
       },
       { policy: 'operator', body: M.SubmitBody, response: { 201: M.Job } },
     )
-    .get('/api/v1/jobs', ({ caller, query }) => ({ items: jobs.list(caller, query) }), {
+    .get('/api/v1/jobs', ({ caller, query }) => jobs.list(caller, query), {
       policy: 'operator',
       query: M.JobListQuery,
       response: { 200: M.JobList },

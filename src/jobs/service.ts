@@ -1,6 +1,6 @@
 // Jobs: submission, the scheduler (queued -> scheduled), lifecycle signals, re-placement when a
 // fellow goes offline, and the status reports fellows post.
-import { and, asc, count, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm'
 import { jobs, pools } from '../db/schema'
 import { AppError, invalid, notFound } from '../errors'
 import { newId } from '../crypto'
@@ -11,7 +11,8 @@ import { scopeOf, inScope } from '../pools/scope'
 import { BUILTIN_RUNNER, candidateOf, pendingReason, place, type Candidate } from './placement'
 import { parseTrainConfig } from '../wire/mlp-config'
 import { jobP2PKey } from './p2p-key'
-import { ACTIVE, TERMINAL, type Assignment, type Job, type JobStatus, type StatusReport, type SubmitInput } from './model'
+import { ACTIVE, JOB_PAGE_MAX, TERMINAL, type Assignment, type Job, type JobStatus, type JobSummary, type StatusReport, type SubmitInput } from './model'
+import { cursorOf, parseCursor } from '../db/keyset'
 import type { Statement } from 'bun:sqlite'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -34,6 +35,10 @@ export const UNNAMED_POOL_REASON =
   'not placed: no pool_id was given, and the default pool (fellows that joined without a join token) only takes jobs that name it; resubmit with a pool_id'
 
 function toJob(r: JobRow): Job {
+  return { ...toSummary(r), config: r.config }
+}
+
+function toSummary(r: Omit<JobRow, 'config'>): JobSummary {
   return {
     id: r.id,
     name: r.name,
@@ -43,7 +48,6 @@ function toJob(r: JobRow): Job {
     stages: r.stages,
     min_free_vram_mb: r.minFreeVramMb,
     transport: r.transport,
-    config: r.config,
     assignments: r.assignments,
     step: r.step,
     loss: r.loss,
@@ -255,13 +259,22 @@ export class JobService {
     }
   }
 
-  list(caller: Caller, filter: { pool_id?: string; status?: JobStatus }): Job[] {
+  /** Newest first, a page at a time (keyset: jobs submitted meanwhile do not shift the pages). */
+  list(caller: Caller, filter: { pool_id?: string; status?: JobStatus; page_size?: number; cursor?: string }): { items: JobSummary[]; next_cursor: string | null } {
     const scope = scopeOf(this.ctx.db, caller)
+    const after = filter.cursor === undefined ? null : parseCursor(filter.cursor)
+    const size = filter.page_size ?? JOB_PAGE_MAX
     const conds: SQL[] = []
     if (scope !== null) conds.push(inArray(jobs.poolId, [...scope]))
     if (filter.pool_id) conds.push(eq(jobs.poolId, filter.pool_id))
     if (filter.status) conds.push(eq(jobs.status, filter.status))
-    return this.ctx.db.select().from(jobs).where(and(...conds)).orderBy(desc(jobs.createdAt)).limit(500).all().map(toJob)
+    if (after) conds.push(sql`(${jobs.createdAt}, ${jobs.id}) < (${after.ts}, ${after.id})`)
+    const { config: _config, ...summary } = getTableColumns(jobs)
+    const rows = this.ctx.db.select(summary).from(jobs).where(and(...conds)).orderBy(desc(jobs.createdAt), desc(jobs.id)).limit(size + 1).all()
+    const more = rows.length > size
+    if (more) rows.pop()
+    const last = rows.at(-1)
+    return { items: rows.map((r) => toSummary(r)), next_cursor: more && last ? cursorOf({ ts: last.createdAt, id: last.id }) : null }
   }
 
   get(caller: Caller, id: string): Job {

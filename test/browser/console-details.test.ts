@@ -136,4 +136,43 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     }
     expect(errors).toEqual([])
   }, T)
+
+  /** The next inference request for box-1, taken as its agent would (a long-poll). */
+  const nextRequest = async (): Promise<{ request_id: string }> => {
+    for (;;) {
+      const r = await node.get(`/api/v1/infer/requests/${fellowId}?wait_ms=30000`)
+      if (r.status === 200) return r.body
+      expect(r.status).toBe(204)
+    }
+  }
+  const frames = async (id: string, list: Record<string, unknown>[]) => expect((await node.post(`/api/v1/infer/responses/${id}`, { frames: list })).status).toBe(204)
+
+  test('a chat answer that fails midway leaves no "Assistant" bubble behind, and a long unbroken answer wraps in the log', async () => {
+    const { context, page } = await open('en', 390)
+    try {
+      await page.goto(`${server.url}/ops/inference`)
+      await page.locator('#chat-model option[value="tiny-llm"]:not([disabled])').waitFor({ state: 'attached' })
+      await page.selectOption('#chat-model', 'tiny-llm')
+      const taken = nextRequest()
+      await page.fill('#chat-prompt', 'Tell me a long word')
+      await page.click('#chat-send')
+      const req = await taken
+      const word = 'x'.repeat(600)
+      await frames(req.request_id, [{ delta: word }])
+      await page.waitForSelector(`#chat-log .msg:has-text("${word}")`)
+      // Wrapped inside the log: nothing wider than the box (the word ran off to the right).
+      expect(await page.evaluate(`(() => { const l = document.getElementById('chat-log'); return l.scrollWidth <= l.clientWidth })()`)).toBe(true)
+      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
+
+      await frames(req.request_id, [{ error: 'the engine fell over' }])
+      await page.waitForSelector('#chat-msg.error')
+      expect(await page.locator('#chat-msg').innerText()).toContain('the engine fell over')
+      // The question goes back into the box and leaves the log; its half answer goes with it.
+      expect(await page.inputValue('#chat-prompt')).toBe('Tell me a long word')
+      expect(await page.locator('#chat-log .msg').count()).toBe(0)
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })

@@ -1,0 +1,83 @@
+// What the control signals do to a fellow's work (src/agent/work.ts) with declared runners as real
+// child processes: one job's runner at a time on a fellow, also while a stopped one is still in
+// its stop grace.
+import { afterEach, describe, expect, test } from 'bun:test'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Work } from '../../src/agent/work'
+import type { LeaderClient } from '../../src/agent/client'
+import type { RunnerSpec } from '../../src/agent/fellow-config'
+import type { Signal } from '../../src/wire/fellow'
+import type { StatusReport } from '../../src/wire/jobs'
+import { createLogger } from '../../src/log'
+import { systemClock } from '../../src/time'
+import { until } from '../helpers/until'
+
+const cleanups: (() => void | Promise<void>)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c()
+})
+
+/** The state letter of a process, or null once it is gone (a zombie counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+const COUNTER = 'i=0; while :; do i=$((i+1)); echo "{\\"step\\": $i}"; sleep 0.05; done'
+
+function fellow(runners: RunnerSpec[]) {
+  const stateDir = mkdtempSync(join(tmpdir(), 'agent-work-'))
+  const reports: { job: string; r: StatusReport }[] = []
+  const lines: { msg: string; job_id?: string; pid?: number }[] = []
+  const idle = (_u: string, _c: string, _w: number, signal?: AbortSignal) => new Promise((r) => signal?.addEventListener('abort', () => r([])))
+  const client = {
+    leaderUrl: 'http://127.0.0.1:9',
+    relaySocketUrl: () => null,
+    relayPush: async () => undefined,
+    relayPop: idle,
+    jobStatus: async (job: string, r: StatusReport) => void reports.push({ job, r }),
+    latestCheckpoint: async () => null,
+  } as unknown as LeaderClient
+  const log = createLogger('info', (l) => lines.push(JSON.parse(l) as (typeof lines)[number]))
+  const work = new Work({ client, log, stateDir, counters: { sent: 0, received: 0 }, clock: systemClock, onReleased: () => undefined, runners, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null })
+  cleanups.push(async () => {
+    await work.stopAll('test over')
+    rmSync(stateDir, { recursive: true, force: true })
+  })
+  let n = 0
+  const signal = (name: Signal['signal'], jobId: string, payload?: Record<string, unknown>) => work.handle({ id: `s${++n}`, signal: name, job_id: jobId, ...(payload ? { payload } : {}), ts: new Date().toISOString() }, 'socket')
+  // Stage 0 of 2 over the (idle) relay, as in agent-runner.test.ts.
+  const start = (jobId: string, runner: string) => signal('START', jobId, { stage: 0, stages: 2, prev: null, next: { fellow_id: 'f2', address: null }, transport: 'tunnel', relay_url: `http://127.0.0.1:9/api/v1/relay/${jobId}`, config: {}, runner })
+  const started = (jobId: string) => until(() => lines.find((l) => l.msg === 'runner started' && l.job_id === jobId) ?? null, `the runner of ${jobId} started`, { timeoutMs: 10_000 })
+  return { work, reports, lines, signal, start, started, stateDir }
+}
+
+describe('one job at a time on a fellow', () => {
+  test("the next job's runner starts only once the stopped job's runner is gone (it ignored SIGTERM: its stop grace), and the fellow says it is busy until then", async () => {
+    const f = fellow([
+      { name: 'deaf', command: ['sh', '-c', `trap '' TERM; ${COUNTER}`], env: {}, stopGraceS: 2 },
+      { name: 'toy', command: ['sh', '-c', `trap 'exit 143' TERM; ${COUNTER}`], env: {}, stopGraceS: 2 },
+    ])
+    f.start('job-a', 'deaf')
+    const { pid: a } = await f.started('job-a')
+    await until(() => (f.work.snapshot().step ?? 0) > 1, 'job A stepping')
+    f.signal('STOP', 'job-a', { reason: 'cancelled' })
+    // Its runner is still there, in its grace: the fellow is not free (its GPU memory is not).
+    expect(alive(a!)).toBe(true)
+    expect(f.work.snapshot()).toMatchObject({ status: 'running', job_id: 'job-a' })
+    f.start('job-b', 'toy') // the leader placed the next job at once
+    const { pid: b } = await f.started('job-b')
+    expect(alive(a!)).toBe(false) // killed after its grace, before B's runner started
+    expect(f.lines.some((l) => l.msg === "waiting for the previous stage's runner to exit before starting this one" && l.job_id === 'job-b')).toBe(true)
+    expect(alive(b!)).toBe(true)
+    expect(f.work.snapshot()).toMatchObject({ status: 'running', job_id: 'job-b' })
+    f.signal('STOP', 'job-b', { reason: 'cancelled' })
+    await until(() => !alive(b!), 'B stopped')
+    await until(() => f.work.snapshot().status === 'idle', 'the fellow idle once nothing runs')
+  }, 20_000)
+})
