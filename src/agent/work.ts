@@ -65,11 +65,12 @@ export class Work {
 
   /** Heartbeat fields describing the current work. */
   snapshot(): { status: HeartbeatStatus; job_id: string | null; step?: number; loss?: number | null } {
-    const current = this.worker && this.worker.status !== 'stopped' ? this.worker : null
-    // A stopped stage whose runner is still exiting holds its memory: busy with it, not idle.
-    const w = current ?? [...this.exiting.keys()].at(-1) ?? null
-    if (!w) return { status: 'idle', job_id: null }
-    if (!current) return { status: 'running', job_id: w.jobId, step: w.step }
+    const w = this.worker
+    if (!w || w.status === 'stopped') {
+      // A stopped stage whose runner is still exiting holds its memory: busy with it, not idle.
+      const exiting = [...this.exiting.keys()].at(-1)
+      return exiting ? { status: 'running', job_id: exiting.jobId, step: exiting.step } : { status: 'idle', job_id: null }
+    }
     const loss = w.loss !== null && Number.isFinite(w.loss) ? w.loss : null
     return { status: w.status === 'error' ? 'error' : w.status, job_id: w.jobId, step: w.step, loss }
   }
