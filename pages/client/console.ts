@@ -147,7 +147,11 @@ export function consoleClient(): void {
       list,
     )
     let paused = false
+    // While paused, the newest MAX lines are held (all the view could show): a tail paused for a
+    // while held every line (30,000 of them took 40 MB), and says how many older ones it let go.
     let held: { ts: string; line: string }[] = []
+    let dropped = 0
+    const heldText = () => (dropped ? t('log.heldDropped', { n: dropped, held: held.length }) : t('log.held', { n: held.length }))
     const lines: { ts: string; line: string; lvl: string }[] = []
     let current: { id: string; close(): void } | null = null
     const parse = (line: string) => {
@@ -192,7 +196,8 @@ export function consoleClient(): void {
     const arrive = (x: { ts: string; line: string }) => {
       if (paused) {
         held.push(x)
-        status.textContent = t('log.held', { n: held.length })
+        if (held.length > MAX) dropped += held.splice(0, held.length - MAX).length
+        status.textContent = heldText()
         return
       }
       incoming.push(x)
@@ -212,8 +217,9 @@ export function consoleClient(): void {
       timer = undefined
       incoming = []
       held = []
+      dropped = 0
       lines.length = 0
-      if (paused) status.textContent = t('log.held', { n: 0 })
+      status.textContent = paused ? heldText() : ''
       redraw()
       const s = svc.stream('/api/v1/workers/' + encodeURIComponent(id) + '/logs/stream', {
         log: (raw) => {
@@ -240,9 +246,10 @@ export function consoleClient(): void {
       if (!paused) {
         const h = held
         held = []
-        status.textContent = ''
+        status.textContent = dropped ? t('log.droppedWhilePaused', { n: dropped, max: MAX }) : ''
+        dropped = 0
         take(h)
-      } else status.textContent = t('log.held', { n: 0 })
+      } else status.textContent = heldText()
     })
     level.addEventListener('change', redraw)
     follow.addEventListener('change', () => {

@@ -175,4 +175,33 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('a paused log tail holds at most the 500 lines it can show and says how many older ones it dropped (30,000 held lines took 40 MB)', async () => {
+    const { context, page } = await open('en')
+    try {
+      await page.goto(`${server.url}/fellows/${fellowId}`)
+      const list = page.locator('#fellow-log .log-lines')
+      await list.locator('li.empty').waitFor()
+      await page.click('#fellow-log button[aria-pressed]')
+      await page.waitForSelector('#fellow-log .log-status:has-text("Paused: 0 new lines held back.")')
+      for (let b = 0; b < 3; b++) {
+        const lines = Array.from({ length: 500 }, (_, k) => `paused line ${b * 500 + k}`)
+        expect((await node.post(`/api/v1/workers/${fellowId}/logs`, { lines })).status).toBe(204)
+      }
+      const status = page.locator('#fellow-log .log-status')
+      await until(async () => ((await status.innerText()).includes('1,000') ? true : null), 'the held lines to be counted', { timeoutMs: 10_000, everyMs: 50 })
+      expect(await status.innerText()).toBe('Paused: the newest 500 new lines are held back; 1,000 older ones were dropped.')
+      expect(await list.locator('li.empty').count()).toBe(1)
+
+      // Resumed: the newest 500 drawn, and what was dropped still said.
+      await page.click('#fellow-log button[aria-pressed]')
+      await until(async () => ((await list.locator('li[data-level]').count()) === 500 ? true : null), 'the held lines to be drawn', { timeoutMs: 10_000, everyMs: 50 })
+      expect(await list.locator('li[data-level] .log-msg').first().innerText()).toBe('paused line 1000')
+      expect(await list.locator('li[data-level] .log-msg').last().innerText()).toBe('paused line 1499')
+      expect(await status.innerText()).toBe('1,000 lines that came while paused were dropped: the newest 500 are shown.')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
