@@ -32,6 +32,8 @@ const STDERR_TAIL = 20
 const REPORT_EVERY_MS = 50
 /** Output lines logged (and shipped to the leader) per second; the rest are counted. */
 const LOG_LINES_PER_S = 200
+/** How long the stage says 'checkpointing' after SIGUSR1 without a checkpoint line. */
+const CHECKPOINT_WAIT_MS = 60_000
 
 export interface RunnerDeps extends WorkerDeps {
   leaderUrl: string
@@ -60,6 +62,8 @@ export class RunnerWorker {
   private gone: Promise<void> = Promise.resolve()
   /** SIGUSR1 was sent: an exit with 138 (a shell whose child it killed) is then said as such. */
   private checkpointAsked = false
+  /** Ends a 'checkpointing' the runner never answered with a checkpoint line. */
+  private checkpointWait: (() => void) | null = null
   private lastReportAt = -Infinity
   private pendingReport: ReturnType<typeof setTimeout> | null = null
   private lastProgress = { at: 0, step: 0 }
@@ -208,12 +212,26 @@ export class RunnerWorker {
     this.report({ status: 'running', step: this.step })
   }
 
-  /** SIGUSR1: the runner writes a checkpoint into SVC_CHECKPOINT_DIR and says so on stdout. */
+  /**
+   * SIGUSR1: the runner writes a checkpoint into SVC_CHECKPOINT_DIR and says so on stdout. A
+   * runner may fail to (a full disk) or ignore the signal: a CHECKPOINT while the last one is still
+   * unanswered is sent all the same (it was dropped, every later one with it), and after
+   * CHECKPOINT_WAIT_MS without a checkpoint line the stage says 'running' again.
+   */
   checkpoint(): void {
-    if (this.status !== 'running' || !this.proc) return
+    if ((this.status !== 'running' && this.status !== 'checkpointing') || !this.proc) return
+    const { log, clock } = this.deps
+    if (this.status === 'checkpointing') log.info('CHECKPOINT while the last one is still unanswered (no checkpoint line yet); signalling the runner again', { job_id: this.jobId, runner: this.spec.name })
     this.status = 'checkpointing'
     this.checkpointAsked = true
     this.proc.kill('SIGUSR1')
+    this.checkpointWait?.()
+    this.checkpointWait = clock.setTimeout(() => {
+      this.checkpointWait = null
+      if (this.status !== 'checkpointing') return
+      this.status = 'running'
+      log.warn(`no checkpoint line from the runner within ${CHECKPOINT_WAIT_MS / 1000} s of CHECKPOINT (SIGUSR1); the stage says running again (a checkpoint line that comes later is still uploaded)`, { job_id: this.jobId, runner: this.spec.name })
+    }, CHECKPOINT_WAIT_MS)
   }
 
   reconfigure(a: StageAssignment): void {
@@ -246,6 +264,8 @@ export class RunnerWorker {
   /** Ends the stage's work; `keepServer`: SVC_DATA_URL stays up for a runner still exiting. */
   private close(keepServer = false): void {
     this.stopper.abort()
+    this.checkpointWait?.()
+    this.checkpointWait = null
     this.unpaused?.() // a start waiting for a resume ends
     this.link.close()
     if (!keepServer) this.closeServer()
@@ -270,6 +290,8 @@ export class RunnerWorker {
     }
     if (j && typeof j.checkpoint === 'string') {
       if (this.status === 'checkpointing') this.status = 'running'
+      this.checkpointWait?.()
+      this.checkpointWait = null
       // It handled the signal: a later exit with 138 is its own, not the signal's.
       this.checkpointAsked = false
       const step = typeof j.step === 'number' && Number.isSafeInteger(j.step) && j.step >= 0 ? j.step : this.step

@@ -12,6 +12,7 @@ import type { LeaderClient, StoredArtifact } from '../../src/agent/client'
 import type { StatusReport } from '../../src/wire/jobs'
 import { createLogger } from '../../src/log'
 import { systemClock, type TimerClock } from '../../src/time'
+import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
 
 const ROOT = resolve(import.meta.dir, '../..')
@@ -78,6 +79,29 @@ describe('a running runner stage', () => {
     step = 3_600_000
     const before = Math.max(...s.reports.map((r) => r.step ?? 0))
     await until(() => (s.reports.some((r) => (r.step ?? 0) > before) ? true : null), 'a later report', { timeoutMs: 5000 })
+  })
+})
+
+describe('CHECKPOINT', () => {
+  test('a checkpoint the runner did not write (it failed, or the runner ignores SIGUSR1) does not swallow the next CHECKPOINT, and the stage says running again after a while', async () => {
+    const clock = new FakeClock()
+    // Says each SIGUSR1 on stderr, and never prints a checkpoint line (its disk is full).
+    const s = stage({ clock, command: ['sh', '-c', `trap 'echo "checkpoint failed: No space left on device" >&2' USR1; ${COUNTER[2]}`] })
+    s.w.start()
+    s.lookup.resolve(null)
+    await s.started()
+    const asked = () => (s.lines as { msg: string; line?: string }[]).filter((l) => l.msg === 'runner output' && l.line?.startsWith('checkpoint failed')).length
+    s.w.checkpoint()
+    expect(s.w.status).toBe('checkpointing')
+    await until(() => asked() === 1, 'the runner got SIGUSR1')
+    s.w.checkpoint() // the user asks again
+    await until(() => asked() === 2, 'the runner got SIGUSR1 again', { timeoutMs: 3000 })
+    expect(s.w.status).toBe('checkpointing')
+    clock.advance(60_000)
+    expect(s.w.status).toBe('running')
+    expect(s.lines.some((l) => l.msg.startsWith('no checkpoint line from the runner within 60 s of CHECKPOINT'))).toBe(true)
+    s.w.checkpoint()
+    await until(() => asked() === 3, 'a later CHECKPOINT signalled too', { timeoutMs: 3000 })
   })
 })
 
