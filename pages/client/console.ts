@@ -17,6 +17,29 @@ export function consoleClient(): void {
     return (withDate ? `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` : '') + `${p(d.getHours())}:${p(d.getMinutes())}`
   }
 
+  // Axis labels in the page's language: uPlot's own are American whatever the page (8:30pm,
+  // 11/27/26) and its numbers follow the browser's locale, not the page's. Times on a 24-hour
+  // clock, as the tables beside the charts give them; the day under the first time and under the
+  // first time of each new day.
+  const clock = new Intl.DateTimeFormat(svc.lang, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+  const clockSeconds = new Intl.DateTimeFormat(svc.lang, { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' })
+  const day = new Intl.DateTimeFormat(svc.lang, { day: '2-digit', month: '2-digit' })
+  function timeTicks(_u: unknown, splits: number[], _axis: number, _space: number, incr: number): string[] {
+    return splits.map((sec, i) => {
+      const d = new Date(sec * 1000)
+      const prev = i > 0 ? new Date(splits[i - 1]! * 1000) : null
+      if (incr >= 86_400) return day.format(d) + (prev && prev.getFullYear() === d.getFullYear() ? '' : '\n' + d.getFullYear())
+      const time = (incr < 60 ? clockSeconds : clock).format(d)
+      return prev && prev.toDateString() === d.toDateString() ? time : time + '\n' + day.format(d)
+    })
+  }
+  /** As many decimals as the step between ticks has (0.25: 2), in the page's number format. */
+  function numberTicks(_u: unknown, splits: number[], _axis: number, _space: number, incr: number): string[] {
+    const [mantissa = '', exponent = '0'] = incr.toExponential().split('e')
+    const digits = Math.min(20, Math.max(0, (mantissa.split('.')[1] ?? '').length - Number(exponent)))
+    return splits.map((v) => v.toLocaleString(svc.lang, { minimumFractionDigits: digits, maximumFractionDigits: digits }))
+  }
+
   function chart(container: HTMLElement, title: string, series: ChartSeries[], opts: { height?: number; compact?: boolean; xIsStep?: boolean } = {}): Chart {
     const height = opts.height ?? 200
     const id = 'c' + Math.random().toString(36).slice(2, 9)
@@ -54,8 +77,8 @@ export function consoleClient(): void {
           axes: opts.compact
             ? [{ show: false }, { show: false }]
             : [
-                { stroke: '#4a5365', grid: { stroke: '#e5e7eb' }, ticks: { stroke: '#d5d9e1' } },
-                ...scales.map((sc, i) => ({ scale: sc, side: i === 0 ? 3 : 1, stroke: '#4a5365', grid: { show: i === 0, stroke: '#e5e7eb' }, ticks: { stroke: '#d5d9e1' }, size: 56 })),
+                { stroke: '#4a5365', grid: { stroke: '#e5e7eb' }, ticks: { stroke: '#d5d9e1' }, values: opts.xIsStep ? numberTicks : timeTicks },
+                ...scales.map((sc, i) => ({ scale: sc, side: i === 0 ? 3 : 1, stroke: '#4a5365', grid: { show: i === 0, stroke: '#e5e7eb' }, ticks: { stroke: '#d5d9e1' }, size: 56, values: numberTicks })),
               ],
           series: [{}, ...series.map((s) => ({ label: s.label, scale: s.scale ?? 'y', stroke: COLORS[s.color] ?? '#1d4ed8', width: 2, spanGaps: true, points: { show: (d: any) => d !== undefined, size: 4 } }))],
         },

@@ -47,7 +47,7 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     const reg = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'box-1', gpus: [GPU] })).body
     fellowId = reg.fellow_id
     node = h.client({ bearer: reg.node_token })
-    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] }, servables: ['tiny-llm'], engines: [{ name: 'builtin', model: 'tiny-llm', healthy: true }] })).status).toBe(200)
+    await beat()
     const job = (await A.post('/api/v1/jobs', { name: 'waits', pool_id: poolId, stages: 3 })).body
     const reason = (await A.get(`/api/v1/jobs/${job.id}`)).body.reason
     expect(reason).toContain('pool has')
@@ -60,9 +60,13 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     h.close()
   })
 
+  /** A heartbeat of box-1: its GPU, the engine it serves, and the memory figures given. */
+  const beat = async (hardware: Record<string, unknown> = {}) =>
+    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU], ...hardware }, servables: ['tiny-llm'], engines: [{ name: 'builtin', model: 'tiny-llm', healthy: true }] })).status).toBe(200)
+
   /** A signed-in admin's page in `lang` at `width` px. */
-  async function open(lang: 'en' | 'de', width = 1280): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: { width, height: 900 }, locale: lang === 'de' ? 'de-DE' : 'en-US' })
+  async function open(lang: 'en' | 'de', width = 1280, locale = lang === 'de' ? 'de-DE' : 'en-US'): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width, height: 900 }, locale, timezoneId: 'Europe/Berlin' })
     context.setDefaultTimeout(15_000)
     await context.addCookies([...[...A.cookies].map(([name, value]) => ({ name, value, url: server.url })), { name: 'svc_lang', value: lang, url: server.url }])
     const page = await context.newPage()
@@ -199,6 +203,44 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
       expect(await list.locator('li[data-level] .log-msg').first().innerText()).toBe('paused line 1000')
       expect(await list.locator('li[data-level] .log-msg').last().innerText()).toBe('paused line 1499')
       expect(await status.innerText()).toBe('1,000 lines that came while paused were dropped: the newest 500 are shown.')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
+  /** Every text drawn on a canvas from now on (the charts' axis labels), in the page's window.drawn. */
+  const recordCanvasText = (p: Page) =>
+    p.addInitScript(`window.drawn = new Set(); const fill = CanvasRenderingContext2D.prototype.fillText; CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) { window.drawn.add(String(text)); return fill.call(this, text, ...rest) }`)
+  const drawn = async (p: Page) => (await p.evaluate('[...window.drawn]')) as string[]
+
+  test('chart axes speak the page\'s language: a German machine page in an American browser says 14:30 and 01.11., not 2:30pm and 11/1', async () => {
+    // 20 minutes of heartbeats, one each 30 s, with the memory free moving by a fraction of a GiB.
+    for (let k = 0; k < 40; k++) {
+      h.clock.advance(30_000)
+      await beat({ cpu_pct: 10 + (k % 7), mem_free_mb: 3900 + 10 * k, mem_total_mb: 8192 })
+    }
+    const { context, page } = await open('de', 1280, 'en-US')
+    try {
+      await page.clock.setFixedTime(new Date(h.clock.now()))
+      await recordCanvasText(page)
+      await page.goto(`${server.url}/fellows/${fellowId}`)
+      const points = async () => Number(/(\d+) Messpunkte/.exec(await page.locator('#chart-b .chart-summary').innerText())?.[1] ?? 0)
+      await until(async () => ((await points()) >= 40 ? true : null), 'the hour chart', { timeoutMs: 10_000, everyMs: 50 })
+      const hour = await drawn(page)
+      // Times on a 24-hour clock, the day as Germans write it; no am/pm, no month/day.
+      expect(hour.filter((x) => /^\d{2}:\d{2}$/.test(x)).length).toBeGreaterThan(1)
+      expect(hour.filter((x) => /^\d{2}\.\d{2}\.$/.test(x))).toContain('01.11.')
+      expect(hour.filter((x) => /[ap]m|\//i.test(x))).toEqual([])
+      // Fractions with a decimal comma (the memory axis in GiB).
+      expect(hour.filter((x) => /^\d+,\d+$/.test(x)).length).toBeGreaterThan(0)
+      expect(hour.filter((x) => /^\d+\.\d+$/.test(x))).toEqual([])
+
+      // The month: days.
+      await page.evaluate('window.drawn.clear()')
+      await Promise.all([page.waitForResponse((r) => r.url().includes('/telemetry?range=30d')), page.selectOption('#usage-range', '30d')])
+      await until(async () => ((await drawn(page)).some((x) => /^\d{2}\.\d{2}\.$/.test(x)) ? true : null), 'the month chart', { timeoutMs: 10_000, everyMs: 50 })
+      expect((await drawn(page)).filter((x) => /[ap]m|\//i.test(x))).toEqual([])
     } finally {
       await context.close()
     }
