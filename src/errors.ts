@@ -69,6 +69,20 @@ export function isStorageFull(e: unknown): boolean {
   return false
 }
 
+/**
+ * The state file stayed locked by another process (an `svc admin` command writing, a backup tool)
+ * past the busy timeout: SQLITE_BUSY or SQLITE_LOCKED. The request was fine; it succeeds shortly.
+ */
+export function isDatabaseBusy(e: unknown): boolean {
+  for (let cur = e, depth = 0; cur !== null && typeof cur === 'object' && depth < 4; cur = (cur as { cause?: unknown }).cause, depth++) {
+    const code = (cur as { code?: unknown }).code
+    if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))) return true
+  }
+  return false
+}
+
+export const databaseBusy = () => new AppError('service_unavailable', 'The state database is busy with another process (an svc admin command?); retry shortly.', { retryAfterS: 1 })
+
 export const storageFull = (extra: Record<string, unknown> = {}) =>
   new AppError('insufficient_storage', "The leader's disk is full: nothing more could be saved. Try again once its operator has freed space.", { retryAfterS: 60, ...extra })
 

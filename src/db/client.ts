@@ -113,6 +113,12 @@ export function openDb(path: string, { migrate = true, refuseOtherVersion = fals
     }
   }
   const db = drizzle(sqlite, { schema })
+  // Transactions begin IMMEDIATE: one begun DEFERRED that reads and then writes fails at once with
+  // SQLITE_BUSY when another process (an svc admin command) wrote meanwhile, whatever the busy
+  // timeout, since it would have to give up its snapshot (500s beside a running admin command).
+  // Begun IMMEDIATE it takes the write lock first and waits for it like any write.
+  const deferred = db.transaction.bind(db)
+  db.transaction = ((fn, config) => deferred(fn, { behavior: 'immediate', ...config })) as typeof db.transaction
   return {
     sqlite,
     db,

@@ -1,7 +1,7 @@
 // RFC 9457 problem+json for every error. No stack trace, SQL or secret reaches a body: unexpected
 // errors are logged with a request-local reference and answered with a generic 500.
 import { Elysia, ValidationError } from 'elysia'
-import { AppError, isStorageFull, storageFull, type ErrorCode } from '../errors'
+import { AppError, databaseBusy, isDatabaseBusy, isStorageFull, storageFull, type ErrorCode } from '../errors'
 import type { Logger } from '../log'
 import { issueText, queryParamHolding } from '../wire/issue-text'
 import { requestUrl } from './host'
@@ -107,6 +107,10 @@ export function internalProblem(log: Logger, request: Request, error: unknown): 
   if (isStorageFull(error)) {
     log.error('disk full: a write failed', { method: request.method, path: requestUrl(request).pathname, error: String((error as Error)?.message ?? error) })
     return problemFrom(storageFull())
+  }
+  if (isDatabaseBusy(error)) {
+    log.warn('state database busy: a request gave up waiting for another process', { method: request.method, path: requestUrl(request).pathname, error: String((error as Error)?.message ?? error) })
+    return problemFrom(databaseBusy())
   }
   const ref = Bun.randomUUIDv7()
   log.error('unhandled error', { ref, method: request.method, path: requestUrl(request).pathname, error: String((error as Error)?.stack ?? error) })
