@@ -79,7 +79,7 @@ const en = {
   'invites.accept': 'Accept',
   'invites.acceptLabel': 'Accept the invitation to {pool}',
   'invites.none': 'No pending invitations.',
-  'pool.gpu': "{name}: {free} of {total} GB free, {busy}% busy",
+  'pool.gpu': "{name}: {free} of {total} GiB free, {busy}% busy",
   'pool.theJob': "its job",
   'pool.online': { one: "{online} of {n} machine online.", other: "{online} of {n} machines online." },
   'pool.noMachinesMember': "No machines yet. Create a join command below and run it on a machine.",
@@ -304,7 +304,7 @@ const en = {
   'fleet.vramFree': "VRAM free",
   'fleet.vramTotal': "VRAM total",
   'fleet.dashTitle': "{pool}: machines online and free VRAM over the last day",
-  'pool.cpuOnly': "no GPU; CPU {cpu} %, {mem} GB memory free",
+  'pool.cpuOnly': "no GPU; CPU {cpu} %, {mem} GiB memory free",
 } satisfies Record<string, Message>
 
 export type ClientKey = keyof typeof en
@@ -383,7 +383,7 @@ const de: Record<ClientKey, Message> = {
   'invites.accept': 'Annehmen',
   'invites.acceptLabel': 'Annehmen: Einladung zu {pool}',
   'invites.none': 'Keine offenen Einladungen.',
-  'pool.gpu': "{name}: {free} von {total} GB frei, {busy} % ausgelastet",
+  'pool.gpu': "{name}: {free} von {total} GiB frei, {busy} % ausgelastet",
   'pool.theJob': "zum Auftrag",
   'pool.online': { one: "{online} von {n} Maschine online.", other: "{online} von {n} Maschinen online." },
   'pool.noMachinesMember': "Noch keine Maschinen. Erstellen Sie unten einen Beitrittsbefehl und führen Sie ihn auf einer Maschine aus.",
@@ -608,7 +608,7 @@ const de: Record<ClientKey, Message> = {
   'fleet.vramFree': "VRAM frei",
   'fleet.vramTotal': "VRAM gesamt",
   'fleet.dashTitle': "{pool}: Maschinen online und freier VRAM am letzten Tag",
-  'pool.cpuOnly': "keine GPU; CPU {cpu} %, {mem} GB Arbeitsspeicher frei",
+  'pool.cpuOnly': "keine GPU; CPU {cpu} %, {mem} GiB Arbeitsspeicher frei",
 }
 
 export const CLIENT_STRINGS: Record<Lang, Record<string, Message>> = { en, de }

@@ -566,13 +566,18 @@ export function commonClient(): void {
   /** An artifact's download link: its name, saved (never opened) from the content route. */
   const artifactLink = (x: { id: string; name: string }) => el('a', { href: '/api/v1/artifacts/' + encodeURIComponent(x.id) + '/content', text: x.name, download: '' })
 
+  // Terminal colour and cursor codes (ESC [ 31 m, ESC ] 8 ; ; url BEL): runners and engines write
+  // them for a terminal, and a page showed them raw ([31mRED[0m).
+  const ANSI = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])/g
+  const withoutAnsi = (text: string): string => (text.includes('\x1b') ? text.replace(ANSI, '') : text)
+
   const badge = (state: string) => {
     const key = 'state.' + state
     return el('span', { class: 'state state-' + state.replace(/[^a-z_]/g, ''), 'data-state-name': state, text: key in strings ? t(key) : state.replace(/_/g, ' ') })
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, fromServer, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, fromServer, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, withoutAnsi, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Forms that only a script can send come with their button off, so that without JavaScript

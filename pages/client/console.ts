@@ -177,18 +177,20 @@ export function consoleClient(): void {
     const heldText = () => (dropped ? t('log.heldDropped', { n: dropped, held: held.length }) : t('log.held', { n: held.length }))
     const lines: { ts: string; line: string; lvl: string }[] = []
     let current: { id: string; close(): void } | null = null
+    // Colour codes go before the level is guessed: "ESC[31mERROR" has no word boundary before ERROR.
     const parse = (line: string) => {
       try {
         const o = JSON.parse(line)
         if (o && typeof o === 'object' && typeof o.msg === 'string') {
           const { level: lv, time: _t, msg, ...rest } = o
           const extra = Object.keys(rest).length ? ' ' + JSON.stringify(rest) : ''
-          return { lvl: LEVELS.includes(lv) ? String(lv) : 'info', text: msg + extra }
+          return { lvl: LEVELS.includes(lv) ? String(lv) : 'info', text: svc.withoutAnsi(msg + extra) }
         }
       } catch {
         // not JSON: shown as it came
       }
-      return { lvl: /\berror\b/i.test(line) ? 'error' : /\bwarn/i.test(line) ? 'warn' : 'info', text: line }
+      const text = svc.withoutAnsi(line)
+      return { lvl: /\berror\b/i.test(text) ? 'error' : /\bwarn/i.test(text) ? 'warn' : 'info', text }
     }
     const shown = (lvl: string) => level.value === 'all' || LEVELS.indexOf(lvl) >= LEVELS.indexOf(level.value)
     const row = (l: (typeof lines)[number]) => {

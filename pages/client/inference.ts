@@ -70,6 +70,15 @@ export function inferenceClient(): void {
 
   async function readStream(res: Response, out: HTMLElement): Promise<string> {
     let text = ''
+    // Terminal colour codes are left out of what is shown; one cut between two deltas waits for
+    // the rest of it in `partial`.
+    let partial = ''
+    const shown = (delta: string) => {
+      const s = partial + delta
+      const cut = /\x1b(?:\[[0-?]*[ -/]*)?$/.exec(s)
+      partial = cut ? cut[0] : ''
+      return svc.withoutAnsi(cut ? s.slice(0, cut.index) : s)
+    }
     const reader = res.body!.getReader()
     const decoder = new TextDecoder()
     let buf = ''
@@ -93,7 +102,7 @@ export function inferenceClient(): void {
           // every token had the log (a live region) hand a screen reader all of it again each time.
           if (text === '') out.textContent = ''
           text += delta
-          out.append(delta)
+          out.append(shown(delta))
           log.scrollTop = log.scrollHeight
         } catch (e) {
           if (e instanceof SyntaxError) continue
@@ -137,7 +146,7 @@ export function inferenceClient(): void {
       if ((res.headers.get('content-type') ?? '').includes('application/json')) {
         const data = await res.json()
         const text = data.choices?.[0]?.message?.content ?? ''
-        out.textContent = text
+        out.textContent = svc.withoutAnsi(text)
         return text
       }
       return await readStream(res, out)

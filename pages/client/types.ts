@@ -78,6 +78,8 @@ export interface Svc {
   t(key: string, vars?: Record<string, string | number>): string
   fmtNum(n: number | null | undefined, digits?: number): string
   fmtBytes(n: number | null | undefined): string
+  /** The text without terminal colour and cursor codes (ESC [ … m and the like). */
+  withoutAnsi(text: string): string
   copy(text: string, status: string | Element | null): Promise<void>
   artifactLink(x: { id: string; name: string }): HTMLElement
   /** The CSRF cookie's value, for a state change sent without api() (an upload through XHR). */

@@ -246,4 +246,45 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('terminal colour codes are left out of log lines and chat answers ([31mRED[0m showed raw), and the machine table says GiB as the machine page does', async () => {
+    const { context, page } = await open('en')
+    try {
+      await page.goto(`${server.url}/fellows/${fellowId}`)
+      const list = page.locator('#fellow-log .log-lines')
+      await list.locator('li').first().waitFor()
+      const lines = ['\x1b[31mERROR\x1b[0m disk \x1b[1;33mfull\x1b[0m', JSON.stringify({ level: 'warn', msg: '\x1b[32mgreen\x1b[39m light' })]
+      expect((await node.post(`/api/v1/workers/${fellowId}/logs`, { lines })).status).toBe(204)
+      await list.locator('li[data-level] .log-msg', { hasText: 'light' }).waitFor()
+      const shown = await list.locator('li[data-level]').evaluateAll((li) => li.slice(-2).map((x) => [x.getAttribute('data-level'), x.querySelector('.log-msg')!.textContent]))
+      expect(shown).toEqual([
+        ['error', 'ERROR disk full'],
+        ['warn', 'green light'],
+      ])
+
+      await page.goto(`${server.url}/pools/${poolId}`)
+      const gpu = page.locator(`#nodes-body tr[data-fellow="${fellowId}"] td`).nth(5)
+      await gpu.waitFor()
+      expect(await gpu.innerText()).toBe('NVIDIA RTX 4090: 20 of 24 GiB free, 12% busy')
+      await page.goto(`${server.url}/fellows/${fellowId}`)
+      await page.waitForSelector('#gpus-body td:has-text("GiB")')
+      expect(await page.locator('#gpus-body td').nth(1).innerText()).toBe('4 GiB of 24 GiB')
+
+      // A colour code split over two deltas is left out as well.
+      await page.goto(`${server.url}/ops/inference`)
+      await page.locator('#chat-model option[value="tiny-llm"]:not([disabled])').waitFor({ state: 'attached' })
+      await page.selectOption('#chat-model', 'tiny-llm')
+      const taken = nextRequest()
+      await page.fill('#chat-prompt', 'Colours?')
+      await page.click('#chat-send')
+      const req = await taken
+      await frames(req.request_id, [{ delta: 'plain \x1b[1' }])
+      await frames(req.request_id, [{ delta: ';31mred\x1b[0m' }, { delta: ' again' }, { done: true, finish_reason: 'stop' }])
+      await page.waitForSelector('#chat-send:not([disabled])')
+      expect(await page.locator('#chat-log .msg').last().locator('span').innerText()).toBe('plain red again')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
