@@ -101,6 +101,12 @@ td.detail { font-size: .875rem; word-break: break-word; }
 .requests li, .invites li { border-bottom: 1px solid var(--line); padding: .35rem 0; }
 .menu-button { display: none; }
 
+/* Before the narrow layout below, which makes it one column: after it, this rule undid that, and at
+   320 px the facts' values got what their names left ("Eigentü|mer"). */
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
+dl.facts dt { font-weight: 600; color: var(--muted); }
+dl.facts dd { margin: 0; }
+
 /* Narrow screens (phones, 390 px): the main navigation folds behind the menu button, and table rows
    stack as cards, each cell with its column's name (data-label, set by app.js from the header). */
 @media (max-width: 720px) {
@@ -131,7 +137,9 @@ td.detail { font-size: .875rem; word-break: break-word; }
 .state-failed, .state-error, .state-unhealthy { background: var(--err-bg); color: var(--err-fg); }
 
 .cmd { display: flex; gap: .5rem; align-items: stretch; flex-wrap: wrap; }
-.cmd pre { flex: 1; margin: 0; background: #111827; color: #f3f4f6; padding: .75rem; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; min-height: 2.75rem; }
+/* The command takes the row, and the button goes under it, where the two do not fit side by side:
+   at 320 px the command was squeezed to six characters a line beside a full-height button. */
+.cmd pre { flex: 1 1 16rem; min-width: 0; margin: 0; background: #111827; color: #f3f4f6; padding: .75rem; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; min-height: 2.75rem; }
 /* What an empty box says comes from the page (data-empty), in its language. */
 .cmd pre[data-empty]:empty::before { content: attr(data-empty); color: #b6bcc8; font-style: italic; }
 .secret { background: var(--warn-bg); color: var(--warn-fg); padding: .75rem; border-radius: 6px; overflow-wrap: anywhere; }
@@ -148,9 +156,6 @@ td.detail { font-size: .875rem; word-break: break-word; }
 .pager { display: flex; gap: .75rem; align-items: center; margin-top: .75rem; }
 .legal { max-width: 48rem; }
 video { max-width: 100%; border-radius: 6px; background: #000; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
-dl.facts dt { font-weight: 600; color: var(--muted); }
-dl.facts dd { margin: 0; }
 
 /* The training console: charts (uPlot canvas, hidden from screen readers; the summary and table
    beside it say the same), step progress, the log tail, field errors of the submit form. */

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { until } from '../helpers/until'
-import { hasChromium, launch, watchErrors } from './support'
+import { hasChromium, launch, shot, watchErrors } from './support'
 
 const T = 60_000
 const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }
@@ -282,6 +282,36 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
       await frames(req.request_id, [{ delta: ';31mred\x1b[0m' }, { delta: ' again' }, { done: true, finish_reason: 'stop' }])
       await page.waitForSelector('#chat-send:not([disabled])')
       expect(await page.locator('#chat-log .msg').last().locator('span').innerText()).toBe('plain red again')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
+  test('at 320 px a command box keeps the width of the card and its Copy button goes under it; words in the facts are not cut mid-word', async () => {
+    const { context, page } = await open('de', 320)
+    try {
+      await page.goto(`${server.url}/pools/${poolId}`)
+      await page.locator('#files-upload-cmd').waitFor()
+      await shot(page, 'details-pool-de-320')
+      for (const id of ['join-cmd', 'files-upload-cmd']) {
+        const box = (await page.evaluate(`(() => {
+          const pre = document.getElementById('${id}'), button = pre.parentElement.querySelector('button'), card = pre.closest('.card')
+          const r = (e) => e.getBoundingClientRect()
+          return { pre: r(pre).width, card: r(card).width, below: r(button).top >= r(pre).bottom }
+        })()`)) as { pre: number; card: number; below: boolean }
+        // The card's width less its padding (1.25 rem a side), give or take a pixel.
+        expect([id, box.pre >= box.card - 42, box.below]).toEqual([id, true, true])
+      }
+      // "Eigentümer" on one line (it broke as "Eigentü|mer" without a hyphen).
+      const role = (await page.evaluate(`(() => {
+        const dd = [...document.querySelectorAll('dl.facts dd')].find((d) => d.textContent === 'Eigentümer')
+        const range = document.createRange()
+        range.selectNodeContents(dd)
+        return range.getClientRects().length
+      })()`)) as number
+      expect(role).toBe(1)
+      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true)
     } finally {
       await context.close()
     }
