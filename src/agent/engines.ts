@@ -213,6 +213,9 @@ export class OpenAiEngine implements Engine {
     void this.pipe(proc.stdout as ReadableStream<Uint8Array>, 'stdout')
     void this.pipe(proc.stderr as ReadableStream<Uint8Array>, 'stderr')
     void proc.exited.then((code) => {
+      // What it started and left behind (a worker holding the GPU) goes with it: a crashing engine
+      // otherwise left one set of orphans per restart, re-parented and outliving the agent.
+      signalChild(proc, 'SIGKILL')
       if (this.proc !== proc) return
       this.proc = null
       this.setHealthy(false)

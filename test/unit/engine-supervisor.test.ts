@@ -79,3 +79,31 @@ describe('a supervised engine', () => {
     expect(lines.find((l) => l.msg === 'engine command could not start')).toMatchObject({ engine: 'gone', command: '/nonexistent/engine' })
   })
 })
+
+describe('an engine that exits by itself', () => {
+  test('leaves nothing of its process group behind when it is restarted (a crashed engine whose workers outlived it, one set per restart)', async () => {
+    const lines: Record<string, unknown>[] = []
+    // A launcher that starts a worker (as vLLM starts its engine core) and then crashes.
+    const toml = ['[engines.crashy]', `command = ["sh", "-c", "sleep 10007 & echo worker $!; exit 3", "sh", "{port}"]`].join('\n')
+    const spec = loadEngines({ config: 'fellow.toml' }, () => toml)[0]!
+    const engine = new OpenAiEngine(spec, { log: createLogger('info', (l) => lines.push(JSON.parse(l))), clock: systemClock, onHealth: () => {} })
+    running.push(engine)
+    engine.start()
+    const said = await until(() => lines.find((l) => l.msg === 'engine output' && String(l.line).startsWith('worker ')) ?? null, 'the worker started', { timeoutMs: 5000, everyMs: 20 })
+    const worker = Number(String(said.line).slice('worker '.length))
+    await until(() => lines.find((l) => l.msg === 'engine exited; restarting') ?? null, 'the crash noticed', { timeoutMs: 5000, everyMs: 20 })
+    const alive = () => {
+      try {
+        process.kill(worker, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    try {
+      await until(() => !alive(), 'the worker killed with its crashed engine', { timeoutMs: 3000, everyMs: 20 })
+    } finally {
+      if (alive()) process.kill(worker, 'SIGKILL')
+    }
+  })
+})
