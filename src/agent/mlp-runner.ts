@@ -15,6 +15,7 @@ import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import { sleep, systemClock } from '../time'
 import type { StatusReport } from '../wire/jobs'
 import type { Channel } from './p2p'
+import type { SendOutcome } from './transport'
 
 const POLL_WAIT_MS = 1000
 const MAX_FRAME_BYTES = 64 << 20
@@ -55,13 +56,14 @@ class DataEndpointIO implements StageIO {
     }
   }
 
-  async send(channel: Channel, frame: Frame): Promise<boolean> {
+  /** 202 sent; 413 never (the frame is past a limit: docs/workloads.md, do not send it again); anything else: again later. */
+  async send(channel: Channel, frame: Frame): Promise<SendOutcome> {
     try {
       const res = await fetch(`${this.url}/${channel}`, { method: 'POST', body: encodeFrames([frame]) as Uint8Array<ArrayBuffer>, signal: this.stopper.signal })
       await res.arrayBuffer()
-      return res.status === 202
+      return res.status === 202 ? 'sent' : res.status === 413 ? 'too_large' : 'unreachable'
     } catch {
-      return false
+      return 'unreachable'
     }
   }
 

@@ -13,7 +13,7 @@
 import { createStage, type Stage } from './mlp'
 import { type LeaderClient } from './client'
 import { StatusReporter } from './reports'
-import { Link, type Counters } from './transport'
+import { Link, type Counters, type SendOutcome } from './transport'
 import { parseTrainConfig, type StageAssignment, type TrainConfig } from './job'
 import { readCheckpoint, writeCheckpoint, type CheckpointMeta } from './state'
 import type { Channel } from './p2p'
@@ -47,7 +47,8 @@ export interface StageIO {
   close(): void
   /** Aborted when the neighbours change, so a wait for a lost step's gradient ends at once. */
   readonly epochSignal: AbortSignal
-  send(channel: Channel, frame: Frame): Promise<boolean>
+  /** 'too_large': the frame can never be carried (past the relay's or the data endpoint's frame limit). */
+  send(channel: Channel, frame: Frame): Promise<SendOutcome>
   take(channels: Channel[], signal: AbortSignal, timeoutMs?: number): Promise<{ channel: Channel; frame: Frame } | null>
   report(r: StatusReport): void
   /** Writes the weights; returns where. */
@@ -178,6 +179,21 @@ export class MlpStageRun {
     this.io.close()
   }
 
+  /**
+   * Sends a frame; one the link refuses as too large for good fails the stage: every step's frame
+   * is as large, and resent it kept the job at step 0 for good, with no reason.
+   */
+  private async send(channel: Channel, f: Frame): Promise<SendOutcome> {
+    const sent = await this.io.send(channel, f)
+    if (sent === 'too_large') {
+      const { step, rows } = f.meta as { step: number; rows: number }
+      const width = f.data.byteLength / 4 / Math.max(1, rows)
+      const to = channel === 'activations' ? 'next' : 'previous'
+      this.fail(new Error(`the ${channel} frame of step ${step} (${f.data.byteLength} bytes: batch ${rows} × hidden ${width} float32) is larger than the link to the ${to} stage carries (the relay's SVC_RELAY_MAX_FRAME_BYTES; 64 MiB at most): make config.batch or config.hidden smaller`))
+    }
+    return sent
+  }
+
   /** Resolves true when stepping may go on, false once stopped. */
   private async gate(): Promise<boolean> {
     while (this.status === 'paused') await new Promise<void>((r) => (this.wakeGate = r))
@@ -208,8 +224,10 @@ export class MlpStageRun {
         continue
       }
       const signal = this.io.epochSignal
-      if (!(await this.io.send('activations', this.frame(next, stage.batch, out)))) {
-        await sleep(this.deps.clock, 1000, signal) // refused or unreachable: do not spin, try the step again
+      const sent = await this.send('activations', this.frame(next, stage.batch, out))
+      if (sent === 'too_large') return // failed: never done
+      if (sent !== 'sent') {
+        await sleep(this.deps.clock, 1000, signal) // unreachable: do not spin, try the step again
         continue
       }
       const g = await this.awaitGradient(next, signal)
@@ -246,16 +264,16 @@ export class MlpStageRun {
           const out = stage.forward(toF32(got.frame.data), rows)
           if (stage.isLast) {
             const dx = this.finishStep(step, out, rows)
-            await this.io.send('gradients', this.frame(step, rows, dx))
+            if ((await this.send('gradients', this.frame(step, rows, dx))) === 'too_large') return
           } else {
             awaiting = step
-            await this.io.send('activations', this.frame(step, rows, out))
+            if ((await this.send('activations', this.frame(step, rows, out))) === 'too_large') return
           }
         } else if (step === awaiting) {
           awaiting = null
           const dx = stage.backward(toF32(got.frame.data))
           this.step = step
-          await this.io.send('gradients', this.frame(step, rows, dx))
+          if ((await this.send('gradients', this.frame(step, rows, dx))) === 'too_large') return
         }
       } catch (e) {
         this.deps.log.warn('dropped a frame that does not fit this stage', { job_id: this.jobId, step, error: (e as Error).message })
@@ -307,7 +325,7 @@ export class PipelineWorker extends MlpStageRun {
       get epochSignal() {
         return link.epochSignal
       },
-      send: (channel, frame) => link.send(channel, frame),
+      send: (channel, frame) => link.sendFrame(channel, frame),
       take: (channels, signal, timeoutMs) => link.inbox.take(channels, signal, timeoutMs),
       report: (r) => reporter.report(r),
       saveCheckpoint: (meta, weights) => writeCheckpoint(deps.stateDir, meta, weights),

@@ -17,6 +17,7 @@ import { isInside } from './tar'
 import { secretEnvValues, secretMask } from './redact'
 import { leftoversGone, recordRunner } from './leftovers'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
+import { AppError } from '../errors'
 import type { StageAssignment } from './job'
 import { monotonicNow } from '../time'
 import type { WorkerDeps, WorkerStatus } from './pipeline'
@@ -435,6 +436,9 @@ export class RunnerWorker {
       try {
         frames = decodeFrames(new Uint8Array(await req.arrayBuffer()), { maxFrameBytes: MAX_FRAME_BYTES })
       } catch (e) {
+        // A frame over 64 MiB is no more carried the next time: 413 like the relay's limit, not "bad".
+        const tooLarge = e instanceof AppError && e.code === 'payload_too_large'
+        if (tooLarge) return new Response(`${(e as Error).message}: do not send it again; send smaller frames\n`, { status: 413 })
         return new Response(`bad frames: ${(e as Error).message}\n`, { status: 400 })
       }
       for (const f of frames) {

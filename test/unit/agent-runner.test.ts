@@ -8,7 +8,9 @@ import { RunnerWorker } from '../../src/agent/runner'
 import { leftoversGone, reapLeftoverRunners, recordRunner } from '../../src/agent/leftovers'
 import { readLines } from '../../src/agent/lines'
 import { parseAssignment } from '../../src/agent/job'
-import type { LeaderClient, StoredArtifact } from '../../src/agent/client'
+import { LeaderError, type LeaderClient, type StoredArtifact } from '../../src/agent/client'
+import { builtinRunner } from '../../src/agent/fellow-config'
+import { encodeFrames } from '../../src/wire/frames'
 import type { StatusReport } from '../../src/wire/jobs'
 import { createLogger } from '../../src/log'
 import { systemClock, type TimerClock } from '../../src/time'
@@ -79,6 +81,46 @@ describe('a running runner stage', () => {
     step = 3_600_000
     const before = Math.max(...s.reports.map((r) => r.step ?? 0))
     await until(() => (s.reports.some((r) => (r.step ?? 0) > before) ? true : null), 'a later report', { timeoutMs: 5000 })
+  })
+})
+
+describe('frames that can never be carried', () => {
+  test('the built-in mlp whose activation frame the relay refuses as too large (SVC_RELAY_MAX_FRAME_BYTES) fails the job with a reason, not step 0 for good', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'agent-runner-'))
+    cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }))
+    const reports: StatusReport[] = []
+    let pushes = 0
+    const idle = (_u: string, _c: string, _w: number, signal?: AbortSignal) => new Promise((r) => signal?.addEventListener('abort', () => r([])))
+    const client = {
+      leaderUrl: 'http://127.0.0.1:9',
+      relaySocketUrl: () => null,
+      relayPush: async () => {
+        pushes++
+        throw new LeaderError(413, 'payload_too_large', 'frame 0: data_len 16384 exceeds the 1024-byte frame limit', null)
+      },
+      relayPop: idle,
+      jobStatus: async (_j: string, r: StatusReport) => void reports.push(r),
+      latestCheckpoint: async () => null,
+    } as unknown as LeaderClient
+    const a = parseAssignment({ stage: 0, stages: 2, next: { fellow_id: 'f2', address: null }, transport: 'tunnel', relay_url: 'http://127.0.0.1:9/api/v1/relay/job-1', config: { hidden: 64, batch: 64, steps: 5 }, resume: false })
+    const w = new RunnerWorker({ jobId: 'job-1', client, log: createLogger('error', () => {}), stateDir, counters: { sent: 0, received: 0 }, clock: systemClock, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null }, a, builtinRunner())
+    cleanups.push(() => void w.stop('test over'))
+    w.start()
+    const failed = await until(() => reports.find((r) => r.status === 'failed') ?? null, 'the stage failed', { timeoutMs: 20_000 })
+    expect(failed.reason).toContain('runner mlp (stage 0) exited with code 1')
+    expect(failed.reason).toContain('the activations frame of step 1 (16384 bytes: batch 64 × hidden 64 float32) is larger than the link to the next stage carries')
+    expect(pushes).toBe(1) // not sent again
+  }, 30_000)
+
+  test('SVC_DATA_URL answers 413 to a frame over 64 MiB (do not send it again), not 400', async () => {
+    const s = stage({ command: ['sh', '-c', 'echo "url $SVC_DATA_URL"; sleep 30'] })
+    s.w.start()
+    s.lookup.resolve(null)
+    const line = await until(() => (s.lines as { msg: string; line?: string }[]).find((l) => l.line?.startsWith('url ')) ?? null, 'the data url')
+    const url = line.line!.slice(4)
+    const res = await fetch(`${url}/activations`, { method: 'POST', body: encodeFrames([{ meta: { step: 1 }, data: new Uint8Array((64 << 20) + 1) }]) as Uint8Array<ArrayBuffer> })
+    expect(res.status).toBe(413)
+    expect(await res.text()).toContain('do not send it again')
   })
 })
 
