@@ -5,7 +5,7 @@ import { jobs, pools } from '../db/schema'
 import { AppError, invalid, notFound } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
-import { iso } from '../time'
+import { iso, monotonicNow } from '../time'
 import { ensureDefaultPool, memberRole } from '../pools/service'
 import { scopeOf, inScope } from '../pools/scope'
 import { BUILTIN_RUNNER, candidateOf, pendingReason, place, type Candidate } from './placement'
@@ -17,7 +17,7 @@ import type { Statement } from 'bun:sqlite'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Caller, NodeCaller } from '../caller'
-import type { FellowRegistry } from '../fellows/live'
+import { BUSY_STATUSES, type FellowRegistry } from '../fellows/live'
 import type { SignalHub } from '../fellows/signals'
 import type { RelayHub } from '../relay/hub'
 import type { JobMetrics } from './metrics'
@@ -112,6 +112,8 @@ export class JobService {
   private visited: Set<string> | null = null
   private byId: ReturnType<typeof jobById>
   private byIdPlacement: Statement<{ pool_id: string; status: JobStatus; assignments: string }, [string]>
+  /** Active jobs none of whose fellows runs them: since when (monotonic), see reapOrphans. */
+  private orphanSince = new Map<string, number>()
 
   constructor(
     private ctx: Ctx,
@@ -136,6 +138,7 @@ export class JobService {
         intervalMs: 1000,
         run: () => {
           this.sweepVanished()
+          this.reapOrphans()
           this.metrics.forgetEnded()
           void this.schedulePass()
         },
@@ -164,6 +167,42 @@ export class JobService {
       this.metrics.drop(id)
       this.registry.jobEnded(id, [...this.registry.all()].filter((f) => f.jobId === id).map((f) => f.id))
     }
+  }
+
+  /**
+   * An active job none of whose fellows runs it any more ends as failed: each is online and says,
+   * heartbeat after heartbeat, that it runs no job. A leader restored from a backup taken while the
+   * job ran kept it "running" for good, its fellows counted busy and no other job placed on them.
+   * One fellow that still runs it (the last stage, while earlier ones finished their part) keeps
+   * it going; so does one not heard from since this leader started (its last report is older).
+   */
+  private reapOrphans(): void {
+    const now = monotonicNow(this.ctx.clock)
+    const wall = this.ctx.clock.now()
+    // At least as long as a fellow may be silent before it counts offline, and a minute: a final
+    // report retried after a leader outage (every 30 s at most) lands within it.
+    const grace = Math.max(6 * this.ctx.cfg.heartbeatIntervalS, 60) * 1000
+    const seen = new Set<string>()
+    for (const r of this.ctx.db.select({ id: jobs.id, assignments: jobs.assignments }).from(jobs).where(inArray(jobs.status, [...ACTIVE])).all()) {
+      if (r.assignments.length === 0) continue
+      const runsIt = r.assignments.some((a) => {
+        const f = this.registry.get(a.fellow_id)
+        // Idle says "no job", whatever job_id an older fellow's heartbeat left standing.
+        return !f || BUSY_STATUSES.has(f.status ?? '') || (f.status !== 'idle' && f.jobId === r.id) || this.registry.stateOf(f, wall) !== 'online'
+      })
+      if (runsIt) continue
+      seen.add(r.id)
+      const since = this.orphanSince.get(r.id) ?? now
+      this.orphanSince.set(r.id, since)
+      if (now - since < grace) continue
+      const row = this.row(r.id)
+      if (!row || !ACTIVE.has(row.status)) continue
+      const reason = `none of its fellows runs it any more: each has said for ${Math.round(grace / 1000)} s that it runs no job (was the leader's state restored from a backup?)`
+      this.signalAll(row, 'STOP', { reason })
+      this.setStatus(r.id, 'failed', { reason }, row.status)
+      this.ctx.log.warn('job failed: none of its fellows runs it', { job_id: r.id, fellows: r.assignments.map((a) => a.fellow_id) })
+    }
+    for (const id of this.orphanSince.keys()) if (!seen.has(id)) this.orphanSince.delete(id)
   }
 
   /** Whether the job is still there (a purge deletes every job). */

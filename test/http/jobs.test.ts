@@ -627,6 +627,45 @@ function statementsDuring<T>(h: Harness, fn: () => T): { result: T; statements: 
 
 const jobRowsRead = (statements: { sql: string; rows: number }[]) => statements.filter((s) => /from "jobs"/i.test(s.sql)).reduce((n, s) => n + s.rows, 0)
 
+// A leader restored from a backup taken while a job ran: its fellows had long finished with it
+// and said so in every heartbeat, but the job stayed "running" for good and its fellows busy.
+describe('a job none of whose fellows runs it', () => {
+  const beat = (f: Fellow, body: Record<string, unknown>) => f.c.post('/api/v1/workers/heartbeat', body)
+  const schedulerRun = (h: Harness) => h.services.loops.find((l) => l.name === 'scheduler')!.run()
+
+  test('fails with a reason after a minute of heartbeats saying "no job" from each of them, and frees them', async () => {
+    const { h, A, pool, fellows } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'ghost', pool_id: pool.id, stages: 2 })).body
+    for (const f of fellows) await beat(f, { status: 'running', job_id: job.id, step: 3 })
+    expect((await fellows[0]!.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step: 3 })).body.status).toBe('running')
+    for (let s = 0; s <= 70; s += 10) {
+      for (const f of fellows) await beat(f, { status: 'idle' })
+      schedulerRun(h)
+      if (s < 60) expect([s, (await A.get(`/api/v1/jobs/${job.id}`)).body.status]).toEqual([s, 'running'])
+      h.clock.advance(10_000)
+    }
+    const ended = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect(ended.status).toBe('failed')
+    expect(ended.reason).toContain('none of its fellows runs it any more')
+    // Its fellows take the next job.
+    expect((await A.post('/api/v1/jobs', { name: 'next', pool_id: pool.id, stages: 2 })).body.status).toBe('scheduled')
+  })
+
+  test('goes on while one fellow still runs it (earlier stages end their part first)', async () => {
+    const { h, A, pool, fellows } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'tail', pool_id: pool.id, stages: 2 })).body
+    for (const f of fellows) await beat(f, { status: 'running', job_id: job.id, step: 3 })
+    expect((await fellows[1]!.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step: 3 })).body.status).toBe('running')
+    for (let s = 0; s <= 120; s += 10) {
+      await beat(fellows[0]!, { status: 'idle', job_id: null })
+      await beat(fellows[1]!, { status: 'running', job_id: job.id, step: 3 + s })
+      schedulerRun(h)
+      h.clock.advance(10_000)
+    }
+    expect((await A.get(`/api/v1/jobs/${job.id}`)).body.status).toBe('running')
+  })
+})
+
 // A member submitting and cancelling 500 jobs of 60 KiB configs made every poll of a pool page's
 // job list 30 MB (every 3 s, per open tab); jobs past the newest 500 could not be listed at all.
 describe('the job list', () => {
