@@ -230,8 +230,9 @@ export function commonClient(): void {
 
   // One load at a time. A refresh asked for while one runs (after a write, say) runs again as soon
   // as it ends: the running one may have been answered before the write and would leave the list
-  // stale until the next interval.
-  function poll(fn: () => Promise<void>, ms: number) {
+  // stale until the next interval. `ms` may be a function, asked after each load: a list polls
+  // slower while nothing in it moves.
+  function poll(fn: () => Promise<void>, ms: number | (() => number)) {
     let timer: ReturnType<typeof setTimeout> | undefined
     let running = false
     let again = false
@@ -251,7 +252,7 @@ export function commonClient(): void {
         if (again) {
           again = false
           void tick()
-        } else timer = setTimeout(tick, ms)
+        } else timer = setTimeout(tick, typeof ms === 'number' ? ms : ms())
       }
     }
     void tick()

@@ -13,14 +13,19 @@ export function poolConsoleClient(): void {
   const q = encodeURIComponent(poolId)
   const form = $('submit-job') as HTMLFormElement | null
 
-  // null until the first answer: a form sent before it asks first (it said "no machines").
+  // null until the first answer: a form sent before it asks first (it said "no machines"). The
+  // answers are the machine table's (pool.js polls the list and passes each one on): this script
+  // polled the same list on its own.
   let machines: any[] | null = null
-  async function loadMachines() {
-    const r = await svc.api('GET', `/api/v1/cluster/nodes?pool_id=${q}`)
-    if (!r.ok) return
-    machines = (r.data.items as any[]).filter((n) => n.state !== 'released')
+  function takeMachines(items: any[]) {
+    machines = items.filter((n) => n.state !== 'released')
     const offered = [...new Set(['mlp', ...machines.flatMap((n) => (n.runners as string[]) ?? [])])].sort()
     svc.render($('job-runner-options'), offered, () => offered.map((name) => el('option', { value: name })))
+  }
+  document.addEventListener('svc:pool-nodes', (e) => takeMachines((e as CustomEvent<any[]>).detail))
+  async function loadMachines() {
+    const r = await svc.api('GET', `/api/v1/cluster/nodes?pool_id=${q}`)
+    if (r.ok) takeMachines(r.data.items as any[])
   }
 
   const fieldError = svc.fieldError
@@ -111,6 +116,8 @@ export function poolConsoleClient(): void {
     submitted = r.data.id
     form.reset()
     announce(r.data)
+    // The job list (pool.js) shows it now, not at its next slow beat.
+    document.dispatchEvent(new CustomEvent('svc:jobs-changed'))
   })
 
   function announce(j: any) {
@@ -152,10 +159,7 @@ export function poolConsoleClient(): void {
     onlineChart.set(xs, [pts.map((p) => p.online)], period)
     vramChart.set(xs, [pts.map((p) => gib(p.vram_free_mb)), pts.map((p) => gib(p.vram_total_mb))], period)
   }
-  if (form) {
-    svc.poll(loadMachines, 10000)
-    svc.poll(followSubmitted, 3000)
-  }
+  if (form) svc.poll(followSubmitted, 3000)
   const fleet = svc.poll(loadFleet, 30000)
   $('fleet-range')?.addEventListener('change', () => fleet.now())
 }

@@ -49,7 +49,8 @@ export interface Svc {
   fieldError(id: string, text: string): boolean
   /** Takes an error under the form (the element `msg`) down once the form is changed. */
   clearOnInput(form: string, msg: string): void
-  poll(fn: () => Promise<void>, ms: number): { now(): void }
+  /** Runs `fn` now and every `ms` after it ends (a function: asked each time), skipped while the tab is hidden; now() runs it at once. */
+  poll(fn: () => Promise<void>, ms: number | (() => number)): { now(): void }
   /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
   render(container: Element | null, key: unknown, build: () => Child[]): void
   /**

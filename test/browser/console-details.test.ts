@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { until } from '../helpers/until'
-import { hasChromium, launch, shot, watchErrors } from './support'
+import { hasChromium, holdBack, launch, shot, watchErrors } from './support'
 
 const T = 60_000
 const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }
@@ -317,4 +317,97 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     }
     expect(errors).toEqual([])
   }, T)
+
+  /**
+   * Counts the page's requests to /api/v1/cluster/nodes and /api/v1/jobs over `seconds` of the
+   * page's (fake) time, moved a second at a time, each step's answers in before the next.
+   */
+  async function countPolls(p: Page, seconds: number): Promise<{ nodes: number; jobs: number; jobUrls: string[] }> {
+    const seen = { nodes: 0, jobs: 0, jobUrls: [] as string[] }
+    const open = new Set<unknown>()
+    const watch = (r: { url(): string }) => {
+      const path = new URL(r.url()).pathname
+      if (path === '/api/v1/cluster/nodes') seen.nodes++
+      else if (path === '/api/v1/jobs') seen.jobs++, seen.jobUrls.push(r.url())
+      else return
+      open.add(r)
+    }
+    const done = (r: unknown) => void open.delete(r)
+    p.on('request', watch)
+    p.on('requestfinished', done)
+    p.on('requestfailed', done)
+    try {
+      for (let s = 0; s < seconds; s++) {
+        await p.clock.runFor(1000)
+        await until(() => open.size === 0, 'the polls to be answered', { timeoutMs: 5000, everyMs: 5 })
+        // Answers handled (the next poll armed) before the clock moves on.
+        await p.evaluate('new Promise((r) => requestAnimationFrame(() => r(null)))').catch(() => {})
+      }
+    } finally {
+      p.off('request', watch)
+      p.off('requestfinished', done)
+      p.off('requestfailed', done)
+    }
+    return seen
+  }
+
+  test('the pool page asks for its machines once per beat (two scripts polled the same list), less often while none of its jobs moves, and not while hidden', async () => {
+    const quiet = (await A.post('/api/v1/pools', { name: 'Quiet', visibility: 'private' })).body.id
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: quiet })).body.join_token
+    const reg = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'box-2', gpus: [GPU] })).body
+    const box2 = h.client({ bearer: reg.node_token })
+    expect((await box2.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] }, runners: ['mlp', 'torch'] })).status).toBe(200)
+    const done = (await A.post('/api/v1/jobs', { name: 'done', pool_id: quiet, stages: 1 })).body.id
+    expect((await A.delete(`/api/v1/jobs/${done}`)).status).toBe(200)
+
+    const { context, page } = await open('en')
+    try {
+      await page.clock.install({ time: new Date(h.clock.now()) })
+      await page.goto(`${server.url}/pools/${quiet}`)
+      await page.locator(`#jobs-body tr[data-job="${done}"]`).waitFor()
+      // The submit form knows the pool's runners from the machine list's one answer.
+      await page.locator('#job-runner-options option[value="torch"]').waitFor({ state: 'attached' })
+
+      // Nothing runs: each list about every 10-15 s.
+      const idle = await countPolls(page, 60)
+      expect(idle.nodes).toBeGreaterThanOrEqual(4)
+      expect(idle.nodes).toBeLessThanOrEqual(7)
+      expect(idle.jobs).toBeGreaterThanOrEqual(3)
+      expect(idle.jobs).toBeLessThanOrEqual(5)
+
+      // A job waits: every 3 s again, as soon as the page learns of it.
+      const queued = (await A.post('/api/v1/jobs', { name: 'queued', pool_id: quiet, stages: 2 })).body.id
+      await countPolls(page, 16)
+      await page.locator(`#jobs-body tr[data-job="${queued}"]`).waitFor()
+      const busy = await countPolls(page, 30)
+      expect(busy.nodes).toBeGreaterThanOrEqual(9)
+      expect(busy.nodes).toBeLessThanOrEqual(11)
+      expect(busy.jobs).toBeGreaterThanOrEqual(9)
+      expect(busy.jobs).toBeLessThanOrEqual(11)
+
+      // Hidden: nothing asked.
+      await page.evaluate("Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); document.dispatchEvent(new Event('visibilitychange'))")
+      const hidden = await countPolls(page, 30)
+      expect([hidden.nodes, hidden.jobs]).toEqual([0, 0])
+      expect((await A.delete(`/api/v1/jobs/${queued}`)).status).toBe(200)
+    } finally {
+      await context.close()
+    }
+
+    // A job form sent before that one answer is in asks for the machines itself, and says what is wrong.
+    const second = await open('en')
+    try {
+      const { release } = await holdBack(second.page, '**/api/v1/cluster/nodes?pool_id=*')
+      await second.page.goto(`${server.url}/pools/${quiet}`)
+      await second.page.fill('#job-name-input', 'too wide')
+      await second.page.fill('#job-stages-input', '3')
+      await second.page.click('#submit-job-button')
+      await second.page.waitForSelector('#job-stages-input-error:has-text("1 machine, fewer than 3 stages")')
+      release()
+      await second.page.locator('#nodes-body tr', { hasText: 'box-2' }).waitFor()
+    } finally {
+      await second.context.close()
+    }
+    expect(errors).toEqual([])
+  }, 120_000)
 })
