@@ -50,7 +50,7 @@ export function poolClient(): void {
     // (each script polled it, 805 KB at 500 machines).
     document.dispatchEvent(new CustomEvent('svc:pool-nodes', { detail: items }))
     const online = items.filter((n) => n.state === 'online').length
-    noneOnline = online === 0
+    quiet = online > 0 && items.length > SMALL
     // Announced only when the count changes (render skips identical data).
     svc.render($('nodes-summary'), [online, items.length], () => [items.length ? t('pool.online', { n: items.length, online }) : ''])
     // Keyed by what a person sees (the relative "last seen", not its timestamp), and what changed
@@ -60,10 +60,12 @@ export function poolClient(): void {
     svc.update($('nodes-body'), key, () => (items.length ? items.map(nodeRow) : [emptyRow(empty, 7)]))
   }
 
-  /** A job of the pool waits or runs, and no machine of it is online: the lists are polled more often then. */
+  /** A job of the pool waits or runs: its lists are polled more often then. */
   const MOVING = ['queued', 'scheduled', 'running']
   let moving = false
-  let noneOnline = true
+  /** Machines online (none: one being added should show up soon), more than SMALL of them. */
+  const SMALL = 50
+  let quiet = false
   let lastJobs = ''
   async function loadJobs() {
     const r = await svc.api('GET', `/api/v1/jobs?pool_id=${q}`)
@@ -162,10 +164,11 @@ export function poolClient(): void {
     })
   }))
 
-  // Every 3 s while a job of the pool waits or runs (its steps and machines move), or while no
-  // machine is online (one being added should show up soon); else every 10 s (machines) and 15 s
-  // (jobs): both lists are large in a large pool, and an idle page fetched them 25 times a minute.
-  const nodes = svc.poll(loadNodes, () => (moving || noneOnline ? 3000 : 10_000))
+  // Every 3 s while a job of the pool waits or runs (its steps and machines move). Otherwise the
+  // jobs every 15 s, and the machines of a pool of more than 50 every 10 s (a list of 500 is
+  // 805 KB, and an idle page fetched it 26 times a minute); a small pool's stay at 3 s, as does
+  // one with no machine online (one being added should show up soon).
+  const nodes = svc.poll(loadNodes, () => (moving || !quiet ? 3000 : 10_000))
   const jobs = $('jobs-body') ? svc.poll(loadJobs, () => (moving ? 3000 : 15_000)) : null
   document.addEventListener('svc:jobs-changed', () => jobs?.now())
   if ($('models')) svc.poll(loadModels, 15000)

@@ -351,12 +351,14 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     return seen
   }
 
-  test('the pool page asks for its machines once per beat (two scripts polled the same list), less often while none of its jobs moves, and not while hidden', async () => {
+  test('the pool page asks for its machines once per beat (two scripts polled the same list), a large pool\'s less often while none of its jobs moves, and not while hidden', async () => {
+    // 60 machines: a list worth fetching less often.
     const quiet = (await A.post('/api/v1/pools', { name: 'Quiet', visibility: 'private' })).body.id
     const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: quiet })).body.join_token
-    const reg = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'box-2', gpus: [GPU] })).body
-    const box2 = h.client({ bearer: reg.node_token })
-    expect((await box2.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] }, runners: ['mlp', 'torch'] })).status).toBe(200)
+    for (let k = 2; k <= 61; k++) {
+      const reg = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: `box-${k}`, gpus: [GPU] })).body
+      expect((await h.client({ bearer: reg.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] }, runners: ['mlp', 'torch'] })).status).toBe(200)
+    }
     const done = (await A.post('/api/v1/jobs', { name: 'done', pool_id: quiet, stages: 1 })).body.id
     expect((await A.delete(`/api/v1/jobs/${done}`)).status).toBe(200)
 
@@ -400,11 +402,11 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
       const { release } = await holdBack(second.page, '**/api/v1/cluster/nodes?pool_id=*')
       await second.page.goto(`${server.url}/pools/${quiet}`)
       await second.page.fill('#job-name-input', 'too wide')
-      await second.page.fill('#job-stages-input', '3')
+      await second.page.fill('#job-stages-input', '62')
       await second.page.click('#submit-job-button')
-      await second.page.waitForSelector('#job-stages-input-error:has-text("1 machine, fewer than 3 stages")')
+      await second.page.waitForSelector('#job-stages-input-error:has-text("60 machines, fewer than 62 stages")')
       release()
-      await second.page.locator('#nodes-body tr', { hasText: 'box-2' }).waitFor()
+      await second.page.locator('#nodes-body tr', { hasText: 'box-61' }).waitFor()
     } finally {
       await second.context.close()
     }
