@@ -68,6 +68,47 @@ export class LineLimiter {
 }
 
 /**
+ * Calls `send` at most every `everyMs` (on the monotonic clock), the last call always: a call
+ * within that time is held until it is over, and the calls meanwhile fold into it, so `send` reads
+ * the latest figures when it goes. A child printing status lines in a loop (progress, checkpoint
+ * lines) makes one report per interval, not one per line.
+ */
+export class Throttle {
+  private last = -Infinity
+  private held: ReturnType<typeof setTimeout> | null = null
+
+  constructor(
+    private readonly clock: TimerClock,
+    private readonly everyMs: number,
+    private readonly send: () => void,
+  ) {}
+
+  request(): void {
+    if (this.held) return
+    const wait = this.last + this.everyMs - monotonicNow(this.clock)
+    if (wait <= 0) this.fire()
+    else this.held = setTimeout(() => this.fire(), wait)
+  }
+
+  /** Sends a held call now (the child exited). */
+  flush(): void {
+    if (this.held) this.fire()
+  }
+
+  /** Drops a held call (paused: it must not say "running" after "paused"). */
+  cancel(): void {
+    if (this.held) clearTimeout(this.held)
+    this.held = null
+  }
+
+  private fire(): void {
+    this.cancel()
+    this.last = monotonicNow(this.clock)
+    this.send()
+  }
+}
+
+/**
  * The environment a child (an engine, a runner) inherits from the agent: everything but the
  * agent's own SVC_* settings, so a join token given as SVC_JOIN_TOKEN never reaches it. A runner
  * gets the SVC_* variables of its contract explicitly. MIMALLOC_PURGE_DELAY goes too when the

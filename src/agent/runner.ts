@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, realpathSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { Link } from './transport'
-import { LineLimiter, childEnv, readLines, signalChild, spawnChild } from './lines'
+import { LineLimiter, Throttle, childEnv, readLines, signalChild, spawnChild } from './lines'
 import { StatusReporter } from './reports'
 import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { isInside } from './tar'
@@ -29,7 +29,7 @@ const MAX_SEND_BYTES = 256 << 20
 const MAX_FRAME_BYTES = 64 << 20
 const MAX_WAIT_MS = 30_000
 const STDERR_TAIL = 20
-/** Progress lines are reported at most this often (the last one always). */
+/** Progress and checkpoint lines are reported at most this often each (the last one always). */
 const REPORT_EVERY_MS = 50
 /** Output lines logged (and shipped to the leader) per second; the rest are counted. */
 const LOG_LINES_PER_S = 200
@@ -65,9 +65,12 @@ export class RunnerWorker {
   private checkpointAsked = false
   /** Ends a 'checkpointing' the runner never answered with a checkpoint line. */
   private checkpointWait: (() => void) | null = null
-  private lastReportAt = -Infinity
-  private pendingReport: ReturnType<typeof setTimeout> | null = null
+  private readonly progressReports: Throttle
+  /** The throughput the runner's last progress line gave (null: computed from the steps). */
+  private throughput: number | null = null
   private lastProgress = { at: 0, step: 0 }
+  private readonly checkpointReports: Throttle
+  private checkpointStep = 0
   private readonly output: LineLimiter
   readonly checkpointDir: string
   /** Where archives and downloaded checkpoints go (below the job's directory, not the runner's). */
@@ -91,6 +94,8 @@ export class RunnerWorker {
     this.workDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'transfer')
     this.scrub = secretMask(() => [deps.nodeToken?.(), ...secretEnvValues(spec.env)])
     this.output = new LineLimiter(LOG_LINES_PER_S, deps.clock, (n) => deps.log.warn('runner output suppressed', { job_id: deps.jobId, runner: spec.name, lines: n, limit_per_s: LOG_LINES_PER_S }))
+    this.progressReports = new Throttle(deps.clock, REPORT_EVERY_MS, () => this.sendProgress())
+    this.checkpointReports = new Throttle(deps.clock, REPORT_EVERY_MS, () => this.report({ status: 'checkpointed', step: this.checkpointStep }))
   }
 
   get jobId(): string {
@@ -197,8 +202,7 @@ export class RunnerWorker {
     if (this.proc) signalChild(this.proc, 'SIGSTOP')
     this.status = 'paused'
     // Progress already on its way must not say "running" after "paused".
-    if (this.pendingReport) clearTimeout(this.pendingReport)
-    this.pendingReport = null
+    this.progressReports.cancel()
     this.deps.log.info('stage paused', { job_id: this.jobId, step: this.step })
     this.report({ status: 'paused', step: this.step })
   }
@@ -299,9 +303,14 @@ export class RunnerWorker {
       // Only what really lies in its own checkpoint directory leaves the machine: the path is
       // resolved through its links (a link in the directory to /home/someone/.ssh points outside).
       const dir = this.checkpointPath(j.checkpoint)
-      if (dir === null) log.warn('checkpoint path outside SVC_CHECKPOINT_DIR; archiving SVC_CHECKPOINT_DIR instead', { job_id: this.jobId, runner: this.spec.name, path: j.checkpoint })
-      log.info('checkpoint written', { job_id: this.jobId, runner: this.spec.name, step, path: j.checkpoint })
-      this.report({ status: 'checkpointed', step })
+      // Within the output's limit, and reported like progress: a runner printing checkpoint lines
+      // in a loop logged and reported each one (300 000 log lines and queued POSTs).
+      if (this.output.allow()) {
+        if (dir === null) log.warn('checkpoint path outside SVC_CHECKPOINT_DIR; archiving SVC_CHECKPOINT_DIR instead', { job_id: this.jobId, runner: this.spec.name, path: j.checkpoint })
+        log.info('checkpoint written', { job_id: this.jobId, runner: this.spec.name, step, path: j.checkpoint })
+      }
+      this.checkpointStep = step
+      this.checkpointReports.request()
       this.upload(step, dir ?? this.checkpointDir)
       return
     }
@@ -331,21 +340,19 @@ export class RunnerWorker {
 
   /** A progress report, at most every REPORT_EVERY_MS (the latest figures win). */
   private progress(throughput: number | null): void {
-    if (this.pendingReport || this.status === 'paused') return
-    const send = () => {
-      this.pendingReport = null
-      if (this.status === 'paused') return
-      // Rates and the report interval on the monotonic clock: a step back of the wall clock held
-      // every report back for the step's length.
-      const now = monotonicNow(this.deps.clock)
-      const rate = throughput ?? Math.max(0, ((this.step - this.lastProgress.step) * 1000) / Math.max(1, now - this.lastProgress.at))
-      this.lastProgress = { at: now, step: this.step }
-      this.lastReportAt = now
-      this.report({ status: 'running', step: this.step, loss: this.loss, throughput: rate })
-    }
-    const wait = this.lastReportAt + REPORT_EVERY_MS - monotonicNow(this.deps.clock)
-    if (wait <= 0) send()
-    else this.pendingReport = setTimeout(send, wait)
+    if (this.status === 'paused') return
+    this.throughput = throughput
+    this.progressReports.request()
+  }
+
+  private sendProgress(): void {
+    if (this.status === 'paused') return
+    // Rates and the report interval on the monotonic clock: a step back of the wall clock held
+    // every report back for the step's length.
+    const now = monotonicNow(this.deps.clock)
+    const rate = this.throughput ?? Math.max(0, ((this.step - this.lastProgress.step) * 1000) / Math.max(1, now - this.lastProgress.at))
+    this.lastProgress = { at: now, step: this.step }
+    this.report({ status: 'running', step: this.step, loss: this.loss, throughput: rate })
   }
 
   /** Into the leader's store, one upload at a time; the newest waiting checkpoint wins. */
@@ -363,15 +370,10 @@ export class RunnerWorker {
     })().finally(() => (this.uploading = null))
   }
 
-  private flushProgress(): void {
-    if (!this.pendingReport) return
-    clearTimeout(this.pendingReport)
-    this.pendingReport = null
-    this.report({ status: 'running', step: this.step, loss: this.loss })
-  }
-
   private exited(code: number | null, signal: string | null): void {
-    this.flushProgress()
+    // Its last figures before what its exit says.
+    this.progressReports.flush()
+    this.checkpointReports.flush()
     this.output.flush()
     if (this.stopping) {
       this.deps.log.info('runner stopped', { job_id: this.jobId, runner: this.spec.name, code, signal })

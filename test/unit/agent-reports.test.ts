@@ -54,3 +54,69 @@ describe('status reports while the leader is away', () => {
     expect(clock.pending).toBe(0)
   })
 })
+
+describe('status reports faster than the leader takes them', () => {
+  test('wait in a bounded queue: a report like the last one waiting replaces it (its fields merged), and past 16 the oldest progress goes; the stage-ending report is never dropped', async () => {
+    const got: StatusReport[] = []
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const slow = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(req) {
+        got.push((await req.json()) as StatusReport)
+        if (got.length === 1) await held // the first report takes a while: the rest queue up
+        return new Response(null, { status: 204 })
+      },
+    })
+    try {
+      const reporter = new StatusReporter({ client: new LeaderClient(`http://127.0.0.1:${slow.port}`, () => 'svc_node_x'), log: createLogger('error', () => {}), clock: new FakeClock() }, 'job-1')
+      reporter.report({ status: 'running', step: 0 })
+      await until(() => got.length === 1, 'the first report in flight')
+      reporter.report({ status: 'running', step: 1, resumed_from_step: 1 })
+      // A runner printing checkpoint lines in a loop: 300 000 of them queued a POST each.
+      for (let i = 2; i <= 50_000; i++) reporter.report({ status: 'running', step: i, loss: 1 / i })
+      reporter.report({ status: 'paused', step: 50_000 })
+      for (let i = 1; i <= 20; i++) reporter.report({ status: i % 2 ? 'running' : 'checkpointed', step: 50_000 + i })
+      reporter.report({ status: 'completed', step: 50_021 })
+      release()
+      await reporter.settled()
+      expect(got.length).toBeLessThanOrEqual(1 + 16)
+      expect(got.at(-1)).toEqual({ status: 'completed', step: 50_021 })
+      expect(got.at(-2)).toEqual({ status: 'checkpointed', step: 50_020 })
+      expect(got.slice(1).map((r) => r.step)).toEqual([...got.slice(1).map((r) => r.step!)].sort((a, b) => a - b)) // in order
+    } finally {
+      slow.stop(true)
+    }
+  })
+
+  test('a report like the last one waiting is merged into it: the latest figures, and what only the earlier one said', async () => {
+    const got: StatusReport[] = []
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const slow = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(req) {
+        got.push((await req.json()) as StatusReport)
+        if (got.length === 1) await held
+        return new Response(null, { status: 204 })
+      },
+    })
+    try {
+      const reporter = new StatusReporter({ client: new LeaderClient(`http://127.0.0.1:${slow.port}`, () => 'svc_node_x'), log: createLogger('error', () => {}), clock: new FakeClock() }, 'job-1')
+      reporter.report({ status: 'paused', step: 0 })
+      await until(() => got.length === 1, 'the first report in flight')
+      reporter.report({ status: 'running', step: 7, resumed_from_step: 7 })
+      reporter.report({ status: 'running', step: 9, loss: 0.5, throughput: 2 })
+      release()
+      await reporter.settled()
+      expect(got).toEqual([
+        { status: 'paused', step: 0 },
+        { status: 'running', step: 9, resumed_from_step: 7, loss: 0.5, throughput: 2 },
+      ])
+    } finally {
+      slow.stop(true)
+    }
+  })
+})

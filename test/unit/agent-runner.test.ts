@@ -295,6 +295,24 @@ function killLater(...pids: (() => number)[]): void {
   })
 }
 
+describe('checkpoint lines', () => {
+  test('in a flood are limited like progress: at most 200 log lines a second (the rest counted), a checkpointed report at most every 50 ms with the newest step, and the last one always', async () => {
+    // A runner that says "checkpoint written" inside its step loop (a bug), then idles.
+    const s = stage({ command: ['sh', '-c', `mkdir -p "$SVC_CHECKPOINT_DIR/c"; echo w > "$SVC_CHECKPOINT_DIR/c/w"; seq 1 20000 | awk '{ print "{\\"checkpoint\\": \\"c\\", \\"step\\": " $1 "}" }'; sleep 30`] })
+    const t0 = performance.now()
+    s.w.start()
+    s.lookup.resolve(null)
+    await s.started()
+    const checkpointed = () => s.reports.filter((r) => r.status === 'checkpointed')
+    await until(() => checkpointed().at(-1)?.step === 20_000, 'the last checkpoint reported', { timeoutMs: 10_000 })
+    const took = performance.now() - t0
+    expect(checkpointed().length).toBeLessThanOrEqual(2 + took / 50)
+    const written = s.lines.filter((l) => l.msg === 'checkpoint written')
+    expect(written.length).toBeLessThanOrEqual(200 * Math.ceil(took / 1000 + 1))
+    await until(() => s.lines.find((l) => l.msg === 'runner output suppressed') ?? null, 'the rest counted')
+  })
+})
+
 describe('a runner left behind by an agent that died', () => {
   test('a launcher runner dies with its agent (parent-death SIGTERM) but its worker stays in the runner\'s process group: the next agent start stops the group, and the runner it starts waits for that', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'agent-leftover-'))
