@@ -1,9 +1,10 @@
 // Wire shapes of the model catalog (servable manifests).
 import { t, type Static } from 'elysia'
 import { Timestamp, Int } from '../model'
+import { MODEL_NAME } from '../wire/fellow'
 
 /** Also the `model` of the chat API, so kept to characters a URL path and a log line carry safely. */
-export const ServableName = t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$', maxLength: 200, 'x-rule': "1 to 200 letters, digits or any of . _ : / @ + -, starting with a letter or digit" })
+export const ServableName = t.String({ pattern: MODEL_NAME, maxLength: 200, 'x-rule': "1 to 200 letters, digits or any of . _ : / @ + -, starting with a letter or digit" })
 
 export const ServableBody = t.Object(
   {

@@ -3,7 +3,7 @@
 // validate these (src/fellows/model.ts re-exports them); the agent (src/agent/) sends and reads
 // them. Plain TypeBox, so that the agent does not load Elysia.
 import { Type, type Static } from '@sinclair/typebox'
-import { Int, Label, Nullable, Timestamp, UnionEnum } from './schema'
+import { Int, Label, NO_CONTROL_PATTERN, Nullable, Timestamp, UnionEnum } from './schema'
 
 export const SIGNALS = ['START', 'PAUSE', 'CHECKPOINT', 'STOP', 'RECONFIGURE', 'UPDATE', 'PURGE'] as const
 export type SignalName = (typeof SIGNALS)[number]
@@ -16,11 +16,21 @@ export type HeartbeatStatus = (typeof HEARTBEAT_STATUSES)[number]
 const FiniteNumber = Type.Number({ minimum: -1e15, maximum: 1e15 })
 const Count = Int({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
 const Hostname = Label(253)
+/**
+ * What a fellow reports that pages show beside the leader's own words (a GPU's name, its agent's
+ * version): no control characters and no bidirectional overrides, which drew "1 of 80 GB free"
+ * reversed and let a fellow's text pass for the leader's.
+ */
+const ReportedText = (maxLength: number) => Type.String({ maxLength, pattern: NO_CONTROL_PATTERN })
+
+/** A model's name, as chat clients send it in `model` (the servable catalog's rule). */
+export const MODEL_NAME = '^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$'
+const ModelName = Type.String({ maxLength: 200, pattern: MODEL_NAME, 'x-rule': '1 to 200 letters, digits or any of . _ : / @ + -, starting with a letter or digit' })
 
 export const Gpu = Type.Object(
   {
     index: Int({ minimum: 0, maximum: 1024 }),
-    name: Type.String({ maxLength: 200 }),
+    name: ReportedText(200),
     memory_total_mb: Int({ minimum: 0, maximum: 10_000_000 }),
     memory_free_mb: Int({ minimum: 0, maximum: 10_000_000 }),
     utilization_pct: Type.Number({ minimum: 0, maximum: 100 }),
@@ -49,7 +59,7 @@ export const RegisterBody = Type.Object(
     gpus: Type.Optional(Type.Array(Gpu, { maxItems: 64 })),
     /** host:port base where neighbours reach this fellow's p2p listeners (activations on base, gradients on base+1). */
     address: Type.Optional(Type.String({ maxLength: 300 })),
-    agent_version: Type.Optional(Type.String({ maxLength: 64 })),
+    agent_version: Type.Optional(ReportedText(64)),
   },
   { additionalProperties: false },
 )
@@ -73,7 +83,7 @@ export const ENGINE_NAME = RUNNER_NAME
 export const EngineState = Type.Object(
   {
     name: Type.String({ pattern: ENGINE_NAME }),
-    model: Type.String({ minLength: 1, maxLength: 200 }),
+    model: ModelName,
     healthy: Type.Boolean(),
   },
   { additionalProperties: false },
@@ -93,7 +103,7 @@ export const HeartbeatBody = Type.Object(
     bytes_received: Type.Optional(Count),
     hardware: Type.Optional(Hardware),
     /** The models this fellow serves now: only those whose engine is healthy. */
-    servables: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
+    servables: Type.Optional(Type.Array(ModelName, { maxItems: 100 })),
     /** Requests each served model takes at once (its engine's max_concurrent); a model left out takes 1. */
     capacity: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Int({ minimum: 1, maximum: 10_000 }), { maxProperties: 100 })),
     /** The runners this machine's operator declared (the built-in `mlp` included): jobs naming one are placed here. */

@@ -321,6 +321,27 @@ describe('node authentication rules', () => {
 })
 
 describe('heartbeats and telemetry', () => {
+  test("text a fellow reports that pages show (GPU names, engine models, servables, its version) holds no control or bidi characters (422): a U+202E drew the leader's own words reversed", async () => {
+    const { h, a, pool } = await setup()
+    const token = await joinToken(a, pool.id)
+    expect((await register(h, token, { gpus: [{ ...GPU, name: 'NVIDIA H100\u202e ysub %99' }] })).status).toBe(422)
+    expect((await register(h, token, { agent_version: '1.0\u001b[2J' })).status).toBe(422)
+    const f = (await register(h, token, { gpus: [{ ...GPU, name: 'NVIDIA GeForce RTX\u2122 4090 (ünïcode is fine)' }], agent_version: '0.1.0+abc' })).body
+    const node = h.client({ bearer: f.node_token })
+    const beat = (body: Record<string, unknown>) => node.post('/api/v1/workers/heartbeat', { status: 'idle', ...body })
+    for (const body of [
+      { hardware: { gpus: [{ ...GPU, name: 'A100\u2066evil' }] } },
+      { servables: ['gpt\u202e4o-mini'] },
+      { servables: ['"><img src=x>'] },
+      { servables: ['x'.repeat(201)] },
+      { engines: [{ name: 'vllm', model: 'qwen\u0007', healthy: true }] },
+    ]) {
+      const r = await beat(body)
+      expect([JSON.stringify(body).slice(0, 60), r.status]).toEqual([JSON.stringify(body).slice(0, 60), 422])
+    }
+    expect((await beat({ servables: ['Qwen/Qwen2.5-0.5B-Instruct', 'tiny-llm', 'llama3:8b@q4'], engines: [{ name: 'vllm', model: 'Qwen/Qwen2.5-0.5B-Instruct', healthy: true }] })).status).toBe(200)
+  })
+
   test('live GPU telemetry refreshes free VRAM in /cluster/nodes and /cluster/devices, filtered to the caller pools', async () => {
     const { h, a, b, A, pool } = await setup()
     const f = (await register(h, await joinToken(a, pool.id))).body
