@@ -140,8 +140,10 @@ describe('svc against a running leader', () => {
     const lines = watch.stdout.trim().split('\n')
     expect(lines.at(-1)).toMatch(/^job cli-job completed at step 3000, loss \d/)
     expect(lines.some((l) => l.includes('3000/3000 100 %'))).toBe(true)
-    const shown = JSON.parse((await svc(['jobs', 'show', 'cli-job', '--json'])).stdout) as { status: string; assignments: { fellow_id: string }[] }
+    const shown = JSON.parse((await svc(['jobs', 'show', 'cli-job', '--json'])).stdout) as { status: string; assignments: { fellow_id: string }[]; config: Record<string, unknown> }
     expect(shown.status).toBe('completed')
+    // Found by name in the list (summaries), shown whole: with its config.
+    expect(shown.config).toMatchObject({ steps: 3000, report_every: 100 })
     expect(shown.assignments.map((a) => a.fellow_id)).toEqual([node.fellow_id])
     // The agent ships its log every 2 s: the job may end before its first lines arrive.
     const logs = await until(

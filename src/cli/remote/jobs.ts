@@ -88,7 +88,7 @@ export async function list({ flags }: Invocation): Promise<number> {
   const poolId = flags.pool === undefined ? undefined : (await resolvePool(c, flags.pool as string)).id
   const query = { pool_id: poolId, status: flags.status as string | undefined }
   checkInput(J.JobListQuery, JSON.parse(JSON.stringify(query)))
-  const res = await c.get<{ items: Job[] }>('/api/v1/jobs', query)
+  const res = await c.get<J.JobList>('/api/v1/jobs', query)
   printList(
     modeOf(flags),
     res,

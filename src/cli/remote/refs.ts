@@ -3,7 +3,7 @@
 import type { Static } from '@sinclair/typebox'
 import type { Pool } from '../../pools/model'
 import type { NodeView } from '../../fellows/model'
-import type { Job } from '../../jobs/model'
+import type { Job, JobList } from '../../jobs/model'
 import type { UserList, AdminUser } from '../../admin/model'
 import type { ApiTokenRecord } from '../../accounts/model'
 import { isUuid, type Client } from '../client'
@@ -29,8 +29,10 @@ export async function resolveFellow(c: Client, ref: string): Promise<Static<type
 
 export async function resolveJob(c: Client, ref: string): Promise<Job> {
   if (isUuid(ref)) return c.get<Job>(`/api/v1/jobs/${ref.toLowerCase()}`)
-  const { items } = await c.get<{ items: Job[] }>('/api/v1/jobs')
-  return pick('job', ref, items.filter((j) => j.name === ref), (j) => j.id)
+  // The list's items are summaries (no config): the job itself comes by its id.
+  const { items } = await c.get<JobList>('/api/v1/jobs')
+  const found = pick('job', ref, items.filter((j) => j.name === ref), (j) => j.id)
+  return c.get<Job>(`/api/v1/jobs/${found.id}`)
 }
 
 /** A user's id: given, or found by exact email (admins only: the admin list). */
