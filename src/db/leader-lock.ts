@@ -9,11 +9,13 @@
 // however that ends (a SIGKILL leaves no stale lock). The holder writes its pid and paths into the
 // file, then keeps a write transaction open (a RESERVED lock): others can still read who holds it,
 // but not take it. Paths are resolved through symlinks first, so that another name for the same
-// file or directory meets the same lock. Offline commands (`svc admin backup`, doctor) do not take
-// them: they may run beside the leader.
+// file or directory meets the same lock; a hard link or a mount of the file at another path is
+// met by a third lock, on the state file itself (file-lock.ts). Offline commands (`svc admin
+// backup`, doctor) do not take them: they may run beside the leader.
 import { Database } from 'bun:sqlite'
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
+import { lockFileItself } from './file-lock'
 
 /** The lock is held by another leader, or cannot be taken at all: one line for the operator. */
 export class LeaderLockedError extends Error {}
@@ -47,7 +49,13 @@ export function realPath(p: string, depth = 0): string {
   }
 }
 
-export function lockLeader(dbPath: string, stateDir?: string): LeaderLock {
+/**
+ * Takes the state file's locks, and the state directory's when one is given. `makeFile` makes a
+ * missing state file (empty, owner-only: SQLite's first open would) so that it is locked from the
+ * start; without it a missing file is not locked (no other name of it can exist yet). Release
+ * only after closing the state file (file-lock.ts says why).
+ */
+export function lockLeader(dbPath: string, stateDir?: string, { makeFile = true }: { makeFile?: boolean } = {}): LeaderLock {
   if (dbPath === ':memory:') return { release() {} }
   const me: Holder = { pid: process.pid, db: realPath(dbPath), stateDir: stateDir === undefined ? '' : realPath(stateDir) }
   const byFile = takeLock(`${me.db}.leader-lock`, me)
@@ -55,17 +63,28 @@ export function lockLeader(dbPath: string, stateDir?: string): LeaderLock {
     const other = byFile.busy !== null && byFile.busy.db !== dbPath ? ` (as ${byFile.busy.db}, pid ${byFile.busy.pid})` : ''
     throw new LeaderLockedError(`another leader is running on the state file ${dbPath}${other}: stop it first, or give this one its own SVC_STATE_DIR`)
   }
-  if (stateDir === undefined) return { release: () => byFile.db.close() }
-  const byDir = takeLock(join(me.stateDir, 'leader.lock'), me)
-  if ('busy' in byDir) {
+  const byDir = stateDir === undefined ? null : takeLock(join(me.stateDir, 'leader.lock'), me)
+  if (byDir !== null && 'busy' in byDir) {
     byFile.db.close()
     const who = byDir.busy === null ? '' : ` (pid ${byDir.busy.pid}, state file ${byDir.busy.db})`
     throw new LeaderLockedError(`another leader${who} is running with the state directory ${stateDir}, whose secret key and artifact files it uses: stop it first, or give this one its own SVC_STATE_DIR`)
   }
+  // Last: it may make the state file, which a refused start should not leave behind.
+  const itself = lockFileItself(me.db, makeFile)
+  const releaseNames = () => {
+    byDir?.db.close()
+    byFile.db.close()
+  }
+  if (itself === 'busy') {
+    releaseNames()
+    throw new LeaderLockedError(
+      `another leader has the state file ${dbPath} open under another name (a hard link to it, or the same file mounted at another path, in a container say): stop it first, or give this one its own state file`,
+    )
+  }
   return {
     release: () => {
-      byDir.db.close()
-      byFile.db.close()
+      itself?.release()
+      releaseNames()
     },
   }
 }
