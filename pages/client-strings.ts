@@ -17,6 +17,10 @@ const en = {
   'common.never': 'never',
   'common.saved': 'Saved.',
   'common.nothingChanged': 'Nothing was changed, so nothing was saved.',
+  'list.shown': 'Showing {n} of {total}.',
+  'list.newest': 'Showing the newest {n}.',
+  'list.all': 'All {n} shown.',
+  'list.more': 'Show {n} more',
 
   'state.online': 'online',
   'state.stale': 'stale',
@@ -321,6 +325,10 @@ const de: Record<ClientKey, Message> = {
   'common.never': 'nie',
   'common.saved': 'Gespeichert.',
   'common.nothingChanged': 'Es wurde nichts geändert, also nichts gespeichert.',
+  'list.shown': '{n} von {total} werden gezeigt.',
+  'list.newest': 'Die neuesten {n} werden gezeigt.',
+  'list.all': 'Alle {n} werden gezeigt.',
+  'list.more': '{n} weitere zeigen',
 
   'state.online': 'online',
   'state.stale': 'verzögert',

@@ -262,6 +262,36 @@ export function commonClient(): void {
     return { now: () => void tick() }
   }
 
+  // A long list is drawn SHOWN_STEP rows at a time: 1,001 API tokens with a button each, or a pool's
+  // 1,000 members, made a page that took seconds to draw and was no use to scroll. A line under the
+  // table says how many of how many are on show (role=status: a click is answered), with a button
+  // for more; the focus stays on it, or goes to the line when the last rows took it away.
+  const SHOWN_STEP = 50
+  function showMore(body: Element | null, redraw: () => void): { limit(): number; shown(n: number, total: number | null, more?: boolean): void } {
+    let limit = SHOWN_STEP
+    const count = el('span', { class: 'muted', role: 'status' })
+    const button = el('button', { type: 'button', class: 'secondary small', text: t('list.more', { n: SHOWN_STEP }) }) as HTMLButtonElement
+    const caption = body?.closest('table')?.querySelector('caption')?.textContent?.trim()
+    if (caption) button.setAttribute('aria-label', `${button.textContent} (${caption})`)
+    button.addEventListener('click', () => {
+      limit += SHOWN_STEP
+      redraw()
+    })
+    const bar = el('div', { class: 'actions list-more', hidden: true }, count, button)
+    ;(body?.closest('.table-wrap') ?? body?.closest('table'))?.after(bar)
+    return {
+      limit: () => limit,
+      // `total` null: not known (a list paged by cursor), `more` says whether there are more.
+      shown(n, total, more = total !== null && n < total) {
+        bar.hidden = !more && n <= SHOWN_STEP
+        count.textContent = more ? (total === null ? t('list.newest', { n }) : t('list.shown', { n, total })) : t('list.all', { n })
+        const had = document.activeElement === button
+        button.hidden = !more
+        if (had && !more) focus(count)
+      },
+    }
+  }
+
   // One request at a time per form or button: a double click (or Enter pressed twice) sent two
   // (two jobs, two pools, two API tokens of which the first was never shown). While one is under
   // way further calls are ignored and the form's submit buttons (or the button) say they are off
@@ -578,7 +608,7 @@ export function commonClient(): void {
   }
   const data = (name: string) => document.body.getAttribute('data-' + name) ?? ''
 
-  const svc: Svc = { api, fromServer, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, withoutAnsi, artifactLink, csrf, copy, badge, data, t, lang }
+  const svc: Svc = { api, fromServer, showMore, exclusive, onSubmit, stream, el, say, formError, refusedFields, focus, pager, fieldError, clearOnInput, poll, render, update, formJson, changedFields, settleFields, fmtTime, fmtAgo, ago, fmtNum, fmtBytes, withoutAnsi, artifactLink, csrf, copy, badge, data, t, lang }
   window.svc = svc
 
   // Forms that only a script can send come with their button off, so that without JavaScript

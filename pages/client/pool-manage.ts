@@ -46,9 +46,13 @@ export function poolManageClient(): void {
     const r = await svc.api('GET', `${base}/members`)
     if (!r.ok) return svc.render($('members-body'), { s: r.status }, () => [emptyRow(r.status === 404 ? t('members.onlyMembers') : t('common.loadFailed', { error: r.error ?? '' }), 5)])
     const items = r.data.items as any[]
+    const shown = items.slice(0, memberList.limit())
     // Updated in place (as the requests and invitations below): a rebuilt list took the keyboard focus off its buttons.
-    svc.update($('members-body'), items, () => items.map(memberRow))
+    svc.update($('members-body'), shown, () => shown.map(memberRow))
+    memberList.shown(shown.length, items.length)
   }
+  // 50 at a time: a pool of 1,000 members drew 1,000 rows.
+  const memberList = svc.showMore($('members-body'), () => members?.now())
 
   async function loadRequests() {
     const r = await svc.api('GET', `${base}/join-requests`)

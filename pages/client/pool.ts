@@ -1,6 +1,6 @@
 // pool.js: the live parts of a pool page (machines, jobs, models, files) and the join command.
 // Routes that are not there yet (or refuse) show "No data yet." instead of breaking the page.
-import type {} from './types'
+import type { ApiResult } from './types'
 
 export function poolClient(): void {
   const svc = window.svc
@@ -55,10 +55,14 @@ export function poolClient(): void {
     svc.render($('nodes-summary'), [online, items.length], () => [items.length ? t('pool.online', { n: items.length, online }) : ''])
     // Keyed by what a person sees (the relative "last seen", not its timestamp), and what changed
     // is updated in place: rebuilding the rows at every step took keyboard focus away.
-    const key = items.map((n) => [n.fellow_id, n.state, n.status, n.step, n.loss, n.job_id, n.gpus, svc.fmtAgo(n.last_seen_at)])
+    const shown = items.slice(0, nodeList.limit())
+    const key = shown.map((n) => [n.fellow_id, n.state, n.status, n.step, n.loss, n.job_id, n.gpus, svc.fmtAgo(n.last_seen_at)])
     const empty = $('join-section') ? t('pool.noMachinesMember') : t('pool.noMachines')
-    svc.update($('nodes-body'), key, () => (items.length ? items.map(nodeRow) : [emptyRow(empty, 7)]))
+    svc.update($('nodes-body'), key, () => (shown.length ? shown.map(nodeRow) : [emptyRow(empty, 7)]))
+    nodeList.shown(shown.length, items.length)
   }
+  // 50 rows at a time (the summary above counts them all): 500 machines drew 500 rows.
+  const nodeList = svc.showMore($('nodes-body'), () => nodes.now())
 
   /** A job of the pool waits or runs: its lists are polled more often then. */
   const MOVING = ['queued', 'scheduled', 'running']
@@ -67,10 +71,27 @@ export function poolClient(): void {
   const SMALL = 50
   let quiet = false
   let lastJobs = ''
+  // The newest 50 jobs, 50 more at a time: each poll asks for as many as are on show (the list
+  // came whole, 500 at most, and older jobs could not be reached), following the list's cursor past
+  // the 500 one answer holds.
+  const jobList = svc.showMore($('jobs-body'), () => jobs?.now())
+  async function fetchJobs(limit: number): Promise<{ r: ApiResult; items: any[]; more: boolean }> {
+    const items: any[] = []
+    let cursor: string | null = null
+    for (;;) {
+      const r: ApiResult = await svc.api('GET', `/api/v1/jobs?pool_id=${q}&page_size=${Math.min(500, limit - items.length)}` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''))
+      if (!r.ok) return { r, items, more: false }
+      items.push(...((r.data?.items ?? []) as any[]))
+      cursor = typeof r.data?.next_cursor === 'string' ? r.data.next_cursor : null
+      if (cursor === null || items.length >= limit) return { r, items, more: cursor !== null }
+    }
+  }
+
   async function loadJobs() {
-    const r = await svc.api('GET', `/api/v1/jobs?pool_id=${q}`)
+    const { r, items: all, more } = await fetchJobs(jobList.limit())
     if (!r.ok) return svc.render($('jobs-body'), { s: r.status }, () => [emptyRow(noData(r), 6)])
-    const items = ((r.data?.items ?? []) as any[]).filter((j) => j.pool_id === undefined || j.pool_id === poolId)
+    const items = all.filter((j) => j.pool_id === undefined || j.pool_id === poolId)
+    jobList.shown(items.length, null, more)
     moving = items.some((j) => MOVING.includes(j.status))
     // Updated in place: the step and loss change every few seconds, and a rebuilt row took the
     // focus off its link.

@@ -36,12 +36,16 @@ export function profileClient(): void {
     )
   }
 
+  // An admin sees every user's tokens: 50 rows at a time.
+  const list = svc.showMore($('tokens-body'), () => void load())
   async function load() {
     const r = await svc.api('GET', '/api/v1/api-tokens')
     const body = $('tokens-body')
     if (!r.ok) return svc.render(body, { s: r.status }, () => [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: t('common.loadFailed', { error: r.error ?? '' }) }))])
     const items = r.data.items as any[]
-    svc.render(body, items, () => (items.length ? items.map(row) : [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: t('tokens.none') }))]))
+    const shown = items.slice(0, list.limit())
+    svc.render(body, shown, () => (shown.length ? shown.map(row) : [el('tr', {}, el('td', { colspan: cols, class: 'empty', text: t('tokens.none') }))]))
+    list.shown(shown.length, items.length)
   }
 
   svc.clearOnInput('token-form', 'token-msg')

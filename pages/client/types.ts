@@ -51,6 +51,12 @@ export interface Svc {
   clearOnInput(form: string, msg: string): void
   /** Runs `fn` now and every `ms` after it ends (a function: asked each time), skipped while the tab is hidden; now() runs it at once. */
   poll(fn: () => Promise<void>, ms: number | (() => number)): { now(): void }
+  /**
+   * A long table drawn 50 rows at a time: draw limit() rows, then say shown(rows drawn, total or
+   * null when unknown, whether there are more); the line under the table says how many, and its
+   * "Show 50 more" raises the limit and calls `redraw`.
+   */
+  showMore(body: Element | null, redraw: () => void): { limit(): number; shown(n: number, total: number | null, more?: boolean): void }
   /** Replaces a container's children only when the data changed, so polling keeps keyboard focus. */
   render(container: Element | null, key: unknown, build: () => Child[]): void
   /**

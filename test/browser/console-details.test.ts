@@ -5,7 +5,7 @@
 // registration, heartbeats, log lines and inference frames) through the API.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { makeHarness, seedUser, sessionClient, tokenClient, type Client, type Harness } from '../helpers/harness'
 import { until } from '../helpers/until'
 import { hasChromium, holdBack, launch, shot, watchErrors } from './support'
 
@@ -406,9 +406,87 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
       await second.page.click('#submit-job-button')
       await second.page.waitForSelector('#job-stages-input-error:has-text("60 machines, fewer than 62 stages")')
       release()
-      await second.page.locator('#nodes-body tr', { hasText: 'box-61' }).waitFor()
+      await second.page.locator('#nodes-body tr[data-fellow]').first().waitFor()
     } finally {
       await second.context.close()
+    }
+    expect(errors).toEqual([])
+  }, 120_000)
+
+  /** The line under a long table and its button (the table's caption names it). */
+  const moreOf = (p: Page, body: string) => p.locator(`.table-wrap:has(#${body}) + .list-more`)
+
+  test('long lists show 50 rows at a time with a count and "Show 50 more": all users\' API tokens, a pool\'s members and machines, and its jobs past the newest (older pages by cursor)', async () => {
+    // 1,000 more tokens (each user's own, as people make them), 120 members, 560 finished jobs.
+    for (let k = 0; k < 1000; k++) tokenClient(h, (await seedUser(h, `holder-${k}@example.com`)).id)
+    const many = (await A.post('/api/v1/pools', { name: 'Many', visibility: 'private' })).body.id
+    for (let k = 0; k < 120; k++) {
+      const u = await seedUser(h, `member-${k}@example.com`)
+      const invite = (await A.post(`/api/v1/pools/${many}/invites`, { email: u.email })).body
+      const token = new URL(invite.invite_link).searchParams.get('token')
+      expect((await sessionClient(h, u.id).post(`/api/v1/pools/invites/${invite.id}/accept`, { token })).status).toBe(200)
+    }
+    const jobIds: string[] = []
+    for (let k = 0; k < 560; k++) {
+      const id = (await A.post('/api/v1/jobs', { name: `old ${k}`, pool_id: many, stages: 1 })).body.id
+      expect((await A.delete(`/api/v1/jobs/${id}`)).status).toBe(200)
+      jobIds.push(id)
+    }
+    const tokens = (await A.get('/api/v1/api-tokens')).body.items.length
+    expect(tokens).toBeGreaterThanOrEqual(1000)
+
+    const { context, page } = await open('en')
+    try {
+      await page.goto(`${server.url}/profile`)
+      await page.locator('#tokens-body tr').nth(49).waitFor()
+      expect(await page.locator('#tokens-body tr').count()).toBe(50)
+      const tokensMore = moreOf(page, 'tokens-body')
+      expect(await tokensMore.locator('[role=status]').innerText()).toBe(`Showing 50 of ${tokens.toLocaleString('en')}.`)
+      await tokensMore.getByRole('button', { name: 'Show 50 more' }).click()
+      await page.locator('#tokens-body tr').nth(99).waitFor()
+      expect(await page.locator('#tokens-body tr').count()).toBe(100)
+      expect(await tokensMore.locator('[role=status]').innerText()).toBe(`Showing 100 of ${tokens.toLocaleString('en')}.`)
+      // The focus stays on the button, for the next 50.
+      expect(await page.evaluate('document.activeElement.textContent')).toBe('Show 50 more')
+
+      await page.goto(`${server.url}/pools/${many}`)
+      await page.locator('#members-body tr').nth(49).waitFor()
+      expect(await page.locator('#members-body tr').count()).toBe(50)
+      expect(await moreOf(page, 'members-body').locator('[role=status]').innerText()).toBe('Showing 50 of 121.')
+      // Newest first; past them, the older ones a page at a time, until there are no more.
+      const jobs = page.locator('#jobs-body tr[data-job]')
+      await jobs.nth(49).waitFor()
+      expect(await jobs.count()).toBe(50)
+      expect(await jobs.first().getAttribute('data-job')).toBe(jobIds[559]!)
+      const jobsMore = moreOf(page, 'jobs-body')
+      expect(await jobsMore.locator('[role=status]').innerText()).toBe('Showing the newest 50.')
+      const cursors: string[] = []
+      page.on('request', (r) => void (r.url().includes('cursor=') && cursors.push(r.url())))
+      for (let n = 100; n <= 600; n += 50) {
+        await jobsMore.getByRole('button', { name: 'Show 50 more' }).click()
+        await jobs.nth(Math.min(n, 560) - 1).waitFor()
+        expect(await jobs.count()).toBe(Math.min(n, 560))
+      }
+      // Past the 500 one answer holds, by the list's cursor.
+      expect(cursors.length).toBeGreaterThan(0)
+      expect(await jobs.last().getAttribute('data-job')).toBe(jobIds[0]!)
+      expect(await jobsMore.locator('[role=status]').innerText()).toBe('All 560 shown.')
+      expect(await jobsMore.getByRole('button').isHidden()).toBe(true)
+      // The button went with the last of them: the focus is on what it says now, not lost to the page.
+      expect(await page.evaluate('document.activeElement.getAttribute("role")')).toBe('status')
+
+      // The machines of a pool of 60: 50, then the rest.
+      const quiet = (await A.get('/api/v1/pools')).body.items.find((x: { name: string }) => x.name === 'Quiet').id
+      await page.goto(`${server.url}/pools/${quiet}`)
+      await page.locator('#nodes-body tr[data-fellow]').nth(49).waitFor()
+      expect(await page.locator('#nodes-body tr[data-fellow]').count()).toBe(50)
+      const nodesMore = moreOf(page, 'nodes-body')
+      expect(await nodesMore.locator('[role=status]').innerText()).toBe('Showing 50 of 60.')
+      await nodesMore.getByRole('button', { name: 'Show 50 more' }).click()
+      await page.locator('#nodes-body tr[data-fellow]').nth(59).waitFor()
+      expect(await nodesMore.locator('[role=status]').innerText()).toBe('All 60 shown.')
+    } finally {
+      await context.close()
     }
     expect(errors).toEqual([])
   }, 120_000)
