@@ -490,4 +490,22 @@ describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () =>
     }
     expect(errors).toEqual([])
   }, 120_000)
+
+  test("the submit form's message marks the leader's reason why a job waits lang=\"en\" inside its German sentence", async () => {
+    const { context, page } = await open('de')
+    try {
+      await page.goto(`${server.url}/pools/${poolId}`)
+      await page.locator('#nodes-body tr[data-fellow]').first().waitFor()
+      await page.fill('#job-name-input', 'zu groß')
+      await page.fill('#job-vram-input', '999999')
+      await page.click('#submit-job-button')
+      const reason = page.locator('#submit-msg span[lang="en"]')
+      await reason.waitFor()
+      expect(await reason.innerText()).toMatch(/^needs 1 fellow with >= .* free; pool has 0$/)
+      expect(await page.locator('#submit-msg').innerText()).toMatch(/^Auftrag „zu groß“ gestartet\. Wartet auf Maschinen: needs .*; pool has 0\. Seine Seite öffnen$/)
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
