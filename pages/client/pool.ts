@@ -50,7 +50,7 @@ export function poolClient(): void {
     // (each script polled it, 805 KB at 500 machines).
     document.dispatchEvent(new CustomEvent('svc:pool-nodes', { detail: items }))
     const online = items.filter((n) => n.state === 'online').length
-    quiet = online > 0 && items.length > SMALL
+    large = online > 0 && items.length > SMALL
     // Announced only when the count changes (render skips identical data).
     svc.render($('nodes-summary'), [online, items.length], () => [items.length ? t('pool.online', { n: items.length, online }) : ''])
     // Keyed by what a person sees (the relative "last seen", not its timestamp), and what changed
@@ -67,9 +67,9 @@ export function poolClient(): void {
   /** A job of the pool waits or runs: its lists are polled more often then. */
   const MOVING = ['queued', 'scheduled', 'running']
   let moving = false
-  /** Machines online (none: one being added should show up soon), more than SMALL of them. */
+  /** More than SMALL machines, some of them online: a heavy list, and no first machine awaited. */
   const SMALL = 50
-  let quiet = false
+  let large = false
   let lastJobs = ''
   // The newest 50 jobs, 50 more at a time: each poll asks for as many as are on show (the list
   // came whole, 500 at most, and older jobs could not be reached), following the list's cursor past
@@ -189,7 +189,7 @@ export function poolClient(): void {
   // jobs every 15 s, and the machines of a pool of more than 50 every 10 s (a list of 500 is
   // 805 KB, and an idle page fetched it 26 times a minute); a small pool's stay at 3 s, as does
   // one with no machine online (one being added should show up soon).
-  const nodes = svc.poll(loadNodes, () => (moving || !quiet ? 3000 : 10_000))
+  const nodes = svc.poll(loadNodes, () => (moving || !large ? 3000 : 10_000))
   const jobs = $('jobs-body') ? svc.poll(loadJobs, () => (moving ? 3000 : 15_000)) : null
   document.addEventListener('svc:jobs-changed', () => jobs?.now())
   if ($('models')) svc.poll(loadModels, 15000)
