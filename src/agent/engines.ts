@@ -14,7 +14,8 @@ import { monotonicNow, sleep, type TimerClock } from '../time'
 import type { EngineSpec } from './fellow-config'
 import type { Logger } from '../log'
 
-export type EngineEvent = { content: string } | { tool_calls: unknown[] } | { finish: string } | { usage: InferUsage }
+/** `reasoning`: a reasoning model's thinking (llama-server's and vLLM's reasoning parsers stream it apart from the content). */
+export type EngineEvent = { content: string } | { reasoning: string } | { tool_calls: unknown[] } | { finish: string } | { usage: InferUsage }
 
 /** The request could not be answered; `status` is the engine's HTTP status when it refused it. */
 export class EngineError extends Error {
@@ -293,15 +294,17 @@ export class OpenAiEngine implements Engine {
 
   /**
    * A fetch whose every wait (for the answer, then for each chunk) is bounded by the engine's
-   * request timeout; `touch()` restarts it. Aborting `signal` (the client went away) aborts the
-   * upstream request, so the engine stops generating.
+   * request timeout; `touch()` restarts it, `empty()` notes a chunk that did not. Aborting
+   * `signal` (the client went away) aborts the upstream request, so the engine stops generating.
    */
   private timed(signal: AbortSignal) {
     const ms = this.spec.requestTimeoutS * 1000
     const ctl = new AbortController()
     let timedOut = false
+    let emptyOnly = false
     let cancel = () => {}
     const touch = () => {
+      emptyOnly = false
       cancel()
       cancel = this.deps.clock.setTimeout(() => {
         timedOut = true
@@ -309,13 +312,15 @@ export class OpenAiEngine implements Engine {
       }, ms)
     }
     touch()
+    const quiet = () => `the engine sent ${emptyOnly ? 'only empty chunks' : 'nothing'} for ${this.spec.requestTimeoutS} s`
     return {
       signal: AbortSignal.any([signal, ctl.signal]),
       touch,
+      empty: () => void (emptyOnly = true),
       done: () => cancel(),
       abort: () => ctl.abort(),
       fail: (e: unknown): EngineError =>
-        timedOut ? new EngineError(`the engine sent nothing for ${this.spec.requestTimeoutS} s`) : e instanceof EngineError ? e : new EngineError(`the engine is not reachable: ${(e as Error).message}`),
+        timedOut ? new EngineError(quiet()) : e instanceof EngineError ? e : new EngineError(`the engine is not reachable: ${(e as Error).message}`),
     }
   }
 
@@ -340,7 +345,6 @@ export class OpenAiEngine implements Engine {
       }
       let finished = false
       for await (const data of sseData(res.body!)) {
-        t.touch()
         if (data === '[DONE]') {
           clean = true
           return
@@ -351,7 +355,12 @@ export class OpenAiEngine implements Engine {
         } catch {
           throw new EngineError(`the engine sent a malformed chunk: ${JSON.stringify(data.slice(0, 80))}`)
         }
-        for (const e of eventsOfChunk(chunk)) {
+        const events = eventsOfChunk(chunk)
+        // Only a chunk with something in it restarts the wait: one with an empty delta (or a role
+        // alone) is no progress, and an engine sending nothing else held its slot for good.
+        if (events.length > 0) t.touch()
+        else t.empty()
+        for (const e of events) {
           if ('finish' in e) finished = true
           yield e
         }
@@ -456,6 +465,9 @@ export function eventsOfChunk(chunk: unknown): EngineEvent[] {
   const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
   if (isObject(choice)) {
     const delta = isObject(choice.delta) ? choice.delta : {}
+    // llama-server and older vLLM name the thinking reasoning_content, vLLM 0.10 on `reasoning`.
+    const thought = typeof delta.reasoning_content === 'string' ? delta.reasoning_content : typeof delta.reasoning === 'string' ? delta.reasoning : ''
+    if (thought !== '') out.push({ reasoning: thought })
     if (typeof delta.content === 'string' && delta.content !== '') out.push({ content: delta.content })
     if (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0) out.push({ tool_calls: delta.tool_calls.slice(0, 128) })
     if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') out.push({ finish: choice.finish_reason.slice(0, 32) })

@@ -30,6 +30,11 @@ const MERGE_CHARS = 16_384
 const MAX_FRAMES_PER_POST = 4096
 /** About this many characters of frames go in one post (the leader takes 1 MiB bodies by default). */
 const POST_CHARS = 384 * 1024
+/**
+ * With nothing posted for this long, a request being served posts an empty batch: the leader ends
+ * a request whose fellow posts nothing for SVC_INFER_DISPATCH_TIMEOUT_S (30 s by default).
+ */
+export const KEEPALIVE_MS = 5000
 
 export interface InferenceDeps {
   client: LeaderClient
@@ -317,6 +322,7 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
   const started = monotonicNow(clock)
   const signal = AbortSignal.any([out.gone, deps.signal])
   let tokens = 0
+  const stopKeepAlive = out.keepAlive()
   try {
     if (req.kind === 'embeddings') {
       const { result, usage } = await engine.embeddings(req, signal)
@@ -331,6 +337,9 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
         if ('content' in e) {
           tokens++
           out.push({ delta: e.content })
+        } else if ('reasoning' in e) {
+          // Not passed on, as OpenAI's own reasoning models keep theirs: the answer is the content
+          // (the usage counts the thinking). Meanwhile the keep-alive posts say the fellow is busy.
         } else if ('tool_calls' in e) out.push({ tool_calls: e.tool_calls })
         else if ('finish' in e) finish = e.finish
         else usage = e.usage
@@ -344,6 +353,8 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
       log.warn('engine request failed', { request_id: req.request_id, engine: engine.spec.name, status: err.status, error: err.message })
       out.push({ error: err.message.slice(0, 2000), ...(err.status !== null && err.status >= 400 && err.status <= 599 ? { error_status: err.status } : {}) })
     }
+  } finally {
+    stopKeepAlive()
   }
   await out.close()
   if (out.gone.aborted) log.info('inference request gone; generation aborted', { request_id: req.request_id, engine: engine.spec.name })
@@ -361,13 +372,17 @@ export class FramePoster {
   private pending: InferFrame[] = []
   private posting: Promise<void> | null = null
   private readonly stopper = new AbortController()
+  /** When the last post began (the monotonic clock): the keep-alive counts from here. */
+  private lastPost: number
 
   constructor(
     private readonly deps: InferenceDeps,
     private readonly requestId: string,
     /** The inference channel when it is open: frames go over it, else by POST. */
     private readonly socket: () => InferSocketClient | null = () => null,
-  ) {}
+  ) {
+    this.lastPost = monotonicNow(deps.clock)
+  }
 
   get gone(): AbortSignal {
     return this.stopper.signal
@@ -402,8 +417,30 @@ export class FramePoster {
     while (this.posting) await this.posting
   }
 
-  private async drain(): Promise<void> {
+  /**
+   * Posts an empty batch whenever nothing was posted for KEEPALIVE_MS, until the returned function
+   * is called. An engine reading a long prompt, thinking (reasoning, not passed on) or sending
+   * empty chunks gives nothing to post, and the leader took the fellow for silent: 504 at its
+   * frame timeout while the engine went on. The answer to it also says within seconds that the
+   * client went away (410), which a post of the next token alone said only if one ever came.
+   */
+  keepAlive(): () => void {
+    const { clock } = this.deps
+    let cancel = () => {}
+    const tick = () => {
+      if (this.gone.aborted) return
+      const idle = monotonicNow(clock) - this.lastPost
+      if (idle >= KEEPALIVE_MS && !this.posting) this.posting = this.drain([])
+      cancel = clock.setTimeout(tick, idle >= KEEPALIVE_MS ? KEEPALIVE_MS : KEEPALIVE_MS - idle)
+    }
+    cancel = clock.setTimeout(tick, KEEPALIVE_MS)
+    return () => cancel()
+  }
+
+  /** Posts `first` (a keep-alive's empty batch), then what is pending. */
+  private async drain(first?: InferFrame[]): Promise<void> {
     try {
+      if (first) await this.send(first)
       while (this.pending.length > 0 && !this.gone.aborted) await this.send(this.pending.splice(0, this.batchSize()))
     } finally {
       this.posting = null
@@ -425,6 +462,7 @@ export class FramePoster {
 
   private async send(frames: InferFrame[]): Promise<void> {
     const { client, log, clock, signal } = this.deps
+    this.lastPost = monotonicNow(clock)
     for (let attempt = 1; ; attempt++) {
       const sock = this.socket()
       const acked = sock?.isOpen ? await sock.frames(this.requestId, frames) : null

@@ -88,7 +88,10 @@ export interface InferenceHub {
   next(fellowId: string, waitMs: number, signal?: AbortSignal, onEvicted?: () => void): Promise<InferRequest | null>
   /** Frames from a fellow; `fellowId` null only for an unauthenticated fellow (node auth off). */
   post(requestId: string, fellowId: string | null, frames: Frame[]): PostResult
-  /** Requests queued for or being served by the fellow: routing sends work to the least loaded. */
+  /**
+   * Requests queued for or being served by the fellow, and those that ended while it served them
+   * (timed out, client gone) until it hears so: routing sends work to the least loaded.
+   */
   inFlight(fellowId: string): number
   /** Ends requests no fellow picked up, or whose fellow went silent, for timeoutMs; returns how many. */
   expire(now: number): number

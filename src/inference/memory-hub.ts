@@ -57,11 +57,21 @@ type Waiter = (r: InferRequest | null, evicted?: boolean) => void
 /** The largest whole result (embeddings) a request may carry, in UTF-16 code units. */
 const MAX_RESULT_CHARS = 64 << 20
 
+/**
+ * A request that ended while its fellow was serving it (it timed out, or its client went away)
+ * still holds the fellow's engine until the fellow hears so: it counts in the fellow's load until
+ * the fellow posts for it (answered 410) or goes away, for at most this many frame timeouts.
+ */
+const LINGER_TIMEOUTS = 10
+
 export class MemoryInferenceHub implements InferenceHub {
   private readonly live = new Map<string, Live>()
   private readonly queues = new Map<string, Live[]>()
   private readonly waiters = new Map<string, Waiter[]>()
   private readonly busy = new Map<string, number>()
+  /** Ended requests their fellow may still be serving, by id, with when they stop counting. */
+  private readonly lingering = new Map<string, { fellowId: string; until: number }>()
+  private readonly lingeringPer = new Map<string, number>()
   private bufferedChars = 0
   /** Prompts (their JSON) and result pieces of all open requests. */
   private promptChars = 0
@@ -123,7 +133,9 @@ export class MemoryInferenceHub implements InferenceHub {
       else this.queues.set(fellowId, [l])
     }
     const cancel = () => {
+      const serving = l.state === 'dispatched'
       this.finish(l, { ok: false, code: 'gone', message: 'The client went away.' })
+      if (serving) this.linger(l)
       this.drain(l) // nobody will read what is buffered
     }
     return { id: l.id, pickedUp, read: (ms) => this.read(l, ms), cancel }
@@ -169,7 +181,12 @@ export class MemoryInferenceHub implements InferenceHub {
 
   post(requestId: string, fellowId: string | null, frames: Frame[]): PostResult {
     const l = this.live.get(requestId)
-    if (!l) return 'gone'
+    if (!l) {
+      // Its fellow hears that the request is over: it stops, and its engine is free again.
+      const ended = this.lingering.get(requestId)
+      if (ended && (fellowId === null || fellowId === ended.fellowId)) this.unlinger(requestId)
+      return 'gone'
+    }
     if (l.state !== 'dispatched' || (fellowId !== null && fellowId !== l.fellowId)) return 'not_yours'
     let incoming = 0
     let resultChars = 0
@@ -242,7 +259,7 @@ export class MemoryInferenceHub implements InferenceHub {
   }
 
   inFlight(fellowId: string): number {
-    return this.busy.get(fellowId) ?? 0
+    return (this.busy.get(fellowId) ?? 0) + (this.lingeringPer.get(fellowId) ?? 0)
   }
 
   expire(now: number): number {
@@ -252,15 +269,21 @@ export class MemoryInferenceHub implements InferenceHub {
       if (now - l.since < this.opts.timeoutMs) continue
       n++
       if (l.state === 'queued') this.finish(l, { ok: false, code: 'dispatch_timeout', message: `No fellow picked the request up within ${s} s.` })
-      // The fellow kept sending, and its frames were refused while the client did not read: the
-      // wait is the client's, not a silent fellow's (which sent operators after the wrong machine).
-      else if (l.fullAt > l.since) this.finish(l, { ok: false, code: 'fellow_timeout', message: `The client did not read the answer of ${l.job.model} for ${s} s.` })
-      else this.finish(l, { ok: false, code: 'fellow_timeout', message: `The fellow serving ${l.job.model} sent nothing for ${s} s.` })
+      else {
+        // The fellow kept sending, and its frames were refused while the client did not read: the
+        // wait is the client's, not a silent fellow's (which sent operators after the wrong machine).
+        if (l.fullAt > l.since) this.finish(l, { ok: false, code: 'fellow_timeout', message: `The client did not read the answer of ${l.job.model} for ${s} s.` })
+        else this.finish(l, { ok: false, code: 'fellow_timeout', message: `The fellow serving ${l.job.model} sent nothing for ${s} s.` })
+        // A silent fellow is not an idle one: routing more to it queued them behind a wedged engine.
+        this.linger(l)
+      }
     }
+    for (const [id, e] of this.lingering) if (e.until <= now) this.unlinger(id)
     return n
   }
 
   abandon(fellowId: string, why: string): number {
+    for (const [id, e] of this.lingering) if (e.fellowId === fellowId) this.unlinger(id)
     let n = 0
     for (const l of [...this.live.values()]) {
       if (l.fellowId !== fellowId) continue
@@ -279,6 +302,22 @@ export class MemoryInferenceHub implements InferenceHub {
 
   private held(): number {
     return this.promptChars + this.bufferedChars
+  }
+
+  private linger(l: Live): void {
+    // As many as requests may be open: past that the oldest stops counting (each is a few bytes).
+    if (this.lingering.size >= this.maxOpen) this.unlinger(this.lingering.keys().next().value!)
+    this.lingering.set(l.id, { fellowId: l.fellowId, until: this.opts.now() + LINGER_TIMEOUTS * this.opts.timeoutMs })
+    this.lingeringPer.set(l.fellowId, (this.lingeringPer.get(l.fellowId) ?? 0) + 1)
+  }
+
+  private unlinger(id: string): void {
+    const e = this.lingering.get(id)
+    if (!e) return
+    this.lingering.delete(id)
+    const n = (this.lingeringPer.get(e.fellowId) ?? 1) - 1
+    if (n > 0) this.lingeringPer.set(e.fellowId, n)
+    else this.lingeringPer.delete(e.fellowId)
   }
 
   private charge(share: string, n: number): void {

@@ -165,6 +165,41 @@ describe('inference hub', () => {
     expect(served).toEqual([])
   })
 
+  test('a request that timed out or whose client left counts in its fellow\'s load until the fellow posts for it (410) or goes away (a wedged fellow showed in_flight 0 and was sent more)', async () => {
+    const { h, clock } = hub()
+    const silent = h.submit('f1', job())
+    const left = h.submit('f1', job())
+    const queued = h.submit('f1', job())
+    await h.next('f1', 0)
+    await h.next('f1', 0)
+    left.cancel()
+    clock.advance(1000)
+    expect(h.expire(clock.now())).toBe(2) // the silent one, and the one never picked up
+    expect(await queued.pickedUp).toMatchObject({ code: 'dispatch_timeout' })
+    // The fellow's engine may still be busy with both it took: they count until it hears.
+    expect(h.inFlight('f1')).toBe(2)
+    expect(h.post(left.id, 'f2', [])).toBe('gone') // another fellow's word changes nothing
+    expect(h.inFlight('f1')).toBe(2)
+    expect(h.post(left.id, 'f1', [])).toBe('gone')
+    expect(h.inFlight('f1')).toBe(1)
+    // A fellow that never posts again stops counting when it goes away, or after 10 frame timeouts.
+    const other = h.submit('f2', job())
+    await h.next('f2', 0)
+    clock.advance(1000)
+    h.expire(clock.now())
+    expect([h.inFlight('f1'), h.inFlight('f2')]).toEqual([1, 1])
+    h.abandon('f2', 'went offline')
+    expect(h.inFlight('f2')).toBe(0)
+    clock.advance(8999)
+    h.expire(clock.now())
+    expect(h.inFlight('f1')).toBe(1)
+    clock.advance(1)
+    h.expire(clock.now())
+    expect(h.inFlight('f1')).toBe(0)
+    expect(h.post(silent.id, 'f1', [])).toBe('gone')
+    expect(h.post(other.id, 'f2', [])).toBe('gone')
+  })
+
   test('a result in pieces is joined and parsed at done; pieces that are not JSON fail the request; held characters are released', async () => {
     const { h } = hub()
     const t = h.submit('f1', { kind: 'embeddings', model: 'm', messages: [], max_tokens: null, stream: false, params: { input: 'abc' } })

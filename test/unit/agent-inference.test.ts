@@ -7,6 +7,7 @@ import { BuiltinEngine } from '../../src/agent/engines'
 import { loadEngines } from '../../src/agent/fellow-config'
 import { silentLogger } from '../../src/log'
 import { FakeClock } from '../helpers/clock'
+import { until } from '../helpers/until'
 
 /** A leader whose frame posts take a macrotask each, as a real round trip does. */
 function client(onPost: (frames: InferFrame[], calls: number) => void) {
@@ -72,6 +73,51 @@ describe('serving the built-in model', () => {
       await serve(c, request(10, params))
       expect(posts.flat()).toEqual([{ error: expect.stringContaining('tiny-llm'), error_status: 400 }])
     }
+  })
+})
+
+describe('a request with nothing to pass on for a while', () => {
+  /** An engine that thinks (reasoning, not passed on) until its request is aborted. */
+  function thinker() {
+    const seen = { aborted: false, thoughts: 0 }
+    const engine = {
+      spec: builtin().spec,
+      healthy: true,
+      async *chat(_req: unknown, signal: AbortSignal) {
+        while (!signal.aborted) {
+          seen.thoughts++
+          yield { reasoning: 'hmm' }
+          await new Promise((r) => setTimeout(r, 1))
+        }
+        seen.aborted = true
+      },
+    } as unknown as BuiltinEngine
+    return { engine, seen }
+  }
+
+  test('posts an empty batch every 5 s (the leader took it for silent: 504 while the engine went on), and a 410 to one stops the engine at once', async () => {
+    let gone = false
+    const posts: InferFrame[][] = []
+    const c = {
+      async inferRespond(_id: string, frames: InferFrame[]) {
+        posts.push(frames)
+        if (gone) throw new LeaderError(410, 'gone', 'client left', null)
+      },
+    } as unknown as LeaderClient
+    const d = deps(c)
+    const { engine, seen } = thinker()
+    const served = serveWith(d, engine, request(null), new FramePoster(d, 'r1'))
+    await until(() => seen.thoughts > 3, 'the engine thinking')
+    d.clock.advance(4999)
+    expect(posts).toEqual([]) // nothing to say yet: no post
+    d.clock.advance(1)
+    expect(posts).toEqual([[]]) // a sign of life; nothing of the thinking is passed on
+    await new Promise((r) => setImmediate(r)) // its answer read
+    gone = true // the client went away
+    d.clock.advance(5000)
+    await served
+    expect(seen.aborted).toBe(true)
+    expect(posts).toEqual([[], []])
   })
 })
 

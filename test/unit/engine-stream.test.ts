@@ -1,0 +1,126 @@
+// What the agent's client of an OpenAI-compatible engine makes of what the engine streams, against
+// an engine played by a local HTTP server whose answer each test writes byte for byte: chunks with
+// nothing in them, reasoning, malformed framing, an engine that never closes its stream. The
+// request timeout runs on a fake clock.
+import { afterEach, describe, expect, test } from 'bun:test'
+import { OpenAiEngine, type EngineEvent } from '../../src/agent/engines'
+import { loadEngines } from '../../src/agent/fellow-config'
+import { silentLogger } from '../../src/log'
+import type { InferRequest } from '../../src/wire/inference'
+import { FakeClock } from '../helpers/clock'
+import { until } from '../helpers/until'
+
+const servers: ReturnType<typeof Bun.serve>[] = []
+afterEach(() => {
+  for (const s of servers.splice(0)) s.stop(true)
+})
+
+/** A stream the test writes to: the engine's answer body. */
+function writable() {
+  let ctl!: ReadableStreamDefaultController<Uint8Array>
+  const enc = new TextEncoder()
+  let sent = 0
+  const body = new ReadableStream<Uint8Array>({ start: (c) => void (ctl = c) })
+  return {
+    body,
+    /** Writes, unless the agent has gone (it closed the connection). */
+    write: (text: string) => {
+      try {
+        ctl.enqueue(enc.encode(text))
+        sent++
+      } catch {
+        // cancelled by the reader
+      }
+    },
+    close: () => ctl.close(),
+    get sent() {
+      return sent
+    },
+  }
+}
+
+/** An engine at a local URL whose /chat/completions answers what `answer` returns; `seen` holds the request URLs. */
+function engineAt(answer: (req: Request) => Response | Promise<Response>, settings: string[] = [], path = '/v1') {
+  const seen: string[] = []
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    idleTimeout: 0,
+    fetch: (req) => {
+      seen.push(req.url)
+      return answer(req)
+    },
+  })
+  servers.push(server)
+  const clock = new FakeClock()
+  const toml = ['[engines.e]', `url = "http://127.0.0.1:${server.port}${path}"`, ...settings].join('\n')
+  const spec = loadEngines({ config: 'fellow.toml' }, () => toml)[0]!
+  const engine = new OpenAiEngine(spec, { log: silentLogger, clock, onHealth: () => {} })
+  return { engine, clock, seen }
+}
+
+const sse = (s: ReturnType<typeof writable>) => new Response(s.body, { headers: { 'content-type': 'text/event-stream' } })
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+const request: InferRequest = { request_id: 'r1', model: 'e', messages: [{ role: 'user', content: 'hi' }], max_tokens: null, stream: true }
+
+/** Runs a chat in the background: its events as they come, and how it ended. */
+function run(engine: OpenAiEngine, signal = new AbortController().signal) {
+  const events: EngineEvent[] = []
+  const end: { error: Error | null; done: boolean } = { error: null, done: false }
+  void (async () => {
+    try {
+      for await (const e of engine.chat(request, signal)) events.push(e)
+    } catch (e) {
+      end.error = e as Error
+    }
+    end.done = true
+  })()
+  return { events, end }
+}
+
+describe('chunks without text', () => {
+  test('reasoning comes as reasoning events and keeps the request going past request_timeout_s', async () => {
+    const s = writable()
+    const { engine, clock } = engineAt(() => sse(s))
+    const r = run(engine)
+    s.write(chunk({ role: 'assistant', content: null }))
+    for (let i = 0; i < 3; i++) {
+      // llama-server names it reasoning_content, vLLM 0.10 reasoning; the content is null meanwhile.
+      s.write(chunk({ reasoning_content: 'let me think ', content: null }))
+      await until(() => r.events.length === 2 * i + 1, 'a thought')
+      clock.advance(40_000)
+      s.write(chunk({ reasoning: 'more ' }))
+      await until(() => r.events.length === 2 * i + 2, 'another thought')
+      clock.advance(40_000)
+    }
+    s.write(chunk({ content: 'Answer.' }))
+    s.write(chunk({}, 'stop'))
+    s.write('data: [DONE]\n\n')
+    s.close()
+    await until(() => r.end.done, 'the end')
+    expect(r.end.error).toBeNull()
+    expect(r.events.filter((e) => 'reasoning' in e)).toHaveLength(6)
+    expect(r.events.slice(-2)).toEqual([{ content: 'Answer.' }, { finish: 'stop' }])
+  })
+
+  test('chunks with nothing in them (empty deltas) do not: past request_timeout_s of only those the request fails, saying so', async () => {
+    const s = writable()
+    const { engine, clock } = engineAt(() => sse(s))
+    const r = run(engine)
+    s.write(chunk({ role: 'assistant', content: '' }))
+    s.write(chunk({ content: 'Hm' }))
+    await until(() => r.events.length === 1, 'the first word')
+    clock.advance(30_000)
+    // The engine goes on sending empty deltas: a wedged one did so for good, holding its slot.
+    const pump = setInterval(() => s.write(chunk({ content: '' })), 2)
+    try {
+      await until(() => s.sent > 20, 'empty chunks sent')
+      clock.advance(30_000)
+      await until(() => r.end.done, 'the request failed')
+    } finally {
+      clearInterval(pump)
+    }
+    expect(r.events).toEqual([{ content: 'Hm' }])
+    expect(r.end.error?.message).toBe('the engine sent only empty chunks for 60 s')
+  })
+})
