@@ -11,14 +11,26 @@
 // but not take it. Paths are resolved through symlinks first, so that another name for the same
 // file or directory meets the same lock; a hard link or a mount of the file at another path is
 // met by a third lock, on the state file itself (file-lock.ts). Offline commands (`svc admin
-// backup`, doctor) do not take them: they may run beside the leader.
+// backup`, doctor) do not take them: they may run beside the leader. `svc admin restore` takes the
+// state file's (not the directory's) while it works: a leader started meanwhile served the file
+// that was then moved aside, and everything it acknowledged was written there.
 import { Database } from 'bun:sqlite'
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { lockFileItself } from './file-lock'
 
 /** The lock is held by another leader, or cannot be taken at all: one line for the operator. */
-export class LeaderLockedError extends Error {}
+export class LeaderLockedError extends Error {
+  constructor(
+    message: string,
+    /** Who holds it, when that is known (the lock on the file itself does not say). */
+    readonly holder: { pid: number; restoring: boolean } | null = null,
+    /** False when no one holds it but it cannot be taken (a directory that cannot be written). */
+    readonly held = true,
+  ) {
+    super(message)
+  }
+}
 
 export interface LeaderLock {
   release(): void
@@ -27,6 +39,7 @@ export interface LeaderLock {
 interface Holder {
   pid: number
   db: string
+  /** '' for `svc admin restore`, which takes the state file's lock only. */
   stateDir: string
 }
 
@@ -49,28 +62,34 @@ export function realPath(p: string, depth = 0): string {
   }
 }
 
+/** A leader's locks: its state file's, under every name of it, and its state directory's. */
+export function lockLeader(dbPath: string, stateDir: string): LeaderLock {
+  return lockStateFile(dbPath, stateDir)
+}
+
 /**
- * Takes the state file's locks, and the state directory's when one is given. `makeFile` makes a
- * missing state file (empty, owner-only: SQLite's first open would) so that it is locked from the
- * start; without it a missing file is not locked (no other name of it can exist yet). Release
- * only after closing the state file (file-lock.ts says why).
+ * `svc admin restore`'s: the state file's only, and only under the names it has (a missing file is
+ * not made to be locked: no other name of it can exist yet, and the restore makes a new one).
  */
-export function lockLeader(dbPath: string, stateDir?: string, { makeFile = true }: { makeFile?: boolean } = {}): LeaderLock {
+export function lockForRestore(dbPath: string): LeaderLock {
+  return lockStateFile(dbPath, null)
+}
+
+/** Release only after closing the state file (file-lock.ts says why). */
+function lockStateFile(dbPath: string, stateDir: string | null): LeaderLock {
   if (dbPath === ':memory:') return { release() {} }
-  const me: Holder = { pid: process.pid, db: realPath(dbPath), stateDir: stateDir === undefined ? '' : realPath(stateDir) }
+  const me: Holder = { pid: process.pid, db: realPath(dbPath), stateDir: stateDir === null ? '' : realPath(stateDir) }
   const byFile = takeLock(`${me.db}.leader-lock`, me)
-  if ('busy' in byFile) {
-    const other = byFile.busy !== null && byFile.busy.db !== dbPath ? ` (as ${byFile.busy.db}, pid ${byFile.busy.pid})` : ''
-    throw new LeaderLockedError(`another leader is running on the state file ${dbPath}${other}: stop it first, or give this one its own SVC_STATE_DIR`)
-  }
-  const byDir = stateDir === undefined ? null : takeLock(join(me.stateDir, 'leader.lock'), me)
+  if ('busy' in byFile) throw nameLocked(dbPath, byFile.busy)
+  const byDir = stateDir === null ? null : takeLock(join(me.stateDir, 'leader.lock'), me)
   if (byDir !== null && 'busy' in byDir) {
     byFile.db.close()
     const who = byDir.busy === null ? '' : ` (pid ${byDir.busy.pid}, state file ${byDir.busy.db})`
-    throw new LeaderLockedError(`another leader${who} is running with the state directory ${stateDir}, whose secret key and artifact files it uses: stop it first, or give this one its own SVC_STATE_DIR`)
+    throw new LeaderLockedError(`another leader${who} is running with the state directory ${stateDir}, whose secret key and artifact files it uses: stop it first, or give this one its own SVC_STATE_DIR`, byDir.busy && { pid: byDir.busy.pid, restoring: false })
   }
-  // Last: it may make the state file, which a refused start should not leave behind.
-  const itself = lockFileItself(me.db, makeFile)
+  // Last: a leader's makes a missing state file (empty, owner-only, as SQLite's first open would),
+  // which a refused start should not leave behind.
+  const itself = lockFileItself(me.db, stateDir !== null)
   const releaseNames = () => {
     byDir?.db.close()
     byFile.db.close()
@@ -78,7 +97,7 @@ export function lockLeader(dbPath: string, stateDir?: string, { makeFile = true 
   if (itself === 'busy') {
     releaseNames()
     throw new LeaderLockedError(
-      `another leader has the state file ${dbPath} open under another name (a hard link to it, or the same file mounted at another path, in a container say): stop it first, or give this one its own state file`,
+      `another leader (or svc admin restore) has the state file ${dbPath} open under another name (a hard link to it, or the same file mounted at another path, in a container say): stop it first, or give this one its own state file`,
     )
   }
   return {
@@ -87,6 +106,14 @@ export function lockLeader(dbPath: string, stateDir?: string, { makeFile = true 
       releaseNames()
     },
   }
+}
+
+function nameLocked(dbPath: string, holder: Holder | null): LeaderLockedError {
+  if (holder !== null && holder.stateDir === '') {
+    return new LeaderLockedError(`svc admin restore (pid ${holder.pid}) is putting a backup in place of the state file ${dbPath}: start the leader once it is done`, { pid: holder.pid, restoring: true })
+  }
+  const other = holder !== null && holder.db !== dbPath ? ` (as ${holder.db}, pid ${holder.pid})` : ''
+  return new LeaderLockedError(`another leader is running on the state file ${dbPath}${other}: stop it first, or give this one its own SVC_STATE_DIR`, holder && { pid: holder.pid, restoring: false })
 }
 
 function takeLock(path: string, me: Holder): { db: Database } | { busy: Holder | null } {
@@ -98,7 +125,7 @@ function takeLock(path: string, me: Holder): { db: Database } | { busy: Holder |
     if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600)
     db = new Database(path, { create: true })
   } catch (e) {
-    throw new LeaderLockedError(`cannot take the leader lock ${path}: ${(e as Error).message}`)
+    throw new LeaderLockedError(`cannot take the leader lock ${path}: ${(e as Error).message}`, null, false)
   }
   const busy = (): { busy: Holder | null } => {
     const holder = readHolder(db)
@@ -112,7 +139,7 @@ function takeLock(path: string, me: Holder): { db: Database } | { busy: Holder |
   } catch (e) {
     if (isBusy(e)) return busy()
     db.close()
-    throw new LeaderLockedError(`cannot take the leader lock ${path}: ${(e as Error).message}`)
+    throw new LeaderLockedError(`cannot take the leader lock ${path}: ${(e as Error).message}`, null, false)
   }
   try {
     db.exec('DELETE FROM holder')
@@ -123,7 +150,7 @@ function takeLock(path: string, me: Holder): { db: Database } | { busy: Holder |
   } catch (e) {
     if (isBusy(e)) return busy()
     db.close()
-    throw new LeaderLockedError(`cannot take the leader lock ${path}: ${(e as Error).message}`)
+    throw new LeaderLockedError(`cannot take the leader lock ${path}: ${(e as Error).message}`, null, false)
   }
   // Another leader took it in the moment between the commit and the new transaction and wrote
   // itself in: it is starting too, and it is the one that stays (it finds its own row).

@@ -1,12 +1,14 @@
 // `svc admin restore FILE`: puts a backup in place of the state file. Refuses while any process
 // (a leader) has the state file open, since swapping a file under a running SQLite connection
-// loses writes and can corrupt it; checks the backup's integrity and migrations before touching
-// anything; keeps the file it replaces beside it.
+// loses writes and can corrupt it, and holds the state file's leader lock until the swap, so that
+// no leader starts on the file meanwhile; checks the backup's integrity and migrations before
+// touching anything; keeps the file it replaces beside it.
 import { Database } from 'bun:sqlite'
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { MIGRATIONS } from './migrations.gen'
 import { fileInTheWay, removeStaleCopies } from './paths'
+import { LeaderLockedError, lockForRestore, type LeaderLock } from './leader-lock'
 
 export class RestoreError extends Error {}
 
@@ -103,6 +105,8 @@ export interface PreparedRestore {
   /** The compacted copy, `.<name>.restore-<pid>` beside the state file. */
   tmp: string
   missing: number
+  /** The state file's leader lock, held from the first check to the swap. */
+  lock: LeaderLock
 }
 
 /**
@@ -118,17 +122,46 @@ export function prepareRestore(file: string, dbPath: string): PreparedRestore {
   const blocker = fileInTheWay(dest)
   if (blocker !== null) throw new RestoreError(`cannot restore to ${dest}: ${blocker} is a file, not a directory; nothing was changed`)
   const { missing } = checkBackup(source)
+  const lock = takeLock(dest)
+  try {
+    refuseHolders(dest)
+    return { source, dest, tmp: writeCopy(source, dest), missing, lock }
+  } catch (e) {
+    lock.release()
+    throw e
+  }
+}
+
+/**
+ * The leader lock of the state file: a leader that holds it is running; one that starts while it
+ * is held here is refused (it served the file that was then moved aside, and its writes went there).
+ */
+function takeLock(dest: string): LeaderLock {
+  try {
+    return lockForRestore(dest)
+  } catch (e) {
+    if (!(e instanceof LeaderLockedError) || !e.held) throw e
+    if (e.holder?.restoring) throw new RestoreError(`${dest} is being restored by process ${e.holder.pid} (another svc admin restore): let it finish first`)
+    if (e.holder) throw new RestoreError(`${dest} is in use by process ${e.holder.pid} (a running leader): stop it first, then restore`)
+    throw new RestoreError(`${dest} is in use by a leader (or svc admin restore) under another name of the file (a hard link to it, or the same file mounted at another path): stop it first, then restore`)
+  }
+}
+
+/** Refuses while another process has the file open: a leader of a release that takes no lock, or another program. */
+function refuseHolders(dest: string): void {
   for (const p of [dest, `${dest}-wal`, `${dest}-shm`]) {
     const holders = processesHolding(p)
     if (holders === null) throw new RestoreError(`cannot tell whether a leader has ${dest} open on this system (no /proc, no lsof); stop it and move the file aside by hand`)
     if (holders.length > 0) throw new RestoreError(`${dest} is in use by process ${holders.join(', ')} (a running leader?): stop it first, then restore`)
   }
+}
+
+/** A compacted, WAL-free copy of `source` beside `dest`, to be renamed into place: never a half-written state file. */
+function writeCopy(source: string, dest: string): string {
   mkdirSync(dirname(dest), { recursive: true, mode: 0o700 })
   removeStaleCopies(dest, 'restore')
-  // A compacted, WAL-free copy beside the target, renamed into place: never a half-written state file.
   const tmp = join(dirname(dest), `.${basename(dest)}.restore-${process.pid}`)
-  rmSync(tmp, { force: true })
-  rmSync(`${tmp}-journal`, { force: true })
+  removeCopy(tmp)
   // Made empty and owner-only first (VACUUM INTO takes an empty file, and its journal gets the
   // file's mode): the copy holds password and token hashes, never readable by others, not even
   // while it is written or when a killed restore leaves it behind.
@@ -137,32 +170,48 @@ export function prepareRestore(file: string, dbPath: string): PreparedRestore {
   try {
     src.query('VACUUM INTO ?').run(tmp)
   } catch (e) {
-    discardRestore({ tmp })
+    removeCopy(tmp)
     throw new RestoreError(`copying ${source} failed: ${(e as Error).message}`)
   } finally {
     src.close()
   }
-  return { source, dest, tmp, missing }
+  return tmp
 }
 
 /** Puts the prepared copy in place of the state file, keeping the file it replaces beside it. */
-export function finishRestore({ dest, tmp, missing }: PreparedRestore, now = new Date()): Restored {
-  let previous: string | null = null
-  if (existsSync(dest)) {
-    previous = keepAside(dest, now)
-    // A crashed leader's WAL belongs to the file it wrote: it goes along, under the name SQLite looks for.
-    for (const ext of ['-wal', '-shm']) if (existsSync(dest + ext)) renameSync(dest + ext, previous + ext)
+export function finishRestore(prepared: PreparedRestore, now = new Date()): Restored {
+  const { dest, tmp, missing, lock } = prepared
+  try {
+    // Again: the lock keeps out this release's leaders only, and the copy may have taken minutes.
+    refuseHolders(dest)
+  } catch (e) {
+    discardRestore(prepared)
+    throw e
   }
-  renameSync(tmp, dest)
-  return { path: dest, bytes: statSync(dest).size, previous, missing }
+  try {
+    let previous: string | null = null
+    if (existsSync(dest)) {
+      previous = keepAside(dest, now)
+      // A crashed leader's WAL belongs to the file it wrote: it goes along, under the name SQLite looks for.
+      for (const ext of ['-wal', '-shm']) if (existsSync(dest + ext)) renameSync(dest + ext, previous + ext)
+    }
+    renameSync(tmp, dest)
+    return { path: dest, bytes: statSync(dest).size, previous, missing }
+  } finally {
+    lock.release()
+  }
 }
 
-/** Removes a prepared copy (and its journal): the restore was stopped, nothing was changed. */
-export function discardRestore({ tmp }: Pick<PreparedRestore, 'tmp'>): void {
+/** Removes a prepared copy (and its journal) and lets go of the lock: the restore was stopped, nothing was changed. */
+export function discardRestore({ tmp, lock }: Pick<PreparedRestore, 'tmp' | 'lock'>): void {
+  removeCopy(tmp)
+  lock.release()
+}
+
+function removeCopy(tmp: string): void {
   rmSync(tmp, { force: true })
   rmSync(`${tmp}-journal`, { force: true })
 }
-
 
 /**
  * Moves the state file to `<dest>.pre-restore-<UTC second>` (then -2, -3, ...), never over an

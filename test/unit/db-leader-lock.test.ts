@@ -28,7 +28,7 @@ function linked(d: string): { a: string; b: string } {
 }
 
 const refusal = (path: string) =>
-  `another leader has the state file ${path} open under another name (a hard link to it, or the same file mounted at another path, in a container say): stop it first, or give this one its own state file`
+  `another leader (or svc admin restore) has the state file ${path} open under another name (a hard link to it, or the same file mounted at another path, in a container say): stop it first, or give this one its own state file`
 
 describe('the leader lock and other names of the state file', () => {
   test('a hard link to the state file in another directory meets the same lock, taken by another process; it is free again once that process is killed', async () => {

@@ -1,0 +1,92 @@
+// `svc admin restore` on real SQLite files, in-process: what it leaves alone while it swaps the
+// state file, which file it replaces, and what it reads the backup with.
+import { describe, expect, test } from 'bun:test'
+import { linkSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDb } from '../../src/db/client'
+import { backupDatabase } from '../../src/db/backup'
+import { discardRestore, finishRestore, prepareRestore, RestoreError } from '../../src/db/restore'
+import { lockLeader } from '../../src/db/leader-lock'
+import { track } from '../helpers/children'
+
+const dir = () => mkdtempSync(join(tmpdir(), 'svc-db-restore-'))
+
+/** A state file with a marker in it, and a backup of it taken before the marker changed. */
+function stateAndBackup(d: string): { db: string; backup: string } {
+  const db = join(d, 'join_state.sqlite3')
+  const state = openDb(db)
+  state.sqlite.exec('PRAGMA user_version = 1')
+  state.close()
+  const backup = join(d, 'backup.sqlite3')
+  backupDatabase(db, backup)
+  const later = openDb(db)
+  later.sqlite.exec('PRAGMA user_version = 2')
+  later.close()
+  return { db, backup }
+}
+
+const userVersion = (path: string) => {
+  const s = openDb(path, { migrate: false })
+  try {
+    return (s.sqlite.query('PRAGMA user_version').get() as { user_version: number }).user_version
+  } finally {
+    s.close()
+  }
+}
+
+describe('restore and a leader starting', () => {
+  test('a leader cannot start between the copy and the swap (its writes went to the file kept aside); it can once the restore is done or stopped', () => {
+    const d = dir()
+    const { db, backup } = stateAndBackup(d)
+    const prepared = prepareRestore(backup, db)
+    expect(() => lockLeader(db, d)).toThrow(`svc admin restore (pid ${process.pid}) is putting a backup in place of the state file ${db}: start the leader once it is done`)
+    finishRestore(prepared)
+    expect(userVersion(db)).toBe(1)
+    lockLeader(db, d).release()
+    const again = prepareRestore(backup, db)
+    discardRestore(again)
+    lockLeader(db, d).release()
+  })
+
+  test('a restore is refused while a leader holds the state file, under its name or another', () => {
+    const d = dir()
+    const { db, backup } = stateAndBackup(d)
+    const leader = lockLeader(db, d)
+    try {
+      expect(() => prepareRestore(backup, db)).toThrow(new RestoreError(`${db} is in use by process ${process.pid} (a running leader): stop it first, then restore`))
+    } finally {
+      leader.release()
+    }
+    mkdirSync(join(d, 'other'))
+    const link = join(d, 'other', 'state.sqlite3')
+    linkSync(db, link)
+    const elsewhere = lockLeader(link, join(d, 'other'))
+    try {
+      expect(() => prepareRestore(backup, db)).toThrow(
+        new RestoreError(`${db} is in use by a leader (or svc admin restore) under another name of the file (a hard link to it, or the same file mounted at another path): stop it first, then restore`),
+      )
+    } finally {
+      elsewhere.release()
+    }
+    expect(userVersion(db)).toBe(2)
+  })
+
+  test('a process that opened the state file during the copy (a leader of a release that takes no lock) stops the swap; the copy is removed', async () => {
+    const d = dir()
+    const { db, backup } = stateAndBackup(d)
+    const prepared = prepareRestore(backup, db)
+    const holder = track(Bun.spawn(['bun', '-e', `require('node:fs').openSync(${JSON.stringify(db)}, 'r'); console.log('open'); await new Promise(() => {})`], { stdout: 'pipe' }))
+    try {
+      expect(new TextDecoder().decode((await holder.stdout.getReader().read()).value)).toBe('open\n')
+      const before = readFileSync(db)
+      expect(() => finishRestore(prepared)).toThrow(new RestoreError(`${db} is in use by process ${holder.pid} (a running leader?): stop it first, then restore`))
+      expect(readFileSync(db).equals(before)).toBe(true)
+      expect(() => openSync(prepared.tmp, 'r')).toThrow('ENOENT')
+    } finally {
+      holder.kill('SIGKILL')
+      await holder.exited
+    }
+    lockLeader(db, d).release() // the refused restore let go of the lock
+  })
+})
