@@ -57,6 +57,7 @@ export const JobList = t.Object({
   /** Pass as `cursor` for the jobs after this page (older ones); null on the last page. */
   next_cursor: t.Nullable(t.String()),
 })
+export type JobList = Static<typeof JobList>
 export const JOB_PAGE_MAX = 500
 export const JobListQuery = t.Object(
   {
