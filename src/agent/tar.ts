@@ -22,6 +22,23 @@ function octal(n: number, width: number): string {
 /** The size field's twelve octal digits (the last, the terminator, given up as GNU tar does): below 64 GiB. */
 const MAX_FILE_BYTES = 8 ** 12
 
+/**
+ * ustar keeps a path over 100 bytes as a prefix (at most 155 bytes) and a name (at most 100) split
+ * at a '/' between them: the first '/' where both fit. Only the last one was tried, and a path of
+ * 156 to 255 bytes whose last part is short (c/<90 a>/<70 b>/w) could not be archived at all. A
+ * directory's own trailing '/' comes last (its name is then empty). Null when no '/' will do.
+ */
+function splitLong(name: string): [Uint8Array<ArrayBuffer>, Uint8Array<ArrayBuffer>] | null {
+  const enc = new TextEncoder()
+  for (let cut = name.indexOf('/'); cut > 0; cut = name.indexOf('/', cut + 1)) {
+    const prefix = enc.encode(name.slice(0, cut))
+    if (prefix.length > 155) return null // further cuts make it only longer
+    const rest = enc.encode(name.slice(cut + 1))
+    if (rest.length <= 100) return [prefix, rest]
+  }
+  return null
+}
+
 function header(name: string, size: number, dir: boolean, mtime: number): Uint8Array {
   // Thirteen digits would run into the next field and the archive would read back wrong.
   if (size >= MAX_FILE_BYTES) throw new Error(`a file in the checkpoint is 64 GiB or more, more than a tar header holds: ${name} (${size} bytes)`)
@@ -30,13 +47,9 @@ function header(name: string, size: number, dir: boolean, mtime: number): Uint8A
   let path = enc.encode(name)
   let prefix = new Uint8Array(0)
   if (path.length > 100) {
-    // ustar splits a long path at a '/' into prefix (155) and name (100).
-    const cut = name.lastIndexOf('/', name.length - 1)
-    const pre = enc.encode(name.slice(0, cut))
-    const rest = enc.encode(name.slice(cut + 1))
-    if (cut <= 0 || pre.length > 155 || rest.length > 100) throw new Error(`a path in the checkpoint is too long for tar: ${name}`)
-    prefix = pre
-    path = rest
+    const split = splitLong(name)
+    if (!split) throw new Error(`a path in the checkpoint is too long for tar: ${name}`)
+    ;[prefix, path] = split
   }
   h.set(path, 0)
   h.set(enc.encode(octal(dir ? 0o755 : 0o644, 8)), 100)

@@ -21,6 +21,33 @@ function world() {
 }
 
 describe('tarDirectory', () => {
+  test('a path of 156 to 255 bytes is split at a slash where both parts fit (prefix 155, name 100), not only at the last one; what tar reads back is the same', async () => {
+    const { root, ckpt } = world()
+    try {
+      // The exploratory test's checkpoint: c/<90 a>/<70 b>/w, 163 bytes, was never uploaded.
+      const deep = join('c', 'a'.repeat(90), 'b'.repeat(70))
+      mkdirSync(join(ckpt, 'step-8', deep), { recursive: true })
+      writeFileSync(join(ckpt, 'step-8', deep, 'w'), 'weights')
+      // And a name of 100 bytes below a long directory: the split can only be at the last slash.
+      const long = join('d'.repeat(150), 'e'.repeat(100))
+      mkdirSync(join(ckpt, 'step-8', 'd'.repeat(150)))
+      writeFileSync(join(ckpt, 'step-8', long), 'long')
+      const out = join(root, 'long.tar')
+      await tarDirectory(join(ckpt, 'step-8'), out, ckpt)
+      const listed = Bun.spawnSync(['tar', '-tf', out]).stdout.toString().split('\n')
+      expect(listed).toContain(`${deep}/w`)
+      expect(listed).toContain(long)
+      await untarInto(out, join(root, 'back'))
+      expect(readFileSync(join(root, 'back', deep, 'w'), 'utf8')).toBe('weights')
+      expect(readFileSync(join(root, 'back', long), 'utf8')).toBe('long')
+      // No split fits: a name part over 100 bytes, or a path past 256.
+      writeFileSync(join(ckpt, 'step-8', 'f'.repeat(101)), 'x')
+      await expect(tarDirectory(join(ckpt, 'step-8'), join(root, 'no.tar'), ckpt)).rejects.toThrow('too long for tar')
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
   test('links inside the tree are left out (named), files and directories are kept, and it unpacks the same', async () => {
     const { root, secret, ckpt } = world()
     symlinkSync(secret, join(ckpt, 'step-8', 'outside-dir'))
