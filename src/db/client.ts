@@ -6,7 +6,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, ope
 import { dirname } from 'node:path'
 import * as schema from './schema'
 import { migrationState, runMigrations, type MigrationObserver } from './migrate'
-import { fileInTheWay } from './paths'
+import { fileInTheWay, realPath } from './paths'
 
 /** The database or a transaction on it: services accept either. */
 // RunResult is bun:sqlite's Changes at run time; drizzle types it as void.
@@ -196,8 +196,11 @@ export function openDbReadOnly(path: string): StateDb {
     // SQLite opening a WAL file read-only makes -wal and -shm beside it and, read-only, cannot
     // remove them. A file nobody may write (no write bit) with neither beside it has no leader on
     // it (one in WAL mode keeps both while it runs) and none can come: it is read as it is.
+    // Beside the file a symlink points to, where SQLite keeps them: looked for beside the link, a
+    // crashed leader's -wal was not found and the file was read without its last changes.
     const mode = statSync(path).mode
-    const immutable = (mode & 0o222) === 0 && !existsSync(`${path}-wal`) && !existsSync(`${path}-shm`) && isWalFile(path)
+    const real = realPath(path)
+    const immutable = (mode & 0o222) === 0 && !existsSync(`${real}-wal`) && !existsSync(`${real}-shm`) && isWalFile(path)
     sqlite = immutable
       ? new Database(`file:${encodeURI(path).replace(/[?#]/g, encodeURIComponent)}?immutable=1`, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
       : new Database(path, { readonly: true, strict: true })

@@ -15,9 +15,10 @@
 // state file's (not the directory's) while it works: a leader started meanwhile served the file
 // that was then moved aside, and everything it acknowledged was written there.
 import { Database } from 'bun:sqlite'
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs'
-import { basename, dirname, join, resolve } from 'node:path'
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { lockFileItself } from './file-lock'
+import { realPath } from './paths'
 
 /** The lock is held by another leader, or cannot be taken at all: one line for the operator. */
 export class LeaderLockedError extends Error {
@@ -41,25 +42,6 @@ interface Holder {
   db: string
   /** '' for `svc admin restore`, which takes the state file's lock only. */
   stateDir: string
-}
-
-/** The real path of `p` (which may not exist yet: then its directory's real path and its name). */
-export function realPath(p: string, depth = 0): string {
-  try {
-    return realpathSync(p)
-  } catch {
-    // A symlink to a file not made yet: where SQLite will make it.
-    try {
-      if (depth < 40 && lstatSync(p).isSymbolicLink()) return realPath(resolve(dirname(p), readlinkSync(p)), depth + 1)
-    } catch {
-      // not there at all
-    }
-    try {
-      return join(realpathSync(dirname(p)), basename(p))
-    } catch {
-      return p
-    }
-  }
 }
 
 /** A leader's locks: its state file's, under every name of it, and its state directory's. */

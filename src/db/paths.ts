@@ -1,7 +1,7 @@
 // Plain words for paths that cannot be used: a file where a directory should be gave the system's
 // own ("EEXIST: file already exists, mkdir", "EFAULT: bad address ... rm").
-import { readdirSync, rmSync, statSync } from 'node:fs'
-import { basename, dirname, join } from 'node:path'
+import { lstatSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 
 /**
  * The nearest existing ancestor of `path` when it is not a directory (a file in the way of the
@@ -46,5 +46,24 @@ function alive(pid: number): boolean {
     return true
   } catch (e) {
     return (e as { code?: string }).code === 'EPERM'
+  }
+}
+
+/** The real path of `p` (which may not exist yet: then its directory's real path and its name). */
+export function realPath(p: string, depth = 0): string {
+  try {
+    return realpathSync(p)
+  } catch {
+    // A symlink to a file not made yet: where SQLite will make it.
+    try {
+      if (depth < 40 && lstatSync(p).isSymbolicLink()) return realPath(resolve(dirname(p), readlinkSync(p)), depth + 1)
+    } catch {
+      // not there at all
+    }
+    try {
+      return join(realpathSync(dirname(p)), basename(p))
+    } catch {
+      return p
+    }
   }
 }

@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite'
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { MIGRATIONS } from './migrations.gen'
-import { fileInTheWay, removeStaleCopies } from './paths'
+import { fileInTheWay, realPath, removeStaleCopies } from './paths'
 import { LeaderLockedError, lockForRestore, type LeaderLock } from './leader-lock'
 
 export class RestoreError extends Error {}
@@ -115,8 +115,10 @@ export interface PreparedRestore {
  */
 export function prepareRestore(file: string, dbPath: string): PreparedRestore {
   const source = resolve(file)
-  const dest = resolve(dbPath)
-  if (source === dest) throw new RestoreError('the backup is the state file itself')
+  // The file a symlink points to, where SQLite keeps its -wal: the link itself was moved aside and
+  // replaced, and a leader started on the real path served the old state.
+  const dest = realPath(dbPath)
+  if (realPath(source) === dest) throw new RestoreError('the backup is the state file itself')
   // A directory (the state directory, say) would be moved aside whole, under a running leader's feet.
   if (existsSync(dest) && !statSync(dest).isFile()) throw new RestoreError(`${dest} is not a file (--db names the state file, not its directory); nothing was changed`)
   const blocker = fileInTheWay(dest)

@@ -1,12 +1,12 @@
 // `svc admin restore` on real SQLite files, in-process: what it leaves alone while it swaps the
 // state file, which file it replaces, and what it reads the backup with.
 import { describe, expect, test } from 'bun:test'
-import { linkSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs'
+import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDb } from '../../src/db/client'
 import { backupDatabase } from '../../src/db/backup'
-import { discardRestore, finishRestore, prepareRestore, RestoreError } from '../../src/db/restore'
+import { discardRestore, finishRestore, prepareRestore, restoreDatabase, RestoreError } from '../../src/db/restore'
 import { lockLeader } from '../../src/db/leader-lock'
 import { track } from '../helpers/children'
 
@@ -88,5 +88,25 @@ describe('restore and a leader starting', () => {
       await holder.exited
     }
     lockLeader(db, d).release() // the refused restore let go of the lock
+  })
+})
+
+describe('restore through a symlink', () => {
+  test('replaces the file the link points to and keeps that file aside beside it, with its WAL; the link stays a link', () => {
+    const d = dir()
+    const { db, backup } = stateAndBackup(d)
+    // A crashed leader's WAL, beside the real file (SQLite puts it there whatever name it was opened by).
+    writeFileSync(`${db}-wal`, 'wal of a crashed leader')
+    mkdirSync(join(d, 'etc'))
+    const link = join(d, 'etc', 'state.sqlite3')
+    symlinkSync(db, link)
+    const r = restoreDatabase(backup, link, new Date('2026-01-02T03:04:05Z'))
+    expect([r.path, r.previous]).toEqual([db, `${db}.pre-restore-20260102T030405Z`])
+    expect([lstatSync(link).isSymbolicLink(), readlinkSync(link)]).toEqual([true, db])
+    expect(readdirSync(join(d, 'etc'))).toEqual(['state.sqlite3'])
+    expect(lstatSync(r.previous!).isFile()).toBe(true)
+    expect(readFileSync(`${r.previous}-wal`, 'utf8')).toBe('wal of a crashed leader')
+    expect(existsSync(`${db}-wal`)).toBe(false)
+    expect(userVersion(link)).toBe(1)
   })
 })
