@@ -5,7 +5,8 @@
 // A 410 from the leader (the client went away) aborts the engine's request at once.
 //
 // Concurrency: as many long-polls as the engines take requests at once together (at most
-// MAX_SLOTS), and each engine never more than its max_concurrent (a request beyond waits here).
+// MAX_SLOTS), and each engine never more than its max_concurrent (a request beyond waits here,
+// without holding one of those slots, so that a busy model does not block an idle one).
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Backoff } from './backoff'
@@ -25,6 +26,8 @@ export const MODEL_NAME = BUILTIN_MODEL
 const POLL_WAIT_MS = 25_000
 /** The leader holds at most 64 long-polls per fellow. */
 const MAX_SLOTS = 48
+/** Requests waiting for their engine without holding a slot; past this many, a waiting one keeps its slot. */
+const MAX_WAITING = 256
 /** Content frames merge up to this many characters (the leader takes 65,536 per frame). */
 const MERGE_CHARS = 16_384
 const MAX_FRAMES_PER_POST = 4096
@@ -56,12 +59,17 @@ class Gate {
   get inUse(): number {
     return this.held
   }
-  async enter(): Promise<void> {
+  get full(): boolean {
+    return this.held >= this.limit
+  }
+  /** Resolves once in; true when it had to wait. */
+  async enter(): Promise<boolean> {
     if (this.held < this.limit) {
       this.held++
-      return
+      return false
     }
     await new Promise<void>((r) => this.waiting.push(r))
+    return true
   }
   leave(): void {
     const next = this.waiting.shift()
@@ -80,9 +88,10 @@ export class InferenceServer {
   private readonly verified = new Set<string>()
   /** The inference channel, while it is open. */
   private socket: InferSocketClient | null = null
-  /** Requests taken at once (MAX_SLOTS at most), and how many are being served now. */
+  /** Requests taken at once (MAX_SLOTS at most), how many hold one now, and how many wait for their engine without one. */
   private slots = 0
   private busy = 0
+  private waiting = 0
 
   constructor(
     private readonly deps: InferenceDeps,
@@ -288,18 +297,28 @@ export class InferenceServer {
     }
   }
 
-  async serve(req: InferRequest): Promise<void> {
+  /**
+   * Serves a request in one of the fellow's slots; resolves once the slot is free again: the
+   * request was served, or it waits for its engine and holds none meanwhile (it goes on).
+   */
+  serve(req: InferRequest): Promise<void> {
     this.busy++
-    try {
-      await this.serveOne(req)
-    } finally {
+    let held = true
+    let freed!: () => void
+    const slotFree = new Promise<void>((r) => (freed = r))
+    const release = () => {
+      if (!held) return
+      held = false
       this.busy--
       // The slot is free again: the leader may send another request over the socket.
       this.socket?.credit(1)
+      freed()
     }
+    void this.serveOne(req, release).finally(release)
+    return slotFree
   }
 
-  private async serveOne(req: InferRequest): Promise<void> {
+  private async serveOne(req: InferRequest, release: () => void): Promise<void> {
     const engine = this.engines.find((e) => e.spec.model === req.model)
     const out = new FramePoster(this.deps, req.request_id, () => this.socket)
     if (!engine || !engine.healthy) {
@@ -307,8 +326,23 @@ export class InferenceServer {
       return out.close()
     }
     const gate = this.gates.get(engine)!
-    await gate.enter()
+    // Only requests for this model wait: their slots take requests for the other engines meanwhile
+    // (a slow model's queue took every slot, and an idle model's requests waited behind it).
+    const free = gate.full && this.waiting < MAX_WAITING
+    if (free) {
+      this.waiting++
+      release()
+    }
+    let waited: boolean
     try {
+      waited = await gate.enter()
+    } finally {
+      if (free) this.waiting--
+    }
+    try {
+      // Its client may have gone meanwhile, or the leader's dispatch timeout ended it: asked first
+      // (an empty post), so the engine does not start an answer nobody reads.
+      if (waited && !(await out.alive())) return
       await serveWith(this.deps, engine, req, out)
     } finally {
       gate.leave()
@@ -435,6 +469,13 @@ export class FramePoster {
     }
     cancel = clock.setTimeout(tick, KEEPALIVE_MS)
     return () => cancel()
+  }
+
+  /** Whether the request is still wanted: posts an empty batch (when nothing was posted yet) and reads the answer. */
+  async alive(): Promise<boolean> {
+    if (!this.posting && !this.gone.aborted) this.posting = this.drain([])
+    await this.close()
+    return !this.gone.aborted
   }
 
   /** Posts `first` (a keep-alive's empty batch), then what is pending. */

@@ -166,3 +166,50 @@ describe('what the heartbeat says about the engines', () => {
     expect(server.servables()).toEqual(['tiny-llm'])
   })
 })
+
+describe('two models on one fellow', () => {
+  test('a busy model does not block an idle one: a request waiting for its engine holds none of the fellow\'s slots, and asks the leader before its engine starts it', async () => {
+    const toml = ['[engines.a]', 'url = "builtin"', 'model = "a"', 'max_concurrent = 1', '[engines.b]', 'url = "builtin"', 'model = "b"', 'max_concurrent = 1'].join('\n')
+    const specs = loadEngines({ config: 'fellow.toml' }, () => toml)
+    const req = (id: string, model: string) => ({ request_id: id, model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, stream: true })
+    // The leader's queue for this fellow: two requests for the busy model, then one for the idle one.
+    const queue = [req('a1', 'a'), req('a2', 'a'), req('a3', 'a'), req('b1', 'b')]
+    const posts: [string, InferFrame[]][] = []
+    const stop = new AbortController()
+    const c = {
+      async inferPoll() {
+        await new Promise((r) => setTimeout(r, 1))
+        return queue.shift() ?? null
+      },
+      async inferRespond(id: string, frames: InferFrame[]) {
+        posts.push([id, frames])
+        if (id === 'a3' && frames.length === 0) throw new LeaderError(410, 'gone', 'its client left while it waited', null)
+      },
+    } as unknown as LeaderClient
+    const server = new InferenceServer({ ...deps(c), signal: stop.signal }, specs)
+    let release!: () => void
+    const busy = new Promise<void>((r) => (release = r))
+    const started: string[] = []
+    const a = server.engines[0]!
+    const builtinChat = a.chat.bind(a)
+    a.chat = async function* (r, signal) {
+      started.push(r.request_id)
+      if (r.request_id === 'a1') await busy // a long answer
+      yield* builtinChat(r, signal)
+    }
+    server.start()
+    try {
+      const done = (id: string) => posts.some(([i, f]) => i === id && f.some((x) => x.done))
+      await until(() => done('b1'), 'the idle model answered while the busy one still serves')
+      expect(started).toEqual(['a1'])
+      release()
+      await until(() => done('a2'), 'the waiting request served once the engine is free')
+      // Each waiter asked first (an empty post); the one whose client had left never reached the engine.
+      expect(posts.find(([i]) => i === 'a2')).toEqual(['a2', []])
+      expect(posts.filter(([i]) => i === 'a3')).toEqual([['a3', []]])
+      expect(started).toEqual(['a1', 'a2'])
+    } finally {
+      stop.abort()
+    }
+  })
+})
