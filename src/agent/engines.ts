@@ -422,6 +422,7 @@ export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator
   const dec = new TextDecoder()
   let buf = ''
   let data: string[] = []
+  let dataChars = 0
   for await (const chunk of body) {
     buf += dec.decode(chunk, { stream: true })
     if (buf.length > MAX_LINE_BYTES) throw new EngineError('the engine sent a line longer than 16 MiB')
@@ -432,8 +433,13 @@ export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator
       if (line === '') {
         if (data.length > 0) yield data.join('\n')
         data = []
+        dataChars = 0
       } else if (line.startsWith('data:')) {
-        data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5))
+        const piece = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+        // An event is held until its blank line: one that never comes grew the agent by gigabytes.
+        dataChars += piece.length + 1
+        if (dataChars > MAX_LINE_BYTES) throw new EngineError('the engine sent an event larger than 16 MiB (data lines without the blank line that ends an event)')
+        data.push(piece)
       }
     }
   }

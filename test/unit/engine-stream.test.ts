@@ -124,3 +124,15 @@ describe('chunks without text', () => {
     expect(r.end.error?.message).toBe('the engine sent only empty chunks for 60 s')
   })
 })
+
+describe('malformed framing', () => {
+  test('data lines never ended by a blank line are bounded like a line: past 16 MiB of one event the request fails (the agent grew by gigabytes)', async () => {
+    const s = writable()
+    const { engine } = engineAt(() => sse(s))
+    const r = run(engine)
+    const line = `data: ${'x'.repeat(1 << 20)}\n`
+    for (let i = 0; i < 17; i++) s.write(line)
+    await until(() => r.end.done, 'the request failed')
+    expect(r.end.error?.message).toBe('the engine sent an event larger than 16 MiB (data lines without the blank line that ends an event)')
+  })
+})
