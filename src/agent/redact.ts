@@ -39,15 +39,22 @@ function decodeURIComponentSafe(s: string): string {
   }
 }
 
-/** Names of declared environment variables whose values are secrets (API keys, tokens, passwords). */
-const SECRET_ENV_NAME = /(^|_)(api_?key|key|tokens?|secret|pass|password|passwd|auth|cred|creds|credentials?)(_|$)/i
+/**
+ * A part of a declared environment variable's name (split at `_`) that says its value is a secret:
+ * one that starts or ends with key, token, secret, pass, auth or cred (or ends with their plural).
+ * Whole parts only let PASSPHRASE, SECRETKEY, HFTOKEN and OPENAIKEY through; a harmless name caught
+ * too (TOKENIZERS_PARALLELISM, AUTHOR) costs a hidden value, a secret let through is shown to the pool.
+ */
+const SECRET_NAME_PART = /^(key|token|secret|pass|auth|cred)|(key|token|secret|pass|auth|cred)s?$/i
+
+const isSecretName = (name: string) => name.split('_').some((part) => SECRET_NAME_PART.test(part))
 /** Shorter values are not masked: "0" in a line is not a secret, and masking it would garble every line. */
 const MIN_SECRET_CHARS = 8
 
 /** The values of `env` whose names say they are secrets. */
 export function secretEnvValues(env: Record<string, string>): string[] {
   return Object.entries(env)
-    .filter(([name]) => SECRET_ENV_NAME.test(name))
+    .filter(([name]) => isSecretName(name))
     .map(([, value]) => value)
 }
 

@@ -44,9 +44,9 @@ describe('a supervised engine', () => {
     const lines: Record<string, unknown>[] = []
     const toml = [
       '[engines.leaky]',
-      `command = ["sh", "-c", "echo \\"args: --port $1 --api-key sk-engine-key-1234 --token $HF_TOKEN --threads $THREADS --tokenizer $TOKENIZER\\" >&2; exec sleep 30", "sh", "{port}"]`,
+      `command = ["sh", "-c", "echo \\"args: --port $1 --api-key sk-engine-key-1234 --token $HF_TOKEN --threads $THREADS --model-id $MODEL_ID\\" >&2; exec sleep 30", "sh", "{port}"]`,
       'api_key = "sk-engine-key-1234"',
-      'env = { HF_TOKEN = "hf_secret_abcdef", THREADS = "12345678", TOKENIZER = "meta-llama/Llama-3-8B" }',
+      'env = { HF_TOKEN = "hf_secret_abcdef", THREADS = "12345678", MODEL_ID = "meta-llama/Llama-3-8B" }',
     ].join('\n')
     const spec = loadEngines({ config: 'fellow.toml' }, () => toml)[0]!
     const engine = new OpenAiEngine(spec, { log: createLogger('info', (l) => lines.push(JSON.parse(l))), clock: systemClock, onHealth: () => {} })
@@ -54,7 +54,7 @@ describe('a supervised engine', () => {
     engine.start()
     const said = await until(() => lines.find((l) => l.msg === 'engine output') ?? null, 'its output in the log', { timeoutMs: 5000, everyMs: 20 })
     // A value whose name says nothing of a secret stays readable.
-    expect(String(said.line)).toMatch(/^args: --port \d+ --api-key \*\*\* --token \*\*\* --threads 12345678 --tokenizer meta-llama\/Llama-3-8B$/)
+    expect(String(said.line)).toMatch(/^args: --port \d+ --api-key \*\*\* --token \*\*\* --threads 12345678 --model-id meta-llama\/Llama-3-8B$/)
   })
 
   test('an engine that ignores SIGTERM is killed after the grace period', async () => {
