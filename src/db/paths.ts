@@ -36,7 +36,11 @@ export function removeStaleCopies(dest: string, tag: 'partial' | 'restore'): voi
     if (!name.startsWith(prefix)) continue
     const m = /^(\d+)(-journal)?$/.exec(name.slice(prefix.length))
     if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
-    rmSync(join(dirname(dest), name), { force: true })
+    try {
+      rmSync(join(dirname(dest), name), { force: true })
+    } catch {
+      // A directory this process cannot write: the copy it then cannot make says so in words.
+    }
   }
 }
 

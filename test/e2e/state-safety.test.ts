@@ -52,6 +52,8 @@ describe('svc admin on state files', () => {
     const d = dir()
     const db = join(d, 'big.sqlite3')
     const big = new Database(db)
+    // A leader's state file to backup (one with __migrations), made large.
+    big.exec('CREATE TABLE __migrations (tag TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)')
     big.exec('CREATE TABLE t (b BLOB)')
     big.exec('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500) INSERT INTO t SELECT randomblob(100000) FROM c')
     big.close()
