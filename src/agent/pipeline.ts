@@ -338,6 +338,11 @@ export class PipelineWorker extends MlpStageRun {
     return this.link.deliver(channel, frame)
   }
 
+  /** Nothing to upload: its checkpoints stay under <state-dir>/checkpoints (StageWorker). */
+  uploadsDone(): Promise<number | null> {
+    return Promise.resolve(-Infinity)
+  }
+
   reconfigure(a: StageAssignment): void {
     this.assignment = a
     this.link.setNeighbours(a.prev, a.next, a.p2pKey ?? null)

@@ -16,6 +16,7 @@ import { fetchCheckpoint, uploadCheckpoint } from './checkpoints'
 import { isInside } from './tar'
 import { secretEnvValues, secretMask } from './redact'
 import { leftoversGone, recordRunner } from './leftovers'
+import { stageDirOf } from './stage-dir'
 import { decodeFrames, encodeFrames, type Frame } from '../wire/frames'
 import { AppError } from '../errors'
 import type { StageAssignment } from './job'
@@ -77,7 +78,11 @@ export class RunnerWorker {
   private readonly workDir: string
   /** Uploads go one at a time; a newer checkpoint waits and replaces an older waiting one. */
   private uploading: Promise<void> | null = null
-  private nextUpload: { step: number; dir: string } | null = null
+  private nextUpload: { step: number; dir: string; at: number } | null = null
+  /** When the runner said its newest stored checkpoint was written (wall time); -Infinity: none yet; null: the newest could not be stored. */
+  private storedAt: number | null = -Infinity
+  /** Settles once the runner's output is read to its end (its last lines may name a checkpoint). */
+  private outputRead: Promise<unknown> = Promise.resolve()
   /** Set while the start waits for a PAUSE that came before the runner existed to be lifted. */
   private unpaused: (() => void) | null = null
 
@@ -90,8 +95,8 @@ export class RunnerWorker {
     this.stage = { stage: a.stage, stages: a.stages }
     this.reporter = new StatusReporter(deps, deps.jobId)
     this.link = new Link({ jobId: deps.jobId, stage: a.stage, stages: a.stages, mode: a.transport, relayUrl: a.relayUrl, prev: a.prev, next: a.next, client: deps.client, log: deps.log, counters: deps.counters, clock: deps.clock, key: a.p2pKey ?? null })
-    this.checkpointDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'checkpoints')
-    this.workDir = join(deps.stateDir, 'jobs', deps.jobId, `stage-${a.stage}`, 'transfer')
+    this.checkpointDir = join(stageDirOf(deps.stateDir, deps.jobId, a.stage), 'checkpoints')
+    this.workDir = join(stageDirOf(deps.stateDir, deps.jobId, a.stage), 'transfer')
     this.scrub = secretMask(() => [deps.nodeToken?.(), ...secretEnvValues(spec.env)])
     this.output = new LineLimiter(LOG_LINES_PER_S, deps.clock, (n) => deps.log.warn('runner output suppressed', { job_id: deps.jobId, runner: spec.name, lines: n, limit_per_s: LOG_LINES_PER_S }))
     this.progressReports = new Throttle(deps.clock, REPORT_EVERY_MS, () => this.sendProgress())
@@ -183,6 +188,7 @@ export class RunnerWorker {
       if (this.output.allow()) log.info('runner output', { job_id: this.jobId, runner: this.spec.name, stream: 'stderr', line })
     })
     const proc = this.proc
+    this.outputRead = Promise.all([out, err])
     // Its last lines (the final step, the reason it failed) are read before its exit is acted on.
     // Bun's `exited` says 128+N for a process a signal killed: the code and the signal are read apart.
     void Promise.all([proc.exited, out, err]).then(() => this.exited(proc.signalCode === null ? proc.exitCode : null, proc.signalCode === null ? null : String(proc.signalCode)))
@@ -357,7 +363,8 @@ export class RunnerWorker {
 
   /** Into the leader's store, one upload at a time; the newest waiting checkpoint wins. */
   private upload(step: number, dir: string): void {
-    this.nextUpload = { step, dir }
+    // Wall time, as file times are: what the runner wrote before it said so is in this checkpoint.
+    this.nextUpload = { step, dir, at: Date.now() }
     if (this.uploading) return
     this.uploading = (async () => {
       while (this.nextUpload) {
@@ -366,8 +373,21 @@ export class RunnerWorker {
         // Not the stage's stop signal: a checkpoint taken just before a STOP still gets stored.
         const art = await uploadCheckpoint({ ...this.deps, signal: new AbortController().signal }, { jobId: this.jobId, stage: this.stage.stage, step: next.step, dir: next.dir, workDir: this.workDir, within: this.checkpointDir })
         if (art) this.deps.log.info('checkpoint stored on the leader', { job_id: this.jobId, stage: this.stage.stage, step: next.step, artifact_id: art.id, bytes: art.size_bytes })
+        this.storedAt = art ? next.at : null
       }
     })().finally(() => (this.uploading = null))
+  }
+
+  /**
+   * Once the runner is gone, its output read and its uploads done: when it said it wrote the
+   * newest checkpoint the leader stored (files in SVC_CHECKPOINT_DIR not changed since are in
+   * it), -Infinity when it stored none, null when its newest could not be stored.
+   */
+  async uploadsDone(): Promise<number | null> {
+    await this.gone
+    await this.outputRead
+    while (this.uploading) await this.uploading
+    return this.storedAt
   }
 
   private exited(code: number | null, signal: string | null): void {

@@ -2,12 +2,15 @@
 // places two on one fellow); a START for another job replaces the current one, because the
 // leader's view of what this fellow runs is the one that counts. A stage stopped is not gone
 // until its runner has exited (up to its stop_grace_s): until then the fellow says it is busy
-// with it, and the next stage's runner waits for it.
+// with it, and the next stage's runner waits for it. Once a job is over on this fellow, its
+// stage's directory goes when the leader holds its newest checkpoint (tidy).
 import { parseAssignment, parseTrainConfig, type StageAssignment } from './job'
 import { PipelineWorker, type WorkerDeps, type WorkerStatus } from './pipeline'
 import { RunnerWorker } from './runner'
 import { BUILTIN_RUNNER, builtinRunner, type RunnerSpec } from './fellow-config'
 import { purgeCheckpoints } from './state'
+import { filesChangedSince, removeStageDir, stageDirOf } from './stage-dir'
+import { join } from 'node:path'
 import type { Channel, JobKey } from './p2p'
 import type { Counters } from './transport'
 import type { LeaderClient } from './client'
@@ -48,6 +51,11 @@ export interface StageWorker {
   reconfigure(a: StageAssignment): void
   /** Resolves once nothing the stage started runs any more (a runner gets its stop grace, then SIGKILL). */
   stop(reason: string): Promise<void>
+  /**
+   * Once stopped and its checkpoint uploads are done: the wall time up to which the leader holds
+   * what its checkpoint directory has (-Infinity: nothing stored; null: the newest not stored).
+   */
+  uploadsDone(): Promise<number | null>
 }
 
 const SEEN_MAX = 512
@@ -128,7 +136,8 @@ export class Work {
    * and a runner deaf to SIGTERM (or its children) outlived an agent that exited first.
    */
   async stopAll(reason: string): Promise<void> {
-    if (this.worker) this.end(this.worker, reason)
+    // The agent stops, the job goes on: started again, the stage may resume from its directory.
+    if (this.worker) this.end(this.worker, reason, { over: false })
     await Promise.all([...this.exiting.values()])
   }
 
@@ -137,11 +146,33 @@ export class Work {
     return [BUILTIN_RUNNER, ...(this.d.runners ?? []).map((r) => r.name)]
   }
 
-  private end(w: StageWorker, reason: string): void {
+  /** `over`: the job is over on this fellow (STOP, another job's START, the leader refused a report): its directory may go. */
+  private end(w: StageWorker, reason: string, o = { over: true }): void {
     const gone = w.stop(reason)
     this.exiting.set(w, gone)
     void gone.finally(() => this.exiting.delete(w))
     if (this.worker === w) this.worker = null
+    if (o.over) void w.uploadsDone().then((storedAt) => this.tidy(w, storedAt)).catch((e: Error) => this.d.log.warn("could not remove the stage's work directory", { job_id: w.jobId, stage: w.stage.stage, error: e.message }))
+  }
+
+  /**
+   * A stopped stage's directory (its checkpoints: gigabytes, job after job) goes once the leader
+   * holds what it has: the newest checkpoint stored and nothing in it written since. What the
+   * leader may not have stays (the log says so) until PURGE, as does everything while the stage
+   * is this fellow's again (a START for it came meanwhile).
+   */
+  private async tidy(w: StageWorker, storedAt: number | null): Promise<void> {
+    const { log, stateDir } = this.d
+    const ids = { job_id: w.jobId, stage: w.stage.stage }
+    const dir = stageDirOf(stateDir, w.jobId, w.stage.stage)
+    const newer = storedAt === null ? [] : await filesChangedSince(join(dir, 'checkpoints'), storedAt)
+    const cur = this.worker
+    if (cur && cur.jobId === w.jobId && cur.stage.stage === w.stage.stage && cur.status !== 'stopped') return
+    if (storedAt === null || newer.length > 0) {
+      const why = storedAt === null ? 'its newest checkpoint could not be stored on the leader' : storedAt === -Infinity ? 'the leader holds no checkpoint of what is in it' : 'files in it are newer than its newest checkpoint on the leader'
+      return log.info(`kept the stage's checkpoints on this fellow: ${why} (PURGE clears them)`, { ...ids, path: join(dir, 'checkpoints'), newer: newer.slice(0, 5) })
+    }
+    if (removeStageDir(stateDir, w.jobId, w.stage.stage)) log.info("removed the stage's work directory: the job is over on this fellow and its checkpoints are on the leader", { ...ids, path: dir })
   }
 
   /** What settles once every stage stopped so far is gone; null when none is still exiting. */

@@ -2,11 +2,11 @@
 // child processes: one job's runner at a time on a fellow, also while a stopped one is still in
 // its stop grace.
 import { afterEach, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Work } from '../../src/agent/work'
-import type { LeaderClient } from '../../src/agent/client'
+import { LeaderError, type LeaderClient } from '../../src/agent/client'
 import type { RunnerSpec } from '../../src/agent/fellow-config'
 import type { Signal } from '../../src/wire/fellow'
 import type { StatusReport } from '../../src/wire/jobs'
@@ -30,10 +30,22 @@ function alive(pid: number): boolean {
 
 const COUNTER = 'i=0; while :; do i=$((i+1)); echo "{\\"step\\": $i}"; sleep 0.05; done'
 
-function fellow(runners: RunnerSpec[]) {
+function fellow(runners: RunnerSpec[], opts: { uploads?: 'stored' | 'refused' } = {}) {
   const stateDir = mkdtempSync(join(tmpdir(), 'agent-work-'))
   const reports: { job: string; r: StatusReport }[] = []
   const lines: { msg: string; job_id?: string; pid?: number }[] = []
+  const stored: { step?: number }[] = []
+  // The leader's artifact store: takes every checkpoint at once, or refuses them (larger than it keeps).
+  const uploads = {
+    beginUpload: async (b: { step?: number; size_bytes: number }) => {
+      if (opts.uploads === 'refused') throw new LeaderError(413, 'payload_too_large', 'larger than SVC_ARTIFACT_MAX_BYTES', null)
+      return { upload_id: `u${stored.length}`, offset: 0, size_bytes: b.size_bytes, step: b.step }
+    },
+    putUpload: async (id: string) => {
+      stored.push({ step: Number(id.slice(1)) })
+      return { id: `a-${id}`, size_bytes: 1 }
+    },
+  }
   const idle = (_u: string, _c: string, _w: number, signal?: AbortSignal) => new Promise((r) => signal?.addEventListener('abort', () => r([])))
   const client = {
     leaderUrl: 'http://127.0.0.1:9',
@@ -42,6 +54,7 @@ function fellow(runners: RunnerSpec[]) {
     relayPop: idle,
     jobStatus: async (job: string, r: StatusReport) => void reports.push({ job, r }),
     latestCheckpoint: async () => null,
+    ...uploads,
   } as unknown as LeaderClient
   const log = createLogger('info', (l) => lines.push(JSON.parse(l) as (typeof lines)[number]))
   const work = new Work({ client, log, stateDir, counters: { sent: 0, received: 0 }, clock: systemClock, onReleased: () => undefined, runners, leaderUrl: 'http://127.0.0.1:9', nodeToken: () => null })
@@ -54,7 +67,8 @@ function fellow(runners: RunnerSpec[]) {
   // Stage 0 of 2 over the (idle) relay, as in agent-runner.test.ts.
   const start = (jobId: string, runner: string) => signal('START', jobId, { stage: 0, stages: 2, prev: null, next: { fellow_id: 'f2', address: null }, transport: 'tunnel', relay_url: `http://127.0.0.1:9/api/v1/relay/${jobId}`, config: {}, runner })
   const started = (jobId: string) => until(() => lines.find((l) => l.msg === 'runner started' && l.job_id === jobId) ?? null, `the runner of ${jobId} started`, { timeoutMs: 10_000 })
-  return { work, reports, lines, signal, start, started, stateDir }
+  const stageDir = (jobId: string) => join(stateDir, 'jobs', jobId, 'stage-0')
+  return { work, reports, lines, signal, start, started, stateDir, stageDir, stored }
 }
 
 describe('one job at a time on a fellow', () => {
@@ -79,5 +93,49 @@ describe('one job at a time on a fellow', () => {
     f.signal('STOP', 'job-b', { reason: 'cancelled' })
     await until(() => !alive(b!), 'B stopped')
     await until(() => f.work.snapshot().status === 'idle', 'the fellow idle once nothing runs')
+  }, 20_000)
+})
+
+/** Writes a checkpoint (ck/w) and says so, then steps on; `after` runs in the shell once it said so. */
+const CHECKPOINTER = (after = '') => ['sh', '-c', `trap 'exit 143' TERM; mkdir -p "$SVC_CHECKPOINT_DIR/ck"; head -c 100000 /dev/zero > "$SVC_CHECKPOINT_DIR/ck/w"; echo '{"checkpoint": "ck", "step": 3}'; ${after} ${COUNTER}`]
+
+describe("a job's work directory on the fellow", () => {
+  test('goes once the job is over here (STOP) and its newest checkpoint is stored on the leader', async () => {
+    const f = fellow([{ name: 'ck', command: CHECKPOINTER(), env: {}, stopGraceS: 2 }])
+    f.start('job-a', 'ck')
+    await f.started('job-a')
+    await until(() => f.lines.find((l) => l.msg === 'checkpoint stored on the leader') ?? null, 'the checkpoint stored')
+    expect(readdirSync(join(f.stageDir('job-a'), 'checkpoints'))).toEqual(['ck'])
+    f.signal('STOP', 'job-a', { reason: 'cancelled' })
+    await until(() => f.lines.find((l) => l.msg === "removed the stage's work directory: the job is over on this fellow and its checkpoints are on the leader") ?? null, 'the directory removed')
+    expect(existsSync(join(f.stateDir, 'jobs', 'job-a'))).toBe(false)
+  })
+
+  test('stays when its newest checkpoint could not be stored, when files in it are newer than the one stored, and when the agent only stops (a restart resumes from it)', async () => {
+    const refused = fellow([{ name: 'ck', command: CHECKPOINTER(), env: {}, stopGraceS: 2 }], { uploads: 'refused' })
+    refused.start('job-a', 'ck')
+    await refused.started('job-a')
+    await until(() => refused.lines.find((l) => l.msg === 'checkpoint not uploaded; it stays on this fellow only') ?? null, 'the upload refused')
+    refused.signal('STOP', 'job-a', { reason: 'cancelled' })
+    await until(() => refused.lines.find((l) => l.msg.startsWith("kept the stage's checkpoints")) ?? null, 'kept')
+    expect(readdirSync(join(refused.stageDir('job-a'), 'checkpoints'))).toEqual(['ck'])
+
+    // A runner that writes on after its checkpoint line (the next checkpoint, never said).
+    const newer = fellow([{ name: 'ck', command: CHECKPOINTER('sleep 1; echo more > "$SVC_CHECKPOINT_DIR/ck/later";'), env: {}, stopGraceS: 2 }])
+    newer.start('job-a', 'ck')
+    await newer.started('job-a')
+    await until(() => existsSync(join(newer.stageDir('job-a'), 'checkpoints', 'ck', 'later')), 'the later file')
+    await until(() => newer.lines.find((l) => l.msg === 'checkpoint stored on the leader') ?? null, 'the checkpoint stored')
+    newer.signal('STOP', 'job-a', { reason: 'cancelled' })
+    await until(() => newer.lines.find((l) => l.msg.startsWith("kept the stage's checkpoints")) ?? null, 'kept')
+    expect(existsSync(join(newer.stageDir('job-a'), 'checkpoints', 'ck', 'later'))).toBe(true)
+
+    const stopping = fellow([{ name: 'ck', command: CHECKPOINTER(), env: {}, stopGraceS: 2 }])
+    stopping.start('job-a', 'ck')
+    await stopping.started('job-a')
+    await until(() => stopping.lines.find((l) => l.msg === 'checkpoint stored on the leader') ?? null, 'the checkpoint stored')
+    await stopping.work.stopAll('agent stopping')
+    await Bun.sleep(200)
+    expect(readdirSync(join(stopping.stageDir('job-a'), 'checkpoints'))).toEqual(['ck'])
   }, 20_000)
 })
