@@ -398,6 +398,31 @@ export async function serveWith(deps: InferenceDeps, engine: Engine, req: InferR
 const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
 
 /**
+ * Tool-call deltas cut so that none carries more than `max` characters of arguments, each call in
+ * its own: a call's arguments in pieces, the first with its id, type and name, the rest with its
+ * index alone (clients append them by index). One without an index cannot be continued: it goes whole.
+ */
+export function toolCallPieces(calls: unknown[], max: number): unknown[][] {
+  const out: unknown[][] = []
+  for (const c of calls) {
+    const call = c as { index?: unknown; function?: { arguments?: unknown } } | null
+    const args = typeof call === 'object' && call !== null && Number.isInteger(call.index) && typeof call.function?.arguments === 'string' ? call.function.arguments : null
+    if (args === null || args.length <= max) {
+      out.push([c])
+      continue
+    }
+    for (let at = 0; at < args.length; ) {
+      let end = Math.min(at + max, args.length)
+      if (end < args.length && isHighSurrogate(args.charCodeAt(end - 1))) end--
+      const piece = args.slice(at, end)
+      out.push([at === 0 ? { ...call, function: { ...call!.function, arguments: piece } } : { index: call!.index, function: { arguments: piece } }])
+      at = end
+    }
+  }
+  return out
+}
+
+/**
  * Frames of one request, posted in order: one post at a time, and frames pushed meanwhile go
  * together in the next. `gone` aborts when the leader answers 410/404 (the client went away) or
  * posting failed for good: the engine's request is aborted with it.
@@ -434,6 +459,13 @@ export class FramePoster {
         this.push({ delta: f.delta.slice(at, end) })
         at = end
       }
+      return
+    }
+    // So does one tool-call delta whose arguments came in one piece (the leader refused its frame
+    // as too large, 413, even in a stream): its arguments go in pieces, as OpenAI streams them.
+    if (f.tool_calls !== undefined && Object.keys(f).length === 1 && JSON.stringify(f.tool_calls).length > MERGE_CHARS) {
+      for (const calls of toolCallPieces(f.tool_calls, MERGE_CHARS)) this.pending.push({ tool_calls: calls })
+      this.posting ??= this.drain()
       return
     }
     const last = this.pending[this.pending.length - 1]

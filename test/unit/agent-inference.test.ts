@@ -6,6 +6,7 @@ import { FramePoster, InferenceServer, serveWith } from '../../src/agent/inferen
 import { BuiltinEngine } from '../../src/agent/engines'
 import { loadEngines } from '../../src/agent/fellow-config'
 import { silentLogger } from '../../src/log'
+import { ToolCallMerger } from '../../src/inference/openai'
 import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
 
@@ -135,6 +136,34 @@ describe('posting frames', () => {
     expect(deltas.every((d) => d.length <= 16_384)).toBe(true)
     expect(deltas.every((d) => !/[\ud800-\udbff]$/.test(d))).toBe(true)
     expect(posts.flat().at(-1)).toEqual({ done: true, finish_reason: 'stop' })
+  })
+
+  test('one tool-call delta over a frame (a 2 MiB argument in one piece) goes as several, its arguments cut as OpenAI streams them (the leader refused it 413)', async () => {
+    const posts: InferFrame[][] = []
+    const c = {
+      async inferRespond(_id: string, frames: InferFrame[]) {
+        // The leader's body limit (SVC_MAX_BODY_BYTES, 1 MiB), and a frame's tool calls count against the 1 MiB a request buffers.
+        if (JSON.stringify({ frames }).length > 1 << 20) throw new LeaderError(413, 'payload_too_large', 'too large', null)
+        posts.push(frames)
+      },
+    } as unknown as LeaderClient
+    const poster = new FramePoster(deps(c), 'r1')
+    const big = JSON.stringify({ text: 'a"b\n'.repeat(400_000) + '😀' })
+    poster.push({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'write', arguments: big } }, { index: 1, id: 'c2', type: 'function', function: { name: 'f', arguments: '{}' } }] } as InferFrame)
+    poster.push({ done: true, finish_reason: 'tool_calls' })
+    await poster.close()
+    expect(poster.gone.aborted).toBe(false)
+    const frames = posts.flat()
+    expect(frames.at(-1)).toEqual({ done: true, finish_reason: 'tool_calls' })
+    const deltas = frames.filter((f) => f.tool_calls)
+    expect(deltas.length).toBeGreaterThan(100)
+    expect(deltas.every((f) => JSON.stringify(f.tool_calls).length <= 65_536)).toBe(true)
+    const merged = new ToolCallMerger()
+    for (const f of deltas) merged.add(f.tool_calls!)
+    expect(merged.result).toEqual([
+      { id: 'c1', type: 'function', function: { name: 'write', arguments: big } },
+      { id: 'c2', type: 'function', function: { name: 'f', arguments: '{}' } },
+    ])
   })
 
   test('frames the leader refuses for what they hold (422) end the answer with an error frame at once, not a silent fellow', async () => {
