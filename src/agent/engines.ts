@@ -98,6 +98,21 @@ function freePort(): number {
   return port
 }
 
+/**
+ * `path` under an engine's base URL (from its origin when it starts with /), with the base URL's
+ * query (`?api_key=…`, for a proxy that wants it) unless `path` has one of its own: appended as
+ * text, the path went after the query and the engine was asked for the wrong one.
+ */
+export function engineUrl(base: string, path: string): string {
+  const u = new URL(base)
+  const q = path.indexOf('?')
+  const p = q < 0 ? path : path.slice(0, q)
+  u.pathname = p.startsWith('/') ? p : `${u.pathname.replace(/\/+$/, '')}/${p}`
+  if (q >= 0) u.search = path.slice(q)
+  u.hash = ''
+  return u.href
+}
+
 /** The message of an engine's error body: OpenAI's {error: {message}}, vLLM's {message}, FastAPI's {detail}, or the text. */
 export function errorMessageOf(text: string): string {
   try {
@@ -241,8 +256,7 @@ export class OpenAiEngine implements Engine {
   }
 
   private healthUrl(): string {
-    const path = this.spec.healthPath
-    return path.startsWith('/') ? new URL(path, this.base).href : `${this.base}/${path}`
+    return engineUrl(this.base, this.spec.healthPath)
   }
 
   private headers(json = false): Record<string, string> {
@@ -329,7 +343,7 @@ export class OpenAiEngine implements Engine {
     // Read to its end: the connection goes back to the pool. Left early: closed, so the engine stops.
     let clean = false
     try {
-      const res = await fetch(`${this.base}/chat/completions`, { method: 'POST', headers: this.headers(true), body: JSON.stringify(this.chatBody(req)), signal: t.signal })
+      const res = await fetch(engineUrl(this.base, 'chat/completions'), { method: 'POST', headers: this.headers(true), body: JSON.stringify(this.chatBody(req)), signal: t.signal })
       t.touch()
       if (res.status >= 400) throw new EngineError(errorMessageOf(await boundedText(res)), res.status)
       const type = (res.headers.get('content-type') ?? '').toLowerCase()
@@ -380,7 +394,7 @@ export class OpenAiEngine implements Engine {
     const t = this.timed(signal)
     try {
       const body = { ...pickParams(req.params, EMBEDDING_PARAMS), model: this.spec.upstreamModel }
-      const res = await fetch(`${this.base}/embeddings`, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal: t.signal })
+      const res = await fetch(engineUrl(this.base, 'embeddings'), { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal: t.signal })
       const text = await boundedText(res, 256 << 20)
       if (res.status >= 400) throw new EngineError(errorMessageOf(text), res.status)
       let result: { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } }

@@ -136,3 +136,40 @@ describe('malformed framing', () => {
     expect(r.end.error?.message).toBe('the engine sent an event larger than 16 MiB (data lines without the blank line that ends an event)')
   })
 })
+
+describe('an engine URL with a query', () => {
+  test('keeps the query (?api_key=) on every request, after the path (it was put before /chat/completions)', async () => {
+    const s = writable()
+    const answer = (req: Request) => {
+      const path = new URL(req.url).pathname
+      if (path.endsWith('/chat/completions')) return sse(s)
+      if (path.endsWith('/embeddings')) return Response.json({ data: [{ embedding: [1] }] })
+      return Response.json({ data: [] })
+    }
+    const { engine, clock, seen } = engineAt(answer, ['health_path = "models"'], '/v1?api_key=k%261')
+    engine.start()
+    clock.advance(0)
+    await until(() => engine.healthy, 'healthy')
+    const r = run(engine)
+    s.write(chunk({ content: 'ok' }, 'stop'))
+    s.write('data: [DONE]\n\n')
+    s.close()
+    await until(() => r.end.done, 'answered')
+    expect(r.end.error).toBeNull()
+    await engine.embeddings({ ...request, kind: 'embeddings', messages: [], params: { input: 'x' } }, new AbortController().signal)
+    await engine.stop()
+    const paths = seen.map((u) => u.slice(u.indexOf('/', 'http://'.length)))
+    expect(paths).toEqual(['/v1/models?api_key=k%261', '/v1/chat/completions?api_key=k%261', '/v1/embeddings?api_key=k%261'])
+  })
+
+  test('a health path from the origin keeps it too, unless it has a query of its own', async () => {
+    for (const [health, want] of [['/health', '/health?key=1'], ['/api/version?x=2', '/api/version?x=2']] as const) {
+      const { engine, clock, seen } = engineAt(() => Response.json({}), [`health_path = "${health}"`], '/v1/?key=1')
+      engine.start()
+      clock.advance(0)
+      await until(() => engine.healthy, 'healthy')
+      await engine.stop()
+      expect(seen[0]!.slice(seen[0]!.indexOf('/', 'http://'.length))).toBe(want)
+    }
+  })
+})
