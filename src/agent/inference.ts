@@ -84,8 +84,8 @@ export class InferenceServer {
   private readonly announced = new Set<string>()
   /** Sizes of the model files fetched from the store, for the catalog. */
   private readonly modelSizes = new Map<string, number>()
-  /** Kept model files whose bytes were checked against their name (their SHA-256) in this run. */
-  private readonly verified = new Set<string>()
+  /** Kept model files whose bytes matched their name (their SHA-256) in this run: the size and mtime they had then. */
+  private readonly verified = new Map<string, string>()
   /** The inference channel, while it is open. */
   private socket: InferSocketClient | null = null
   /** Requests taken at once (MAX_SLOTS at most), how many hold one now, and how many wait for their engine without one. */
@@ -149,7 +149,8 @@ export class InferenceServer {
 
   /**
    * A model file from the leader's artifact store (of this fellow's pool), downloaded once and
-   * kept by its SHA-256: a restart or a second engine with the same file does not fetch it again.
+   * kept by its SHA-256: a restart or a second engine with the same file does not fetch it again,
+   * and a kept copy whose bytes no longer match is fetched again.
    * The leader is asked before every start (an artifact deleted or out of the pool's reach is not
    * served); when it cannot be reached, the copy kept for the SHA-256 it last named starts the
    * engine, checked again against that hash: an engine restarts while its leader is away.
@@ -170,13 +171,18 @@ export class InferenceServer {
     }
     this.modelSizes.set(id, art.size_bytes)
     const file = join(dir, art.sha256)
-    if (!(existsSync(file) && statSync(file).size === art.size_bytes)) {
+    const kept = existsSync(file) && statSync(file).size === art.size_bytes
+    // Checked, not only measured: a kept file whose bytes changed in place was started from as it was.
+    const whole = kept && (await this.intact(file, art.sha256))
+    if (kept && !whole) this.deps.log.warn('kept model file does not match its SHA-256; downloading it again', { artifact_id: id, file })
+    if (!whole) {
       mkdirSync(dir, { recursive: true, mode: 0o700 })
       const part = `${file}.part`
       this.deps.log.info('downloading model file', { artifact_id: id, name: art.name, bytes: art.size_bytes })
       await downloadVerified({ client: this.deps.client, log: this.deps.log, clock: this.deps.clock, signal: this.deps.signal }, art, part)
       renameSync(part, file)
-      this.verified.add(file)
+      const stamp = stampOf(file)
+      if (stamp !== null) this.verified.set(file, stamp)
     }
     // What the leader last said this artifact is: the kept copy to start from when it cannot be
     // asked. Written whole or not at all; a disk that refuses it costs that fallback, not the start.
@@ -201,17 +207,28 @@ export class InferenceServer {
     if (typeof known.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(known.sha256)) return null
     const file = join(dir, known.sha256)
     if (!existsSync(file)) return null
-    if (!this.verified.has(file)) {
-      const h = new Bun.CryptoHasher('sha256')
-      for await (const chunk of Bun.file(file).stream()) h.update(chunk)
-      if (h.digest('hex') !== known.sha256) {
-        this.deps.log.warn('kept model file does not match its SHA-256; not used', { artifact_id: id, file })
-        return null
-      }
-      this.verified.add(file)
+    if (!(await this.intact(file, known.sha256))) {
+      this.deps.log.warn('kept model file does not match its SHA-256; not used', { artifact_id: id, file })
+      return null
     }
     if (typeof known.size_bytes === 'number') this.modelSizes.set(id, known.size_bytes)
     return { file, sha256: known.sha256 }
+  }
+
+  /**
+   * Whether a kept file's bytes are those its name (its SHA-256) says. Hashed once per agent run,
+   * and again when its size or mtime changed since: a restarted engine does not read gigabytes
+   * again for nothing, and an agent start reads them once (the engine then loads them anyway).
+   */
+  private async intact(file: string, sha256: string): Promise<boolean> {
+    const stamp = stampOf(file)
+    if (stamp !== null && this.verified.get(file) === stamp) return true
+    this.verified.delete(file)
+    const h = new Bun.CryptoHasher('sha256')
+    for await (const chunk of Bun.file(file).stream()) h.update(chunk)
+    if (h.digest('hex') !== sha256) return false
+    if (stamp !== null) this.verified.set(file, stamp)
+    return true
   }
 
   /** The model in the leader's catalog, once per model per agent run. */
@@ -347,6 +364,16 @@ export class InferenceServer {
     } finally {
       gate.leave()
     }
+  }
+}
+
+/** A file's size and mtime, to tell whether it changed since it was checked; null when it is gone. */
+function stampOf(file: string): string | null {
+  try {
+    const st = statSync(file)
+    return `${st.size}:${st.mtimeMs}`
+  } catch {
+    return null
   }
 }
 

@@ -1,6 +1,9 @@
 // The agent's side of serving: a request through the built-in engine, posted as frames. Posting is
 // pipelined (one post at a time; what comes meanwhile goes in the next), and a 410 ends generation.
 import { describe, expect, test } from 'bun:test'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { LeaderError, type InferFrame, type LeaderClient } from '../../src/agent/client'
 import { FramePoster, InferenceServer, serveWith } from '../../src/agent/inference'
 import { BuiltinEngine } from '../../src/agent/engines'
@@ -239,6 +242,39 @@ describe('two models on one fellow', () => {
       expect(started).toEqual(['a1', 'a2'])
     } finally {
       stop.abort()
+    }
+  })
+})
+
+describe('model files kept for engines', () => {
+  test('a kept file whose bytes changed (same size) is downloaded again, not started from, while the leader is reachable', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'agent-models-'))
+    try {
+      const bytes = new TextEncoder().encode('weights '.repeat(1000))
+      const sha256 = new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+      let downloads = 0
+      const c = {
+        artifact: async (id: string) => ({ id, kind: 'model', name: 'm.gguf', size_bytes: bytes.length, sha256, step: null, stage: null }),
+        artifactContent: async () => {
+          downloads++
+          return new Response(bytes).body!
+        },
+      } as unknown as LeaderClient
+      const fetchModel = (s: InferenceServer, id: string) => (s['fetchModel'] as (id: string) => Promise<string>).call(s, id)
+      const file = await fetchModel(new InferenceServer({ ...deps(c), stateDir }, []), 'art-1')
+      expect([file, downloads]).toEqual([join(stateDir, 'models', sha256), 1])
+      // Kept and whole: a new run uses it as it is.
+      expect(await fetchModel(new InferenceServer({ ...deps(c), stateDir }, []), 'art-1')).toBe(file)
+      expect(downloads).toBe(1)
+      // Seven bytes overwritten in place, the size unchanged (a disk error, a stray write).
+      const fd = openSync(file, 'r+')
+      writeSync(fd, 'CORRUPT', 1000)
+      closeSync(fd)
+      expect(await fetchModel(new InferenceServer({ ...deps(c), stateDir }, []), 'art-1')).toBe(file)
+      expect(downloads).toBe(2)
+      expect(new Uint8Array(readFileSync(file))).toEqual(bytes)
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true })
     }
   })
 })
