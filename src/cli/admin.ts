@@ -191,7 +191,8 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
   // Only --fix writes: a check that changed what it checks (WAL switch, mode, PRAGMA optimize, a
   // new file's first page) would alter the backup copy it was run on. A file behind this binary is
   // not repaired: its fixes would write the newer schema's tables into the older one's.
-  const state = flags.fix === true ? openForFix(path) : openDbReadOnly(path)
+  const readOnly = flags.fix === true ? null : openDbReadOnly(path)
+  const state = readOnly ?? openForFix(path)
   let results: DoctorResult[]
   let pending: string[] = []
   try {
@@ -204,6 +205,8 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
     results = CHECKS.filter((c) => !only || only.includes(c.name)).map(
       (c) => ran.find((r) => r.name === c.name) ?? { name: c.name, findings: [], fixed: [], fixable: false, skipped: `needs the upgrade (${pending.length} migration${pending.length === 1 ? '' : 's'} not applied)` },
     )
+    // A stopped leader's file is read without locks: one started meanwhile may have torn what was read.
+    if (readOnly?.changed()) throw new CliError(`${path} changed while it was checked (a leader started on it?): run doctor again`)
   } finally {
     state.close()
   }

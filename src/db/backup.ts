@@ -6,6 +6,7 @@ import { closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'n
 import { dirname, basename, join, resolve } from 'node:path'
 import { integrityProblems } from './restore'
 import { fileInTheWay, removeStaleCopies } from './paths'
+import { openForReading, type ReadOnlyFile } from './client'
 
 export class BackupError extends Error {}
 
@@ -28,13 +29,18 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
   try {
     tmp = startCopy(dest)
     try {
-      src.query('VACUUM INTO ?').run(tmp)
+      src.sqlite.query('VACUUM INTO ?').run(tmp)
     } catch (e) {
       rmSync(tmp, { force: true })
       throw new BackupError(`backup failed: ${(e as Error).message}`)
     }
+    // Read without locks (a stopped leader's file, with no -wal beside it) and a leader started meanwhile.
+    if (src.changed()) {
+      rmSync(tmp, { force: true })
+      throw new BackupError(`${dbPath} changed while it was copied (a leader started on it): run the backup again`)
+    }
   } finally {
-    src.close()
+    src.sqlite.close()
   }
   const check = new Database(tmp, { readonly: true })
   const ok = (check.query('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check
@@ -53,17 +59,17 @@ export function backupDatabase(dbPath: string, target: string): { path: string; 
  * are SQLite files too, an empty file, another program's database) was copied and called a backup,
  * "integrity ok", as restore, doctor and serve refuse it.
  */
-function openStateFile(dbPath: string): Database {
-  let src: Database | undefined
+function openStateFile(dbPath: string): ReadOnlyFile {
+  let src: ReadOnlyFile | undefined
   try {
-    src = new Database(dbPath, { readonly: true })
-    src.exec('PRAGMA busy_timeout = 5000')
-    if (src.query("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = '__migrations'").get() === null) {
+    src = openForReading(dbPath)
+    src.sqlite.exec('PRAGMA busy_timeout = 5000')
+    if (src.sqlite.query("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = '__migrations'").get() === null) {
       throw new BackupError(`${dbPath} is not a leader's state file (no __migrations table); backup copies only those (--db names the state file)`)
     }
     return src
   } catch (e) {
-    src?.close()
+    src?.sqlite.close()
     if (e instanceof BackupError) throw e
     if ((e as { code?: string }).code === 'SQLITE_NOTADB') throw new BackupError(`${dbPath} is not an SQLite database (--db names the state file)`)
     throw new BackupError(`cannot read ${dbPath}: ${(e as Error).message}`)

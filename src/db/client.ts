@@ -183,33 +183,61 @@ export function isLeaderStateOrEmpty(sqlite: Database): boolean {
   return names.length === 0 || names.includes('__migrations')
 }
 
+/** An SQLite file opened to be read (openForReading). */
+export interface ReadOnlyFile {
+  sqlite: Database
+  /**
+   * Whether a writer opened the file since, when it is read as immutable (without locks): what was
+   * read may then be torn. A plain read-only open is kept consistent by SQLite's locks: never.
+   */
+  changed(): boolean
+}
+
+/**
+ * Opens an SQLite file to read it without making anything beside it. SQLite opening a WAL file
+ * read-only makes -wal and -shm beside it and, read-only, cannot remove them; on storage nobody may
+ * write (a snapshot, a read-only mount) it cannot make them, and the file did not open at all
+ * ("unable to open database file": a cold backup there could not be restored or checked). A WAL
+ * file with neither beside it has no writer (one in WAL mode keeps both while it runs): it is read
+ * as it is, and changed() tells whether one came meanwhile. They are looked for beside the file a
+ * symlink points to, where SQLite keeps them: beside the link, a crashed leader's -wal was missed
+ * and the file read without its last changes.
+ */
+export function openForReading(path: string): ReadOnlyFile {
+  const real = realPath(path)
+  const companions = () => existsSync(`${real}-wal`) || existsSync(`${real}-shm`)
+  if (companions() || !isWalFile(path)) return { sqlite: new Database(path, { readonly: true, strict: true }), changed: () => false }
+  const before = statSync(path)
+  const sqlite = new Database(`file:${encodeURI(path).replace(/[?#]/g, encodeURIComponent)}?immutable=1`, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+  return {
+    sqlite,
+    changed: () => {
+      if (companions()) return true
+      const now = statSync(path, { throwIfNoEntry: false })
+      return now === undefined || now.ino !== before.ino || now.size !== before.size || now.mtimeMs !== before.mtimeMs
+    },
+  }
+}
+
 /**
  * Opens the state file for reading only, for checks that must not change what they check
  * (`svc admin doctor` without --fix): no directory made, no mode changed, no WAL switch, no
- * migration, no PRAGMA optimize on close.
+ * migration, no PRAGMA optimize on close, no -wal or -shm left beside it (openForReading).
  */
-export function openDbReadOnly(path: string): StateDb {
+export function openDbReadOnly(path: string): StateDb & Pick<ReadOnlyFile, 'changed'> {
   if (!existsSync(path)) throw new DbOpenError(`no state database at ${path}`)
   if (!statSync(path).isFile()) throw new DbOpenError(`${path} is a directory, not a state database`)
-  let sqlite: Database
+  let file: ReadOnlyFile | undefined
   try {
-    // SQLite opening a WAL file read-only makes -wal and -shm beside it and, read-only, cannot
-    // remove them. A file nobody may write (no write bit) with neither beside it has no leader on
-    // it (one in WAL mode keeps both while it runs) and none can come: it is read as it is.
-    // Beside the file a symlink points to, where SQLite keeps them: looked for beside the link, a
-    // crashed leader's -wal was not found and the file was read without its last changes.
-    const mode = statSync(path).mode
-    const real = realPath(path)
-    const immutable = (mode & 0o222) === 0 && !existsSync(`${real}-wal`) && !existsSync(`${real}-shm`) && isWalFile(path)
-    sqlite = immutable
-      ? new Database(`file:${encodeURI(path).replace(/[?#]/g, encodeURIComponent)}?immutable=1`, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
-      : new Database(path, { readonly: true, strict: true })
-    sqlite.exec('PRAGMA busy_timeout = 5000')
-    sqlite.query('SELECT count(*) FROM sqlite_master').get()
+    file = openForReading(path)
+    file.sqlite.exec('PRAGMA busy_timeout = 5000')
+    file.sqlite.query('SELECT count(*) FROM sqlite_master').get()
   } catch (e) {
+    file?.sqlite.close()
     throw new DbOpenError(`cannot read state database ${path}: ${(e as Error).message}`)
   }
-  return { sqlite, db: drizzle(sqlite, { schema }), close: () => sqlite.close() }
+  const { sqlite, changed } = file
+  return { sqlite, db: drizzle(sqlite, { schema }), close: () => sqlite.close(), changed }
 }
 
 /**

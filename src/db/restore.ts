@@ -7,6 +7,7 @@ import { Database } from 'bun:sqlite'
 import { closeSync, existsSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { MIGRATIONS } from './migrations.gen'
+import { openForReading, type ReadOnlyFile } from './client'
 import { fileInTheWay, realPath, removeStaleCopies } from './paths'
 import { LeaderLockedError, lockForRestore, type LeaderLock } from './leader-lock'
 
@@ -56,12 +57,13 @@ export function processesHolding(path: string): number[] | null {
 /** What a backup file holds, checked: integrity, and migrations this binary knows. */
 export function checkBackup(file: string): { migrations: number; missing: number } {
   if (!existsSync(file) || !statSync(file).isFile()) throw new RestoreError(`no such file: ${file}`)
-  let db: Database
+  let read: ReadOnlyFile
   try {
-    db = new Database(file, { readonly: true })
+    read = openForReading(file)
   } catch (e) {
     throw new RestoreError(`${file} is not an SQLite database: ${(e as Error).message}`)
   }
+  const db = read.sqlite
   try {
     let ok: string
     try {
@@ -79,6 +81,7 @@ export function checkBackup(file: string): { migrations: number; missing: number
     const known = new Set(MIGRATIONS.map((m) => m.tag))
     const unknown = tags.filter((t) => !known.has(t))
     if (unknown.length > 0) throw new RestoreError(`${file} was written by a newer leader (unknown migrations: ${unknown.join(', ')}); restore it with that version`)
+    if (read.changed()) throw changedWhileRead(file)
     return { migrations: tags.length, missing: MIGRATIONS.length - tags.length }
   } finally {
     db.close()
@@ -168,17 +171,21 @@ function writeCopy(source: string, dest: string): string {
   // file's mode): the copy holds password and token hashes, never readable by others, not even
   // while it is written or when a killed restore leaves it behind.
   closeSync(openSync(tmp, 'wx', 0o600))
-  const src = new Database(source, { readonly: true })
+  const src = openForReading(source)
   try {
-    src.query('VACUUM INTO ?').run(tmp)
+    src.sqlite.query('VACUUM INTO ?').run(tmp)
+    if (src.changed()) throw changedWhileRead(source)
   } catch (e) {
     removeCopy(tmp)
+    if (e instanceof RestoreError) throw e
     throw new RestoreError(`copying ${source} failed: ${(e as Error).message}`)
   } finally {
-    src.close()
+    src.sqlite.close()
   }
   return tmp
 }
+
+const changedWhileRead = (file: string) => new RestoreError(`${file} changed while it was read (a leader started on it?): nothing was changed; restore a backup no leader runs on`)
 
 /** Puts the prepared copy in place of the state file, keeping the file it replaces beside it. */
 export function finishRestore(prepared: PreparedRestore, now = new Date()): Restored {
