@@ -169,6 +169,10 @@ export async function restore({ args, flags }: Invocation): Promise<number> {
   writeOut(`restored ${args.FILE} to ${r.path} (${r.bytes} bytes, integrity ok)\n`)
   if (r.previous) writeOut(`the file it replaced is kept as ${r.previous}\n`)
   if (r.missing > 0) writeOut(`the backup lacks ${r.missing} migration(s); the leader applies them when it starts\n`)
+  // A restore brings back every credential revoked since the backup: the operator restoring after a
+  // break-in would otherwise open the door again without a word.
+  const asOf = r.asOf === null ? '' : ` (its newest audit entry is from ${r.asOf.toISOString().replace(/\.\d+Z$/, 'Z')})`
+  writeOut(`the state is now the backup's${asOf}: sessions, API tokens, join and node tokens revoked since are valid again, and so are passwords changed since and accounts disabled or deleted since; after a compromise, revoke them again (docs/operations.md, Backup and restore)\n`)
   writeOut('put the artifact blobs of the same time back too (docs/operations.md, Backup and restore), then start the leader\n')
   return 0
 }

@@ -55,7 +55,7 @@ export function processesHolding(path: string): number[] | null {
 }
 
 /** What a backup file holds, checked: integrity, and migrations this binary knows. */
-export function checkBackup(file: string): { migrations: number; missing: number } {
+export function checkBackup(file: string): { migrations: number; missing: number; asOf: Date | null } {
   if (!existsSync(file) || !statSync(file).isFile()) throw new RestoreError(`no such file: ${file}`)
   let read: ReadOnlyFile
   try {
@@ -81,16 +81,32 @@ export function checkBackup(file: string): { migrations: number; missing: number
     const known = new Set(MIGRATIONS.map((m) => m.tag))
     const unknown = tags.filter((t) => !known.has(t))
     if (unknown.length > 0) throw new RestoreError(`${file} was written by a newer leader (unknown migrations: ${unknown.join(', ')}); restore it with that version`)
+    const asOf = newestAuditEntry(db)
     if (read.changed()) throw changedWhileRead(file)
-    return { migrations: tags.length, missing: MIGRATIONS.length - tags.length }
+    return { migrations: tags.length, missing: MIGRATIONS.length - tags.length, asOf }
   } finally {
     db.close()
+  }
+}
+
+/**
+ * The time of the backup's newest audit entry (logins, job submissions, revocations all write one):
+ * about when its state is from, or null when it has none.
+ */
+function newestAuditEntry(db: Database): Date | null {
+  try {
+    const { ts } = db.query('SELECT max(ts) AS ts FROM audit_log').get() as { ts: number | null }
+    return ts === null ? null : new Date(ts)
+  } catch {
+    return null // a backup from before the audit log
   }
 }
 
 export interface Restored {
   path: string
   bytes: number
+  /** About when the restored state is from (checkBackup), or null when that is not known. */
+  asOf: Date | null
   /** Where the file it replaced now is, or null when there was none. */
   previous: string | null
   /** Migrations the backup lacks: the leader applies them when it starts. */
@@ -108,6 +124,7 @@ export interface PreparedRestore {
   /** The compacted copy, `.<name>.restore-<pid>` beside the state file. */
   tmp: string
   missing: number
+  asOf: Date | null
   /** The state file's leader lock, held from the first check to the swap. */
   lock: LeaderLock
 }
@@ -126,11 +143,11 @@ export function prepareRestore(file: string, dbPath: string): PreparedRestore {
   if (existsSync(dest) && !statSync(dest).isFile()) throw new RestoreError(`${dest} is not a file (--db names the state file, not its directory); nothing was changed`)
   const blocker = fileInTheWay(dest)
   if (blocker !== null) throw new RestoreError(`cannot restore to ${dest}: ${blocker} is a file, not a directory; nothing was changed`)
-  const { missing } = checkBackup(source)
+  const { missing, asOf } = checkBackup(source)
   const lock = takeLock(dest)
   try {
     refuseHolders(dest)
-    return { source, dest, tmp: writeCopy(source, dest), missing, lock }
+    return { source, dest, tmp: writeCopy(source, dest), missing, asOf, lock }
   } catch (e) {
     lock.release()
     throw e
@@ -189,7 +206,7 @@ const changedWhileRead = (file: string) => new RestoreError(`${file} changed whi
 
 /** Puts the prepared copy in place of the state file, keeping the file it replaces beside it. */
 export function finishRestore(prepared: PreparedRestore, now = new Date()): Restored {
-  const { dest, tmp, missing, lock } = prepared
+  const { dest, tmp, missing, asOf, lock } = prepared
   try {
     // Again: the lock keeps out this release's leaders only, and the copy may have taken minutes.
     refuseHolders(dest)
@@ -205,7 +222,7 @@ export function finishRestore(prepared: PreparedRestore, now = new Date()): Rest
       for (const ext of ['-wal', '-shm']) if (existsSync(dest + ext)) renameSync(dest + ext, previous + ext)
     }
     renameSync(tmp, dest)
-    return { path: dest, bytes: statSync(dest).size, previous, missing }
+    return { path: dest, bytes: statSync(dest).size, previous, missing, asOf }
   } finally {
     lock.release()
   }

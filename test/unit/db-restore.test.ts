@@ -4,6 +4,7 @@ import { describe, expect, test } from 'bun:test'
 import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Database } from 'bun:sqlite'
 import { openDb } from '../../src/db/client'
 import { backupDatabase } from '../../src/db/backup'
 import { discardRestore, finishRestore, prepareRestore, restoreDatabase, RestoreError } from '../../src/db/restore'
@@ -108,5 +109,26 @@ describe('restore through a symlink', () => {
     expect(readFileSync(`${r.previous}-wal`, 'utf8')).toBe('wal of a crashed leader')
     expect(existsSync(`${db}-wal`)).toBe(false)
     expect(userVersion(link)).toBe(1)
+  })
+})
+
+describe('what a restore undoes', () => {
+  test('svc admin restore says that what was revoked since the backup is valid again, naming the time of its newest audit entry', () => {
+    const d = dir()
+    const { db, backup } = stateAndBackup(d)
+    const at = Date.parse('2026-11-20T08:30:15.250Z')
+    const b = new Database(backup)
+    b.query("INSERT INTO audit_log (id, ts, kind) VALUES ('a1', ?, 'auth.login'), ('a2', ?, 'auth.logout')").run(at - 60_000, at)
+    b.close()
+    expect(restoreDatabase(backup, db).asOf).toEqual(new Date(at))
+    const r = Bun.spawnSync(['bun', join(import.meta.dir, '../../src/entry.ts'), 'admin', 'restore', backup, '--db', db], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
+    expect([r.exitCode, r.stderr.toString()]).toEqual([0, ''])
+    expect(r.stdout.toString()).toContain(
+      "\nthe state is now the backup's (its newest audit entry is from 2026-11-20T08:30:15Z): sessions, API tokens, join and node tokens revoked since are valid again, and so are passwords changed since and accounts disabled or deleted since; after a compromise, revoke them again (docs/operations.md, Backup and restore)\n",
+    )
+    // A backup with no audit entry (taken before anyone logged in) names no time.
+    const empty = join(d, 'empty.sqlite3')
+    openDb(empty).close()
+    expect(restoreDatabase(empty, db).asOf).toBeNull()
   })
 })
