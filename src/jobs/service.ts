@@ -17,7 +17,7 @@ import type { Statement } from 'bun:sqlite'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 import type { Caller, NodeCaller } from '../caller'
-import { BUSY_STATUSES, type FellowRegistry } from '../fellows/live'
+import { BUSY_STATUSES, type FellowRegistry, type LiveFellow } from '../fellows/live'
 import type { SignalHub } from '../fellows/signals'
 import type { RelayHub } from '../relay/hub'
 import type { JobMetrics } from './metrics'
@@ -58,6 +58,9 @@ function toSummary(r: Omit<JobRow, 'config'>): JobSummary {
     updated_at: iso(r.updatedAt),
   }
 }
+
+/** Whether a fellow's last heartbeat said it runs a job (any: one the leader no longer gave it too). */
+const stillBusy = (f: LiveFellow): boolean => f.jobId !== null && BUSY_STATUSES.has(f.status ?? '')
 
 /** A job by id, prepared once: the relay and status reports read one per request (issue 22). */
 function jobById(ctx: Ctx) {
@@ -458,7 +461,9 @@ export class JobService {
     const now = this.ctx.clock.now()
     return this.registry
       .inPools(new Set([poolId]))
-      .filter((f) => !busy.has(f.id) && this.registry.stateOf(f, now) === 'online')
+      // A fellow still busy with a job that ended (its runner in its stop grace: the agent says so
+      // until the runner is gone) holds that job's memory: the next job waits for it to be idle.
+      .filter((f) => !busy.has(f.id) && !stillBusy(f) && this.registry.stateOf(f, now) === 'online')
       .map(candidateOf)
   }
 

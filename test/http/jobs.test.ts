@@ -627,6 +627,25 @@ function statementsDuring<T>(h: Harness, fn: () => T): { result: T; statements: 
 
 const jobRowsRead = (statements: { sql: string; rows: number }[]) => statements.filter((s) => /from "jobs"/i.test(s.sql)).reduce((n, s) => n + s.rows, 0)
 
+// One job's runner at a time: a fellow whose stopped job's runner sat in its stop grace was given
+// the next job at once, and the two held the GPU together (the agent waits now, and says "busy").
+describe('a fellow still stopping its last job', () => {
+  test('is given no new job until its heartbeat says idle', async () => {
+    const { h, A, pool, fellows } = await cluster(1)
+    const f = fellows[0]!
+    const a = (await A.post('/api/v1/jobs', { name: 'a', pool_id: pool.id })).body
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: a.id, step: 1 })
+    expect((await A.delete(`/api/v1/jobs/${a.id}`)).status).toBe(200)
+    // STOP came; the runner is in its grace, and the agent says it still runs that job.
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: a.id, step: 1 })
+    const b = (await A.post('/api/v1/jobs', { name: 'b', pool_id: pool.id })).body
+    expect(b.status).toBe('queued')
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'idle', job_id: null })
+    expect(h.services.jobs.schedulePass()).toBe(1)
+    expect((await A.get(`/api/v1/jobs/${b.id}`)).body.status).toBe('scheduled')
+  })
+})
+
 // A leader restored from a backup taken while a job ran: its fellows had long finished with it
 // and said so in every heartbeat, but the job stayed "running" for good and its fellows busy.
 describe('a job none of whose fellows runs it', () => {
