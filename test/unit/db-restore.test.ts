@@ -132,3 +132,25 @@ describe('what a restore undoes', () => {
     expect(restoreDatabase(empty, db).asOf).toBeNull()
   })
 })
+
+describe('restore and the artifact store', () => {
+  test('the restored file names no blob as let go of: one the backup listed may have been uploaded again since, and a newer state names it', () => {
+    const d = dir()
+    const db = join(d, 'join_state.sqlite3')
+    const state = openDb(db)
+    const sha = 'a'.repeat(64)
+    state.sqlite.query('INSERT INTO artifact_blob_candidates (sha256, since) VALUES (?, ?)').run(sha, Date.now())
+    state.close()
+    const backup = join(d, 'backup.sqlite3')
+    backupDatabase(db, backup)
+    restoreDatabase(backup, db)
+    const restored = openDb(db, { migrate: false })
+    try {
+      expect(restored.sqlite.query('SELECT count(*) AS n FROM artifact_blob_candidates').get()).toEqual({ n: 0 })
+    } finally {
+      restored.close()
+    }
+    // Nothing left beside the state file but what a restore keeps aside.
+    expect(readdirSync(d).filter((n) => n.includes('-wal') && !n.includes('pre-restore'))).toEqual([])
+  })
+})
