@@ -180,7 +180,7 @@ export const COMMANDS: Command[] = [
   {
     path: ['chat'],
     summary: 'Send one prompt to a model and print the answer as it streams in.',
-    description: 'PROMPT - reads the prompt from standard input. Control characters in the answer other than line breaks and tabs are replaced with ?, on a terminal or not (escape sequences from a fellow\'s engine never reach the terminal). --json waits for the whole answer and prints the chat.completion object as it came.',
+    description: 'PROMPT - reads the prompt from standard input. Control characters in the answer other than line breaks and tabs are replaced with ?, on a terminal or not (escape sequences from a fellow\'s engine never reach the terminal). --json waits for the whole answer and prints the chat.completion object as it came. A streamed answer is waited for as long as it takes while bytes come (the leader sends a keep-alive every 15 s); svc chat gives up after 2 minutes without a byte, and --json after 10 minutes without the whole answer, saying it was its own limit.',
     args: [{ name: 'MODEL', help: 'a name from svc models list' }, { name: 'PROMPT', help: 'the user message, or - for standard input' }],
     flags: [
       { name: 'system', type: 'string', value: 'TEXT', help: 'a system message before the prompt' },
