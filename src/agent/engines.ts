@@ -80,6 +80,11 @@ const HEALTH_FAILURES = 2
 const STABLE_MS = 30_000
 const ERROR_TEXT_MAX = 2000
 const MAX_LINE_BYTES = 16 << 20
+/**
+ * After its finish_reason, how long an engine has to end its stream (the usage chunk, [DONE], the
+ * close): one that never did turned a complete answer into a timeout. Past it the answer ends as it is.
+ */
+const FINISH_GRACE_MS = 2000
 
 export interface OpenAiEngineDeps {
   log: Logger
@@ -308,22 +313,29 @@ export class OpenAiEngine implements Engine {
 
   /**
    * A fetch whose every wait (for the answer, then for each chunk) is bounded by the engine's
-   * request timeout; `touch()` restarts it, `empty()` notes a chunk that did not. Aborting
-   * `signal` (the client went away) aborts the upstream request, so the engine stops generating.
+   * request timeout; `touch()` restarts it, `empty()` notes a chunk that did not, `answered()`
+   * that the answer has begun, and `grace()` ends the wait FINISH_GRACE_MS from now (`graceOver`
+   * then). Aborting `signal` (the client went away) aborts the upstream request, so the engine
+   * stops generating.
    */
   private timed(signal: AbortSignal) {
     const ms = this.spec.requestTimeoutS * 1000
     const ctl = new AbortController()
     let timedOut = false
     let emptyOnly = false
+    let begun = false
+    let graceOver = false
     let cancel = () => {}
-    const touch = () => {
-      emptyOnly = false
+    const arm = (after: number, then: () => void) => {
       cancel()
       cancel = this.deps.clock.setTimeout(() => {
-        timedOut = true
+        then()
         ctl.abort()
-      }, ms)
+      }, after)
+    }
+    const touch = () => {
+      emptyOnly = false
+      arm(ms, () => (timedOut = true))
     }
     touch()
     const quiet = () => `the engine sent ${emptyOnly ? 'only empty chunks' : 'nothing'} for ${this.spec.requestTimeoutS} s`
@@ -331,10 +343,21 @@ export class OpenAiEngine implements Engine {
       signal: AbortSignal.any([signal, ctl.signal]),
       touch,
       empty: () => void (emptyOnly = true),
+      answered: () => void (begun = true),
+      grace: () => arm(FINISH_GRACE_MS, () => (graceOver = true)),
+      get graceOver() {
+        return graceOver
+      },
       done: () => cancel(),
       abort: () => ctl.abort(),
+      // What happened, in words for the caller: a connection that broke once the answer had begun
+      // is the engine closing it mid-answer (a crash, the OOM killer), not an engine out of reach.
       fail: (e: unknown): EngineError =>
-        timedOut ? new EngineError(quiet()) : e instanceof EngineError ? e : new EngineError(`the engine is not reachable: ${(e as Error).message}`),
+        timedOut
+          ? new EngineError(quiet())
+          : e instanceof EngineError
+            ? e
+            : new EngineError(begun ? `the engine closed the connection mid-answer (${reasonOf(e)})` : `the engine is not reachable: ${reasonOf(e)}`),
     }
   }
 
@@ -345,11 +368,12 @@ export class OpenAiEngine implements Engine {
     try {
       const res = await fetch(engineUrl(this.base, 'chat/completions'), { method: 'POST', headers: this.headers(true), body: JSON.stringify(this.chatBody(req)), signal: t.signal })
       t.touch()
+      t.answered()
       if (res.status >= 400) throw new EngineError(errorMessageOf(await boundedText(res)), res.status)
       const type = (res.headers.get('content-type') ?? '').toLowerCase()
       if (type.startsWith('application/json')) {
         // An engine that ignores `stream`: its one answer, as events.
-        yield* eventsOfCompletion(JSON.parse(await boundedText(res, 64 << 20)) as unknown)
+        yield* eventsOfCompletion(parseJson(await boundedText(res, 64 << 20)))
         clean = true
         return
       }
@@ -371,18 +395,25 @@ export class OpenAiEngine implements Engine {
         }
         const events = eventsOfChunk(chunk)
         // Only a chunk with something in it restarts the wait: one with an empty delta (or a role
-        // alone) is no progress, and an engine sending nothing else held its slot for good.
-        if (events.length > 0) t.touch()
+        // alone) is no progress, and an engine sending nothing else held its slot for good. After
+        // the finish only the usage and the end may come, within the grace.
+        if (finished) {
+          // within the grace
+        } else if (events.length > 0) t.touch()
         else t.empty()
         for (const e of events) {
-          if ('finish' in e) finished = true
+          if ('finish' in e && !finished) {
+            finished = true
+            t.grace()
+          }
           yield e
         }
       }
       if (!finished) throw new EngineError('the engine ended the stream before finishing the answer')
       clean = true
     } catch (e) {
-      if (signal.aborted) return
+      // Finished, and its stream not ended within the grace: the answer is whole as it is.
+      if (signal.aborted || t.graceOver) return
       throw t.fail(e)
     } finally {
       t.done()
@@ -395,6 +426,7 @@ export class OpenAiEngine implements Engine {
     try {
       const body = { ...pickParams(req.params, EMBEDDING_PARAMS), model: this.spec.upstreamModel }
       const res = await fetch(engineUrl(this.base, 'embeddings'), { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal: t.signal })
+      t.answered()
       const text = await boundedText(res, 256 << 20)
       if (res.status >= 400) throw new EngineError(errorMessageOf(text), res.status)
       let result: { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } }
@@ -411,6 +443,21 @@ export class OpenAiEngine implements Engine {
     } finally {
       t.done()
     }
+  }
+}
+
+/** Why a request to the engine failed, for a person: without Bun's advice to its programmers ("pass `verbose: true` ... to fetch()"). */
+function reasonOf(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e)
+  return message.replace(/\s*For more information, pass `verbose: true`.*$/s, '').trim() || 'no reason given'
+}
+
+/** An answer the engine said is JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    throw new EngineError(`the engine answered application/json that is not JSON: ${text.slice(0, 80).replace(/\s+/g, ' ')}`)
   }
 }
 
@@ -431,31 +478,55 @@ async function boundedText(res: Response, max = ERROR_TEXT_MAX * 4): Promise<str
   return text
 }
 
-/** The `data:` payloads of a Server-Sent Events body (one per event; comments and other fields skipped). */
+/**
+ * The `data:` payloads of a Server-Sent Events body (one per event; comments and other fields
+ * skipped). Lines end with CRLF, LF or CR alone, as the format allows.
+ */
 export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const dec = new TextDecoder()
   let buf = ''
   let data: string[] = []
   let dataChars = 0
+  /** The whole lines in `buf`: a CR at its very end waits for what follows (an LF, maybe) unless the body ended. */
+  const lines = (ended: boolean): string[] => {
+    const out: string[] = []
+    for (;;) {
+      const end = buf.search(/[\r\n]/)
+      if (end < 0 || (end === buf.length - 1 && buf.charCodeAt(end) === 13 && !ended)) break
+      out.push(buf.slice(0, end))
+      buf = buf.slice(end + (buf.charCodeAt(end) === 13 && buf.charCodeAt(end + 1) === 10 ? 2 : 1))
+    }
+    return out
+  }
+  /** An event's payload when `line` ends one. */
+  const take = (line: string): string | null => {
+    if (line === '') {
+      const event = data.length > 0 ? data.join('\n') : null
+      data = []
+      dataChars = 0
+      return event
+    }
+    if (line.startsWith('data:')) {
+      const piece = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+      // An event is held until its blank line: one that never comes grew the agent by gigabytes.
+      dataChars += piece.length + 1
+      if (dataChars > MAX_LINE_BYTES) throw new EngineError('the engine sent an event larger than 16 MiB (data lines without the blank line that ends an event)')
+      data.push(piece)
+    }
+    return null
+  }
   for await (const chunk of body) {
     buf += dec.decode(chunk, { stream: true })
-    if (buf.length > MAX_LINE_BYTES) throw new EngineError('the engine sent a line longer than 16 MiB')
-    let nl: number
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.charCodeAt(nl - 1) === 13 ? buf.slice(0, nl - 1) : buf.slice(0, nl)
-      buf = buf.slice(nl + 1)
-      if (line === '') {
-        if (data.length > 0) yield data.join('\n')
-        data = []
-        dataChars = 0
-      } else if (line.startsWith('data:')) {
-        const piece = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
-        // An event is held until its blank line: one that never comes grew the agent by gigabytes.
-        dataChars += piece.length + 1
-        if (dataChars > MAX_LINE_BYTES) throw new EngineError('the engine sent an event larger than 16 MiB (data lines without the blank line that ends an event)')
-        data.push(piece)
-      }
+    for (const line of lines(false)) {
+      const event = take(line)
+      if (event !== null) yield event
     }
+    if (buf.length > MAX_LINE_BYTES) throw new EngineError('the engine sent a line longer than 16 MiB')
+  }
+  buf += dec.decode()
+  for (const line of lines(true)) {
+    const event = take(line)
+    if (event !== null) yield event
   }
   if (data.length > 0) yield data.join('\n')
 }

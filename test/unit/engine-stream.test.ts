@@ -173,3 +173,97 @@ describe('an engine URL with a query', () => {
     }
   })
 })
+
+describe('what the error says', () => {
+  /** An engine that sends `head` raw over TCP and then closes the connection (a crash, the OOM killer). */
+  function crashing(head: string) {
+    const server = Bun.listen({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        data(sock) {
+          sock.write(head)
+          sock.flush()
+          setTimeout(() => sock.terminate(), 20)
+        },
+      },
+    })
+    const spec = loadEngines({ engine: [`e=http://127.0.0.1:${server.port}/v1`] })[0]!
+    return { engine: new OpenAiEngine(spec, { log: silentLogger, clock: new FakeClock(), onHealth: () => {} }), stop: () => server.stop(true) }
+  }
+
+  test('an engine that closes the connection mid-answer is not called unreachable, and Bun\'s hint for programmers is left out', async () => {
+    const first = chunk({ content: 'Hel' })
+    const c = crashing(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n${first.length.toString(16)}\r\n${first}\r\n`)
+    try {
+      const r = run(c.engine)
+      await until(() => r.end.done, 'the request failed')
+      expect(r.events).toEqual([{ content: 'Hel' }])
+      expect(r.end.error?.message).toStartWith('the engine closed the connection mid-answer (')
+      expect(r.end.error?.message).not.toContain('verbose')
+    } finally {
+      c.stop()
+    }
+  })
+
+  test('an engine that answers JSON that does not parse says so', async () => {
+    const { engine } = engineAt(() => new Response('{"choices": [', { headers: { 'content-type': 'application/json' } }))
+    const r = run(engine)
+    await until(() => r.end.done, 'the request failed')
+    expect(r.end.error?.message).toBe('the engine answered application/json that is not JSON: {"choices": [')
+  })
+
+  test('an engine that is not there is not reachable, without the hint', async () => {
+    const { engine } = engineAt(() => new Response())
+    servers.pop()!.stop(true)
+    const r = run(engine)
+    await until(() => r.end.done, 'the request failed')
+    expect(r.end.error?.message).toStartWith('the engine is not reachable')
+    expect(r.end.error?.message).not.toContain('verbose')
+  })
+})
+
+describe('how a stream may end', () => {
+  test('lines ended by CR alone (valid Server-Sent Events) are read as lines', async () => {
+    const s = writable()
+    const { engine } = engineAt(() => sse(s))
+    const r = run(engine)
+    const cr = (x: string) => x.replaceAll('\n', '\r')
+    s.write(cr(chunk({ content: 'a' })))
+    s.write(cr(chunk({ content: 'b' })).slice(0, -1)) // a CR at the end of a read: the next may start with LF
+    s.write('\r')
+    s.write(cr(chunk({}, 'stop')) + cr('data: [DONE]\n\n'))
+    s.close()
+    await until(() => r.end.done, 'the end')
+    expect(r.end.error).toBeNull()
+    expect(r.events).toEqual([{ content: 'a' }, { content: 'b' }, { finish: 'stop' }])
+  })
+
+  test('an engine that sent finish_reason and usage but never closes its stream (a complete answer became a 30 s timeout): the answer ends within 2 s, complete', async () => {
+    const s = writable()
+    const { engine, clock } = engineAt(() => sse(s))
+    const r = run(engine)
+    s.write(chunk({ content: 'Done.' }))
+    s.write(chunk({}, 'stop'))
+    s.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } })}\n\n`)
+    await until(() => r.events.length === 3, 'the usage')
+    clock.advance(2000)
+    await until(() => r.end.done, 'the answer ended')
+    expect(r.end.error).toBeNull()
+    expect(r.events).toEqual([{ content: 'Done.' }, { finish: 'stop' }, { usage: { prompt_tokens: 3, completion_tokens: 1 } }])
+  })
+
+  test('one that sent finish_reason alone and then nothing: the answer ends 2 s later, complete, without usage', async () => {
+    const s = writable()
+    const { engine, clock } = engineAt(() => sse(s))
+    const r = run(engine)
+    s.write(chunk({ content: 'Done.' }, 'stop'))
+    await until(() => r.events.length === 2, 'the finish')
+    clock.advance(1999)
+    expect(r.end.done).toBe(false)
+    clock.advance(1)
+    await until(() => r.end.done, 'the answer ended')
+    expect(r.end.error).toBeNull()
+    expect(r.events).toEqual([{ content: 'Done.' }, { finish: 'stop' }])
+  })
+})
