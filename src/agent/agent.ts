@@ -244,13 +244,17 @@ export class Agent {
           const full = e instanceof LeaderError && e.code === 'pool_node_limit'
           // A 422 is what this agent said (its --hostname, say), not its token.
           const refusedInput = e instanceof LeaderError && e.status === 422
+          // 421: the leader does not answer to the name in --leader (its DNS rebinding defence).
+          const misdirected = e instanceof LeaderError && e.status === 421
           const hint = full
             ? 'the pool is full: an admin can raise its node limit, or its owner can remove a fellow'
             : isRetryable(e)
               ? 'the leader did not answer'
-              : refusedInput
-                ? 'the leader refused what this agent sent (see the error): fix that setting'
-                : 'check the join token (it may be expired or revoked): `svc pools join-command POOL` prints a new one'
+              : misdirected
+                ? "the leader does not answer to the host name in --leader: use the address of its join command (SVC_BASE_URL), or its operator adds the name to SVC_ALLOWED_HOSTS"
+                : refusedInput
+                  ? 'the leader refused what this agent sent (see the error): fix that setting'
+                  : 'check the join token (it may be expired or revoked): `svc pools join-command POOL` prints a new one'
           this.o.log.error('registration refused', { error: (e as Error).message, hint })
           this.stop('registration refused', 1)
           return false

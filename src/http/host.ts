@@ -6,9 +6,12 @@
 // as the Host, so a leader answers only to names it knows: its SVC_BASE_URL's, localhost, IP
 // addresses (no DNS in between, so nothing to rebind) and those of SVC_ALLOWED_HOSTS.
 import { AppError } from '../errors'
+import type { Logger } from '../log'
 
 export interface HostRules {
   baseUrl: string
+  /** SVC_HOST: the name the leader listens on answers too (`svc health` asks by it). */
+  host: string
   /** SVC_ALLOWED_HOSTS: exact names, `.example.org` for a domain and its subdomains, or `*`. */
   allowedHosts: readonly string[]
 }
@@ -28,10 +31,12 @@ export function badAllowedHost(entry: string): string | null {
  * What a request's Host header may be; null when it passes. No header at all (HTTP/1.0, a health
  * checker) passes: a browser always sends one.
  */
-export function hostCheck(rules: HostRules): (host: string | null) => AppError | null {
-  const own = new URL(rules.baseUrl).hostname.replace(/^\[|\]$/g, '')
+export function hostCheck(rules: HostRules, log?: Logger): (host: string | null) => AppError | null {
+  // Names as a Host header carries them once decided: lower case, no trailing dot.
+  const bare = (name: string) => name.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '')
+  const own = bare(new URL(rules.baseUrl).hostname)
   const any = rules.allowedHosts.includes('*')
-  const names = new Set(rules.allowedHosts.filter((h) => !h.startsWith('.')))
+  const names = new Set([...rules.allowedHosts.filter((h) => !h.startsWith('.')), bare(rules.host)])
   const domains = rules.allowedHosts.filter((h) => h.startsWith('.'))
   const decide = (raw: string): AppError | null => {
     const host = raw.toLowerCase()
@@ -41,6 +46,9 @@ export function hostCheck(rules: HostRules): (host: string | null) => AppError |
     const name = m[1]!
     if (any || IPV4.test(name) || name === 'localhost' || name.endsWith('.localhost') || name === own || names.has(name)) return null
     if (domains.some((d) => name.endsWith(d) || name === d.slice(1))) return null
+    // Once per name (the answers are remembered): the refused client sees why, and so does the
+    // operator of a proxy or a scraper that asks by a name of its own (a Compose service name).
+    log?.warn('refused a request for a host name this leader does not answer to (SVC_ALLOWED_HOSTS)', { host: name.slice(0, 100) })
     return new AppError(
       'misdirected_request',
       `This leader does not answer to the name ${JSON.stringify(name.slice(0, 100))} (a defence against DNS rebinding): it answers to ${own}, localhost and IP addresses. Its operator can add the name to SVC_ALLOWED_HOSTS.`,

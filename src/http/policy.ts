@@ -255,7 +255,7 @@ function refuseParameters(url: string, upgrade: boolean): void {
 export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGate {
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)
-  const checkHost = hostCheck(cfg)
+  const checkHost = hostCheck(cfg, log)
   const decide = (request: Request, route: string, server: GateServer): Admission => {
     // Before anything is decided for the caller: a name this leader does not answer to is a page
     // of another site rebound to this address (src/http/host.ts).

@@ -168,7 +168,7 @@ export function pageHandlers(ctx: Ctx) {
     // account registered and logged in goes there, as a login would.
     '/register': (r) => {
       const v = view(ctx, r)
-      const next = sameOriginPath(new URL(r.request.url).searchParams.get('next'), [requestUrl(r.request).origin]) ?? '/dashboard'
+      const next = sameOriginPath(requestUrl(r.request).searchParams.get('next'), [requestUrl(r.request).origin]) ?? '/dashboard'
       return v.user ? v.redirect('/dashboard') : v.html(<RegisterPage ctx={v.page} next={next} />)
     },
     '/verify-email': (r) => {

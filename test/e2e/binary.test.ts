@@ -173,7 +173,7 @@ describe('the built dist/svc', () => {
     const leader = await startLeader()
     const port = Number(new URL(leader.url).port)
     const head = () =>
-      `POST /api/v1/relay/${crypto.randomUUID()}/activations/push HTTP/1.1\r\nHost: leader\r\n` +
+      `POST /api/v1/relay/${crypto.randomUUID()}/activations/push HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
       `Content-Type: application/octet-stream\r\nContent-Length: ${60 * 1024 * 1024}\r\n\r\n`
     // 64 KiB of body and never the rest; the answer's head is enough.
     const answers = await Promise.all(Array.from({ length: 8 }, () => rawExchange(port, [head(), new Uint8Array(64 * 1024)], { untilHead: true })))
@@ -184,7 +184,7 @@ describe('the built dist/svc', () => {
   test('a body trickled in slower than SVC_BODY_TIMEOUT_S is answered 408 and its connection closed', async () => {
     const leader = await startLeader({ SVC_BODY_TIMEOUT_S: '1' })
     // One byte of a 100-byte body; the leader closes the connection (a hang here is the defect: 125 s before).
-    const got = await rawExchange(Number(new URL(leader.url).port), ['POST /api/v1/auth/login HTTP/1.1\r\nHost: leader\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{'])
+    const got = await rawExchange(Number(new URL(leader.url).port), ['POST /api/v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{'])
     expect(got.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout')
     expect(got).toContain('"code":"request_timeout"')
     expect(await leader.stop()).toBe(0)

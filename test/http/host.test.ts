@@ -6,6 +6,8 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { makeHarness, seedUser } from '../helpers/harness'
 import { listen } from '../helpers/listen'
+import { hostCheck } from '../../src/http/host'
+import { silentLogger } from '../../src/log'
 
 const stops: (() => Promise<void>)[] = []
 afterAll(async () => {
@@ -86,6 +88,16 @@ describe('the Host header (DNS rebinding)', () => {
     for (const host of ['a b', '', '[::1', `127.0.0.1:99999`]) expect([host, await status(host)]).toEqual([host, 400])
   })
 
+  test("answers to the name it listens on (SVC_HOST: svc health asks by it) and to SVC_BASE_URL's written with a trailing dot; logs a refused name once", () => {
+    const warned: unknown[] = []
+    const log = { ...silentLogger, warn: (_msg: string, fields?: unknown) => void warned.push(fields) }
+    const check = hostCheck({ baseUrl: 'https://Leader.Example.org./', host: 'vm-7', allowedHosts: [] }, log)
+    for (const host of ['vm-7:8080', 'leader.example.org', 'leader.example.org.:443']) expect([host, check(host)]).toEqual([host, null])
+    expect(check('svc:8080')?.code).toBe('misdirected_request')
+    expect(check('svc:8080')?.code).toBe('misdirected_request')
+    expect(warned).toEqual([{ host: 'svc' }])
+  })
+
   test('SVC_ALLOWED_HOSTS=* answers to any name', async () => {
     const { port } = serve({ SVC_ALLOWED_HOSTS: '*' })
     expect((await raw(port, { path: '/api/v1/health', host: 'anything.example' })).status).toBe(200)
@@ -94,7 +106,7 @@ describe('the Host header (DNS rebinding)', () => {
   test('a request without Host (HTTP/1.0, a health checker) is answered, pages and unknown paths included (they were a bare 500)', async () => {
     const { h, port } = serve()
     await seedUser(h, 'admin@example.com', { role: 'admin' })
-    for (const path of ['/api/v1/health', '/login', '/', '/no/such/page']) {
+    for (const path of ['/api/v1/health', '/login', '/register', '/', '/no/such/page']) {
       const r = await raw(port, { path, host: null, version: '1.0', headers: { accept: 'text/html' } })
       expect(r.body).not.toContain('Something went wrong!')
       expect([path, r.status < 500]).toEqual([path, true])

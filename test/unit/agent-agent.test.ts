@@ -247,4 +247,20 @@ describe('fellow agent against a stand-in leader', () => {
     const refused = lines.map((l) => JSON.parse(l) as { msg: string; hint?: string }).find((l) => l.msg === 'registration refused')
     expect(refused?.hint).toBe('the leader refused what this agent sent (see the error): fix that setting')
   })
+
+  test('a registration refused 421 (a host name the leader does not answer to) says so, not "check the join token"', async () => {
+    const leader = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: (req) =>
+        new URL(req.url).pathname === '/api/v1/workers/register'
+          ? Response.json({ type: 'about:blank', title: 'Misdirected Request', status: 421, code: 'misdirected_request', detail: 'This leader does not answer to the name "gpu-box"' }, { status: 421, headers: { 'content-type': 'application/problem+json' } })
+          : Response.json({ status: 'ok' }),
+    })
+    cleanups.push(() => leader.stop(true))
+    const { exited, lines } = startAgent(`http://127.0.0.1:${leader.port}`, mkdtempSync(join(tmpdir(), 'agent-')))
+    expect(await exited).toBe(1)
+    const refused = lines.map((l) => JSON.parse(l) as { msg: string; hint?: string }).find((l) => l.msg === 'registration refused')
+    expect(refused?.hint).toContain('SVC_ALLOWED_HOSTS')
+  })
 })
