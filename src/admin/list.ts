@@ -6,7 +6,7 @@ import { and, asc, count, desc, eq, inArray, or, sql, type SQL } from 'drizzle-o
 import { users } from '../db/schema'
 import { idnaASCII } from '../accounts/email'
 import { iso, isoOrNull } from '../time'
-import type { Db } from '../db/client'
+import { READ_ONLY, type Db } from '../db/client'
 import { DEFAULT_PAGE_SIZE, type AdminUser, type UserList, type UserListQuery, type UserSortKey } from './model'
 
 
@@ -165,7 +165,7 @@ export function listUsers(db: Db, query: UserListQuery): UserList {
       .all()
       .map((r) => r.id)
     return { items: adminUsersByIds(tx, ids), total, page, page_size: pageSize }
-  })
+  }, READ_ONLY)
 }
 
 export function pendingCount(db: Db): number {

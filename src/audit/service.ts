@@ -6,7 +6,7 @@
 import { and, desc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm'
 import { auditLog, users } from '../db/schema'
 import { newId } from '../crypto'
-import type { Db } from '../db/client'
+import { READ_ONLY, type Db } from '../db/client'
 import { iso, type Clock } from '../time'
 import { invalid } from '../errors'
 import { DEFAULT_PAGE_SIZE } from '../model'
@@ -141,5 +141,5 @@ export function listAudit(db: Db, q: AuditQuery): AuditList {
       page_size: pageSize,
       next_cursor: more && last ? cursorOf(last) : null,
     }
-  })
+  }, READ_ONLY)
 }

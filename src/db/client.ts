@@ -117,6 +117,8 @@ export function openDb(path: string, { migrate = true, refuseOtherVersion = fals
   // SQLITE_BUSY when another process (an svc admin command) wrote meanwhile, whatever the busy
   // timeout, since it would have to give up its snapshot (500s beside a running admin command).
   // Begun IMMEDIATE it takes the write lock first and waits for it like any write.
+  // A transaction that only reads passes READ_ONLY: it reads a snapshot at once, where IMMEDIATE
+  // would wait (the whole process, synchronously) for another process's write.
   const deferred = db.transaction.bind(db)
   db.transaction = ((fn, config) => deferred(fn, { behavior: 'immediate', ...config })) as typeof db.transaction
   return {
@@ -132,6 +134,9 @@ export function openDb(path: string, { migrate = true, refuseOtherVersion = fals
     },
   }
 }
+
+/** The behaviour of a transaction that only reads (its statements see one snapshot); see openDb. */
+export const READ_ONLY = { behavior: 'deferred' } as const
 
 const readOnlyError = (path: string) =>
   new DbOpenError(`cannot write the state database ${path} (read-only for this process, uid ${process.getuid?.() ?? '?'}): give the user the leader runs as write access to it and its directory`)

@@ -6,6 +6,8 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { makeHarness, seedUser, tokenClient, type Harness } from '../helpers/harness'
 import { internalProblem } from '../../src/http/problem'
 import { silentLogger } from '../../src/log'
+import { listUsers } from '../../src/admin/list'
+import { listAudit } from '../../src/audit/service'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -47,6 +49,20 @@ describe('another process writing the state file', () => {
     // Through HTTP too.
     const r = await tokenClient(h, alice.id).post('/api/v1/pools', { name: 'Lab 2', visibility: 'private' })
     expect(r.status).toBe(201)
+  })
+
+  test('a list that only reads (admin users, audit) reads at once while another process holds the write lock (it waited 5 s, the whole leader with it, then failed)', async () => {
+    const h = makeHarness()
+    all.push(h)
+    await seedUser(h, 'alice@example.com')
+    const holder = await holdWriteLock(h.cfg.dbPath, 6000)
+    try {
+      expect(listUsers(h.ctx.db, {}).total).toBe(1)
+      expect(listAudit(h.ctx.db, {}).items).toBeArray()
+    } finally {
+      holder.kill()
+      await holder.exited
+    }
   })
 
   test('a lock held past the busy timeout answers 503 with Retry-After, not 500', async () => {
