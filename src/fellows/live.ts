@@ -106,6 +106,8 @@ export class FellowRegistry {
    * one online for as long as the step.
    */
   private seenMono = new Map<string, number>()
+  /** Fellows whose job ended, and when (monotonic), until their next heartbeat: see stoppingJob. */
+  private stopping = new Map<string, number>()
   /** Downsampled history in the state file (telemetry.ts), written by flush(). */
   readonly telemetry: TelemetryHistory
 
@@ -249,6 +251,7 @@ export class FellowRegistry {
     }
     f.lastSeenAt = now
     this.seenMono.set(f.id, mono)
+    this.stopping.delete(f.id)
     f.signedOff = false
     f.status = hb.status
     if (hb.job_id !== undefined) f.jobId = hb.job_id
@@ -399,8 +402,24 @@ export class FellowRegistry {
   jobEnded(jobId: string, fellowIds: string[]): void {
     for (const id of fellowIds) {
       const f = this.byId.get(id)
-      if (f && f.jobId === jobId) this.forgetJob(f)
+      if (f && f.jobId === jobId) {
+        this.forgetJob(f)
+        this.stopping.set(f.id, this.mono())
+      }
     }
+  }
+
+  /**
+   * Whether a fellow's job ended and no heartbeat has come from it since (at most two intervals):
+   * its runner may still be in its stop grace, holding the machine's memory, and only its next
+   * heartbeat says (still running that job, or idle). A job placed on it in between ran beside it.
+   */
+  stoppingJob(f: LiveFellow): boolean {
+    const since = this.stopping.get(f.id)
+    if (since === undefined) return false
+    if (this.mono() - since < 2 * this.ctx.cfg.heartbeatIntervalS * 1000) return true
+    this.stopping.delete(f.id)
+    return false
   }
 
   private forgetJob(f: LiveFellow): void {

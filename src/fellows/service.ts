@@ -6,7 +6,7 @@ import { AppError, notFound } from '../errors'
 import { newId, randomToken, sha256, TOKEN_PREFIX } from '../crypto'
 import { recordAudit } from '../audit/service'
 import { RateLimiter } from '../rate-limit'
-import { HOUR_MS, iso } from '../time'
+import { HOUR_MS, iso, monotonicNow } from '../time'
 import { ensureDefaultPool, memberRole, requireMember, requireOwner, getVisiblePool } from '../pools/service'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -22,6 +22,8 @@ const JOIN_SESSION_TTL_MS = 24 * HOUR_MS
 export const JOIN_SESSIONS_PER_DAY = 200
 /** How long an expired join session's row stays. */
 export const DEAD_JOIN_SESSION_KEEP_MS = 30 * 24 * HOUR_MS
+/** How often a busy fellow's job is checked against its assignments (see heartbeat). */
+const JOB_CHECK_MS = 60_000
 
 /** `find()`, with a "not found" of what it looked through said as one of `what` instead. */
 function hiddenAs<T>(find: () => T, what: string): T {
@@ -85,6 +87,8 @@ export class Fellows {
   private onOffline: (fellowId: string, why?: string) => void
   private onRestarted: (fellowId: string) => void
   private onBack: (fellowId: string, jobId: string) => void
+  /** The job each busy fellow last said it runs, and when that was checked (monotonic): see heartbeat. */
+  private jobChecked = new Map<string, { jobId: string; at: number }>()
 
   constructor(
     private ctx: Ctx,
@@ -381,11 +385,23 @@ export class Fellows {
     if (!f || f.released) throw notFound('Fellow')
     if (body.check === true) return { ok: true as const, next_heartbeat_s: this.ctx.cfg.heartbeatIntervalS }
     const back = this.registry.heartbeat(f, body, this.ctx.clock.now())
-    // Back from offline still busy with a job: whether it still holds it is the jobs' to say (a
-    // STOP, if not, goes out with this very answer).
-    if (back && body.job_id && BUSY_STATUSES.has(body.status)) this.onBack(fellowId, body.job_id)
+    // Busy with a job: whether it still holds it is the jobs' to say (a STOP, if not, goes out with
+    // this very answer). Asked when it is back from offline, when it names another job, and once
+    // a minute: a fellow left running a job the leader does not give it (a restored state, an
+    // older agent that runs on after a refused report) was never told, and never given a job.
+    if (body.job_id && BUSY_STATUSES.has(body.status)) {
+      if (back || this.checkDue(fellowId, body.job_id)) this.onBack(fellowId, body.job_id)
+    } else if (this.jobChecked.size > 0) this.jobChecked.delete(fellowId)
     const pending = this.signals.takePending(fellowId)
     return { ok: true as const, next_heartbeat_s: this.ctx.cfg.heartbeatIntervalS, ...(pending.length > 0 ? { pending_signals: pending } : {}) }
+  }
+
+  private checkDue(fellowId: string, jobId: string): boolean {
+    const now = monotonicNow(this.ctx.clock)
+    const last = this.jobChecked.get(fellowId)
+    if (last !== undefined && last.jobId === jobId && now - last.at < JOB_CHECK_MS) return false
+    this.jobChecked.set(fellowId, { jobId, at: now })
+    return true
   }
 
   /**

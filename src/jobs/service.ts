@@ -97,9 +97,9 @@ function checkBuiltinConfig(config: Record<string, unknown>): void {
 }
 
 /**
- * A job's `config` as JSON, at most: every job list carries each job's config (up to 500 jobs), and
- * a megabyte each made one pool page's list 373 MB. Settings, not data: data goes through the
- * artifact store.
+ * A job's `config` as JSON, at most: a megabyte each made one pool page's job list 373 MB when the
+ * list carried configs (it no longer does), and a job's own answer still does. Settings, not data:
+ * data goes through the artifact store.
  */
 export const MAX_CONFIG_BYTES = 64 * 1024
 
@@ -115,8 +115,8 @@ export class JobService {
   private visited: Set<string> | null = null
   private byId: ReturnType<typeof jobById>
   private byIdPlacement: Statement<{ pool_id: string; status: JobStatus; assignments: string }, [string]>
-  /** Active jobs none of whose fellows runs them: since when (monotonic), see reapOrphans. */
-  private orphanSince = new Map<string, number>()
+  /** Active jobs none of whose fellows runs them: since when (monotonic), and whether they were started again; see reapOrphans. */
+  private orphans = new Map<string, { since: number; startedAgain: boolean }>()
 
   constructor(
     private ctx: Ctx,
@@ -173,11 +173,13 @@ export class JobService {
   }
 
   /**
-   * An active job none of whose fellows runs it any more ends as failed: each is online and says,
-   * heartbeat after heartbeat, that it runs no job. A leader restored from a backup taken while the
-   * job ran kept it "running" for good, its fellows counted busy and no other job placed on them.
-   * One fellow that still runs it (the last stage, while earlier ones finished their part) keeps
-   * it going; so does one not heard from since this leader started (its last report is older).
+   * An active job none of whose fellows runs it any more: each is online and says, heartbeat after
+   * heartbeat, that it runs no job. A leader restored from a backup taken while the job ran kept it
+   * "running" for good, its fellows counted busy and no other job placed on them; a START lost on
+   * its way (a socket that died unseen) left a job "scheduled" the same way. After the grace its
+   * stages are started again (resuming from their checkpoints); if they still say no job after
+   * another, the job fails. One fellow that still runs it (the last stage, while earlier ones
+   * finished their part) keeps it going; so does one not heard from since this leader started.
    */
   private reapOrphans(): void {
     const now = monotonicNow(this.ctx.clock)
@@ -195,17 +197,24 @@ export class JobService {
       })
       if (runsIt) continue
       seen.add(r.id)
-      const since = this.orphanSince.get(r.id) ?? now
-      this.orphanSince.set(r.id, since)
-      if (now - since < grace) continue
+      const orphan = this.orphans.get(r.id) ?? { since: now, startedAgain: false }
+      this.orphans.set(r.id, orphan)
+      if (now - orphan.since < grace) continue
       const row = this.row(r.id)
       if (!row || !ACTIVE.has(row.status)) continue
-      const reason = `none of its fellows runs it any more: each has said for ${Math.round(grace / 1000)} s that it runs no job (was the leader's state restored from a backup?)`
+      if (!orphan.startedAgain) {
+        this.startAll(row, row.assignments, 'START', { resume: true })
+        if (row.status === 'paused') for (const a of row.assignments) this.signals.send(a.fellow_id, 'PAUSE', { jobId: row.id, payload: {} })
+        this.orphans.set(r.id, { since: now, startedAgain: true })
+        this.ctx.log.warn('job started again: none of its fellows ran it', { job_id: r.id, fellows: r.assignments.map((a) => a.fellow_id) })
+        continue
+      }
+      const reason = `none of its fellows runs it: each said for ${Math.round(grace / 1000)} s that it runs no job, and again after it was started once more`
       this.signalAll(row, 'STOP', { reason })
       this.setStatus(r.id, 'failed', { reason }, row.status)
       this.ctx.log.warn('job failed: none of its fellows runs it', { job_id: r.id, fellows: r.assignments.map((a) => a.fellow_id) })
     }
-    for (const id of this.orphanSince.keys()) if (!seen.has(id)) this.orphanSince.delete(id)
+    for (const id of this.orphans.keys()) if (!seen.has(id)) this.orphans.delete(id)
   }
 
   /** Whether the job is still there (a purge deletes every job). */
@@ -462,8 +471,9 @@ export class JobService {
     return this.registry
       .inPools(new Set([poolId]))
       // A fellow still busy with a job that ended (its runner in its stop grace: the agent says so
-      // until the runner is gone) holds that job's memory: the next job waits for it to be idle.
-      .filter((f) => !busy.has(f.id) && !stillBusy(f) && this.registry.stateOf(f, now) === 'online')
+      // until the runner is gone) holds that job's memory: the next job waits for it to be idle,
+      // and, once its job ended, for the heartbeat that says which.
+      .filter((f) => !busy.has(f.id) && !stillBusy(f) && !this.registry.stoppingJob(f) && this.registry.stateOf(f, now) === 'online')
       .map(candidateOf)
   }
 
@@ -569,15 +579,16 @@ export class JobService {
   }
 
   /**
-   * A fellow back from offline says it runs `jobId`. Its stage may have moved meanwhile, or the job
-   * ended: then it is told to STOP that job (an agent that does not stop on a refused report, an
-   * older one, would otherwise train on for no one beside the fellow that took its stage).
+   * A fellow says it runs `jobId` (back from offline, or its check a minute): its stage may have
+   * moved meanwhile, or the job ended (or was never this leader's: a restored state). Then it is
+   * told to STOP that job: an agent that does not stop on a refused report, an older one, would
+   * otherwise train on for no one, and placement passes over a fellow that says it is busy.
    */
   onFellowBack(fellowId: string, jobId: string): void {
     const r = this.row(jobId)
     if (r && ACTIVE.has(r.status) && r.assignments.some((a) => a.fellow_id === fellowId)) return
-    this.signals.send(fellowId, 'STOP', { jobId, payload: { reason: 'this fellow no longer runs the job: it was away while its stage moved or the job ended' } })
-    this.ctx.log.info('told a fellow back from offline to stop a job it no longer runs', { fellow_id: fellowId, job_id: jobId, job_status: r?.status ?? 'deleted' })
+    this.signals.send(fellowId, 'STOP', { jobId, payload: { reason: 'this fellow no longer runs the job: its stage moved, or the job ended' } })
+    this.ctx.log.info('told a fellow to stop a job it no longer runs', { fellow_id: fellowId, job_id: jobId, job_status: r?.status ?? 'deleted' })
   }
 
   /** A fellow went offline: re-place its stage if another fellow can take it, else fail the job. */

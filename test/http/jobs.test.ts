@@ -210,7 +210,7 @@ describe('job lifecycle', () => {
     // Back, and still saying it runs the job: the answer to that very heartbeat carries the STOP.
     const back = await busy(away)
     expect(back.body.pending_signals.map((s: { signal: string; job_id: string }) => [s.signal, s.job_id])).toEqual([['STOP', job.id]])
-    expect(logged('told a fellow back from offline to stop a job it no longer runs')).toHaveLength(1)
+    expect(logged('told a fellow to stop a job it no longer runs')).toHaveLength(1)
     // A fellow back that still holds its stage is left alone.
     await busy(spare)
     h.clock.advance(61_000)
@@ -644,6 +644,41 @@ describe('a fellow still stopping its last job', () => {
     expect(h.services.jobs.schedulePass()).toBe(1)
     expect((await A.get(`/api/v1/jobs/${b.id}`)).body.status).toBe('scheduled')
   })
+
+  test('a fellow saying it runs a job the leader does not give it (a restored state, an older agent running on) is told to STOP it within a minute, and takes jobs once idle', async () => {
+    const { h, A, pool, fellows, signalsOf, logged } = await cluster(1)
+    const f = fellows[0]!
+    const stray = '01a2b3c4-0000-7000-8000-00000000beef'
+    const beat = () => f.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: stray, step: 9 })
+    expect((await beat()).body.pending_signals.map((x: { signal: string; job_id: string }) => [x.signal, x.job_id])).toEqual([['STOP', stray]])
+    // Not at every heartbeat: once a minute while it goes on saying so.
+    h.clock.advance(10_000)
+    expect((await beat()).body.pending_signals).toBeUndefined()
+    h.clock.advance(50_000)
+    expect((await beat()).body.pending_signals.map((x: { signal: string }) => x.signal)).toEqual(['STOP'])
+    expect(logged('told a fellow to stop a job it no longer runs')).toHaveLength(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'j', pool_id: pool.id })).body
+    expect(job.status).toBe('queued')
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'idle', job_id: null })
+    expect(h.services.jobs.schedulePass()).toBe(1)
+    signalsOf(f)
+  })
+
+  test('a job queued behind it is not placed in the tick after the cancel, before a heartbeat says whether the runner is gone', async () => {
+    const { h, A, pool, fellows, signalsOf } = await cluster(1)
+    const f = fellows[0]!
+    const a = (await A.post('/api/v1/jobs', { name: 'a', pool_id: pool.id })).body
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'running', job_id: a.id, step: 1 })
+    const b = (await A.post('/api/v1/jobs', { name: 'b', pool_id: pool.id })).body
+    expect(b.status).toBe('queued')
+    signalsOf(f)
+    expect((await A.delete(`/api/v1/jobs/${a.id}`)).status).toBe(200)
+    expect(h.services.jobs.schedulePass()).toBe(0)
+    expect(signalsOf(f).map((x) => x.signal)).toEqual(['STOP'])
+    await f.c.post('/api/v1/workers/heartbeat', { status: 'idle', job_id: null })
+    expect(h.services.jobs.schedulePass()).toBe(1)
+    expect(signalsOf(f).map((x) => [x.signal, x.job_id])).toEqual([['START', b.id]])
+  })
 })
 
 // A leader restored from a backup taken while a job ran: its fellows had long finished with it
@@ -652,21 +687,31 @@ describe('a job none of whose fellows runs it', () => {
   const beat = (f: Fellow, body: Record<string, unknown>) => f.c.post('/api/v1/workers/heartbeat', body)
   const schedulerRun = (h: Harness) => h.services.loops.find((l) => l.name === 'scheduler')!.run()
 
-  test('fails with a reason after a minute of heartbeats saying "no job" from each of them, and frees them', async () => {
-    const { h, A, pool, fellows } = await cluster(2)
+  test('is started again after a minute of heartbeats saying "no job" from each of them; still none a minute later, it fails with a reason and frees them', async () => {
+    const { h, A, pool, fellows, signalsOf } = await cluster(2)
     const job = (await A.post('/api/v1/jobs', { name: 'ghost', pool_id: pool.id, stages: 2 })).body
     for (const f of fellows) await beat(f, { status: 'running', job_id: job.id, step: 3 })
     expect((await fellows[0]!.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'running', step: 3 })).body.status).toBe('running')
-    for (let s = 0; s <= 70; s += 10) {
-      for (const f of fellows) await beat(f, { status: 'idle' })
-      schedulerRun(h)
-      if (s < 60) expect([s, (await A.get(`/api/v1/jobs/${job.id}`)).body.status]).toEqual([s, 'running'])
-      h.clock.advance(10_000)
+    fellows.forEach(signalsOf)
+    const idleFor = async (from: number, to: number) => {
+      for (let s = from; s <= to; s += 10) {
+        for (const f of fellows) await beat(f, { status: 'idle', job_id: null })
+        schedulerRun(h)
+        h.clock.advance(10_000)
+      }
     }
+    await idleFor(0, 50)
+    expect(fellows.map((f) => signalsOf(f).length)).toEqual([0, 0])
+    await idleFor(60, 60)
+    // A START lost on its way, or a restored state: each stage is told to start again, resuming.
+    expect(fellows.map((f) => signalsOf(f).map((x) => [x.signal, x.payload?.resume]))).toEqual([[['START', true]], [['START', true]]])
+    expect((await A.get(`/api/v1/jobs/${job.id}`)).body.status).toBe('running')
+    await idleFor(70, 120)
     const ended = (await A.get(`/api/v1/jobs/${job.id}`)).body
     expect(ended.status).toBe('failed')
-    expect(ended.reason).toContain('none of its fellows runs it any more')
-    // Its fellows take the next job.
+    expect(ended.reason).toContain('none of its fellows runs it')
+    // Its fellows take the next job, once their heartbeats say they are idle.
+    for (const f of fellows) await beat(f, { status: 'idle', job_id: null })
     expect((await A.post('/api/v1/jobs', { name: 'next', pool_id: pool.id, stages: 2 })).body.status).toBe('scheduled')
   })
 

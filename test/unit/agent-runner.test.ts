@@ -133,6 +133,8 @@ describe('CHECKPOINT', () => {
     s.lookup.resolve(null)
     await s.started()
     const asked = () => (s.lines as { msg: string; line?: string }[]).filter((l) => l.msg === 'runner output' && l.line?.startsWith('checkpoint failed')).length
+    // Its trap is set once it counts: a SIGUSR1 before that ended the shell (a busy machine).
+    await until(() => (s.w.step > 0 ? true : null), 'the runner counting')
     s.w.checkpoint()
     expect(s.w.status).toBe('checkpointing')
     await until(() => asked() === 1, 'the runner got SIGUSR1')
