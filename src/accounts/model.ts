@@ -9,8 +9,12 @@ import { PASSWORD_MAX, PASSWORD_MIN } from './passwords'
 export const Email = t.String({ format: 'email', minLength: 3, maxLength: 254 })
 /** A password given to log in (or to confirm one): any the account may have. */
 export const Password = t.String({ minLength: 1, maxLength: 4096 })
-/** A password being set: the policy's bounds (passwords.ts), so the OpenAPI document says them. */
-export const NewPassword = t.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX })
+/**
+ * A password being set: the policy's bounds (passwords.ts), so the OpenAPI document says them. The
+ * policy counts characters, the schema UTF-16 units: its upper bound is twice the policy's, so a
+ * password of 512 emoji is the policy's to judge (the schema alone refused it as too long).
+ */
+export const NewPassword = t.String({ minLength: PASSWORD_MIN, maxLength: 2 * PASSWORD_MAX, 'x-rule': `${PASSWORD_MIN} to ${PASSWORD_MAX} characters, and not the email address` })
 export const DisplayName = t.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROL_PATTERN })
 export const Role = t.Union([t.Literal('user'), t.Literal('admin')])
 export const UserStatus = t.Union([

@@ -575,3 +575,14 @@ describe('operator auth switched off', () => {
     expect(r.status).toBe(401)
   })
 })
+
+describe('password length', () => {
+  test('counts characters, as the policy says: 300 emoji (600 UTF-16 units) register, 513 characters do not', async () => {
+    const h = harness()
+    const c = h.client({ ip: freshIp() })
+    const ok = await c.post('/api/v1/auth/register', { email: 'emoji@example.com', password: '\u{1F600}'.repeat(300) })
+    expect(ok.status).toBe(201)
+    const long = await h.client({ ip: freshIp() }).post('/api/v1/auth/register', { email: 'long@example.com', password: 'x'.repeat(513) })
+    expect([long.status, long.body.detail]).toEqual([422, 'The password must have at most 512 characters.'])
+  })
+})
