@@ -1,6 +1,6 @@
 // Wire shapes of jobs: submission, records, status reports from fellows, metrics.
 import { t, type Static } from 'elysia'
-import { Label, Timestamp, Int, UnionEnum } from '../model'
+import { Label, Page, Timestamp, Int, UnionEnum } from '../model'
 import * as W from '../wire/jobs'
 
 export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
@@ -54,6 +54,12 @@ export const JobSummary = t.Omit(Job, ['config'])
 export type JobSummary = Static<typeof JobSummary>
 export const JobList = t.Object({
   items: t.Array(JobSummary),
+  /** Jobs that match, counted up to JOB_TOTAL_CAP (total_exact false past it). */
+  total: Int(),
+  total_exact: t.Boolean(),
+  /** The page asked for; null when the list was read from a cursor. */
+  page: t.Nullable(Int()),
+  page_size: Int(),
   /** Pass as `cursor` for the jobs after this page (older ones); null on the last page. */
   next_cursor: t.Nullable(t.String()),
 })
@@ -63,6 +69,7 @@ export const JobListQuery = t.Object(
   {
     pool_id: t.Optional(t.String({ format: 'uuid' })),
     status: t.Optional(UnionEnum(JOB_STATUSES)),
+    page: t.Optional(Page),
     page_size: t.Optional(t.Integer({ minimum: 1, maximum: JOB_PAGE_MAX })),
     cursor: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
   },

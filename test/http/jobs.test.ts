@@ -747,6 +747,7 @@ describe('the job list', () => {
     const first = await bob.get(`/api/v1/jobs?pool_id=${pool.id}&page_size=3`)
     expect(first.status).toBe(200)
     expect(first.body.items.map((j: { id: string }) => j.id)).toEqual(ids.slice(0, 3))
+    expect(first.body).toMatchObject({ total: 7, total_exact: true, page: 1, page_size: 3 })
     expect(first.body.items.every((j: Record<string, unknown>) => !('config' in j))).toBe(true)
     expect(JSON.stringify(first.body).length).toBeLessThan(5000)
     expect((await bob.get(`/api/v1/jobs/${ids[0]}`)).body.config).toEqual(big)
@@ -756,7 +757,10 @@ describe('the job list', () => {
     const second = await bob.get(`/api/v1/jobs?pool_id=${pool.id}&page_size=3&cursor=${first.body.next_cursor}`)
     expect(second.body.items.map((j: { id: string }) => j.id)).toEqual(ids.slice(3, 6))
     const third = await bob.get(`/api/v1/jobs?pool_id=${pool.id}&page_size=3&cursor=${second.body.next_cursor}`)
-    expect([third.body.items.map((j: { id: string }) => j.id), third.body.next_cursor]).toEqual([ids.slice(6), null])
+    expect([third.body.items.map((j: { id: string }) => j.id), third.body.next_cursor, third.body.page]).toEqual([ids.slice(6), null, null])
+    // Or by page number, as CONTRACT's paginated lists (pages from 1), not both.
+    expect((await bob.get(`/api/v1/jobs?pool_id=${pool.id}&page_size=3&page=2`)).body.items.map((j: { id: string }) => j.id)).toEqual([ids[2], ...ids.slice(3, 5)])
+    expect((await bob.get(`/api/v1/jobs?page=2&cursor=${first.body.next_cursor}`)).status).toBe(422)
     // Without page_size: up to 500, as before.
     expect((await bob.get(`/api/v1/jobs?pool_id=${pool.id}`)).body.items).toHaveLength(8)
     const bad = await bob.get(`/api/v1/jobs?cursor=nonsense`)

@@ -86,7 +86,7 @@ export async function submit({ args, flags, usage }: Invocation): Promise<number
 export async function list({ flags }: Invocation): Promise<number> {
   const c = clientFor(flags)
   const poolId = flags.pool === undefined ? undefined : (await resolvePool(c, flags.pool as string)).id
-  const query = { pool_id: poolId, status: flags.status as string | undefined }
+  const query = { pool_id: poolId, status: flags.status as string | undefined, cursor: flags.cursor as string | undefined }
   checkInput(J.JobListQuery, JSON.parse(JSON.stringify(query)))
   const res = await c.get<J.JobList>('/api/v1/jobs', query)
   printList(
@@ -106,6 +106,8 @@ export async function list({ flags }: Invocation): Promise<number> {
     (j) => j.id,
     'no jobs',
   )
+  // On stderr, as `audit list` says its pages: stdout stays the table.
+  if (modeOf(flags) === 'table' && res.next_cursor) note(`more jobs: --cursor ${res.next_cursor} for the next ${res.items.length}`)
   return 0
 }
 

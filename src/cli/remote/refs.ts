@@ -29,9 +29,17 @@ export async function resolveFellow(c: Client, ref: string): Promise<Static<type
 
 export async function resolveJob(c: Client, ref: string): Promise<Job> {
   if (isUuid(ref)) return c.get<Job>(`/api/v1/jobs/${ref.toLowerCase()}`)
-  // The list's items are summaries (no config): the job itself comes by its id.
-  const { items } = await c.get<JobList>('/api/v1/jobs')
-  const found = pick('job', ref, items.filter((j) => j.name === ref), (j) => j.id)
+  // Page after page (newest first) until a job of that name turns up; then the whole list's
+  // matches of the pages read so far decide. The list's items are summaries (no config): the job
+  // itself comes by its id.
+  const matches: JobList['items'] = []
+  for (let cursor: string | undefined; ; ) {
+    const page: JobList = await c.get<JobList>('/api/v1/jobs', cursor === undefined ? {} : { cursor })
+    matches.push(...page.items.filter((j) => j.name === ref))
+    if (matches.length > 0 || page.next_cursor === null) break
+    cursor = page.next_cursor
+  }
+  const found = pick('job', ref, matches, (j) => j.id)
   return c.get<Job>(`/api/v1/jobs/${found.id}`)
 }
 
