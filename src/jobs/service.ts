@@ -1,19 +1,18 @@
 // Jobs: submission, the scheduler (queued -> scheduled), lifecycle signals, re-placement when a
 // fellow goes offline, and the status reports fellows post.
-import { and, asc, count, desc, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { jobs, pools } from '../db/schema'
 import { AppError, invalid, notFound } from '../errors'
 import { newId } from '../crypto'
 import { recordAudit } from '../audit/service'
-import { iso, monotonicNow } from '../time'
+import { monotonicNow } from '../time'
 import { ensureDefaultPool, memberRole } from '../pools/service'
 import { scopeOf, inScope } from '../pools/scope'
 import { BUILTIN_RUNNER, candidateOf, pendingReason, place, type Candidate } from './placement'
 import { parseTrainConfig } from '../wire/mlp-config'
 import { jobP2PKey } from './p2p-key'
-import { ACTIVE, JOB_PAGE_MAX, TERMINAL, type Assignment, type Job, type JobList, type JobStatus, type JobSummary, type StatusReport, type SubmitInput } from './model'
-import { cursorOf, parseCursor } from '../db/keyset'
-import { READ_ONLY } from '../db/client'
+import { ACTIVE, TERMINAL, type Assignment, type Job, type JobList, type JobStatus, type StatusReport, type SubmitInput } from './model'
+import { listJobs, toJob, type JobListFilter } from './views'
 import type { Statement } from 'bun:sqlite'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
@@ -34,31 +33,6 @@ export function jobPoolOf(db: Db, id: string): string | undefined {
 
 export const UNNAMED_POOL_REASON =
   'not placed: no pool_id was given, and the default pool (fellows that joined without a join token) only takes jobs that name it; resubmit with a pool_id'
-
-function toJob(r: JobRow): Job {
-  return { ...toSummary(r), config: r.config }
-}
-
-function toSummary(r: Omit<JobRow, 'config'>): JobSummary {
-  return {
-    id: r.id,
-    name: r.name,
-    pool_id: r.poolId,
-    status: r.status,
-    reason: r.reason,
-    stages: r.stages,
-    min_free_vram_mb: r.minFreeVramMb,
-    transport: r.transport,
-    assignments: r.assignments,
-    step: r.step,
-    loss: r.loss,
-    runner: r.runner,
-    resumed_from_step: r.resumedFromStep,
-    created_by: r.createdBy,
-    created_at: iso(r.createdAt),
-    updated_at: iso(r.updatedAt),
-  }
-}
 
 /** Whether a fellow's last heartbeat said it runs a job (any: one the leader no longer gave it too). */
 const stillBusy = (f: LiveFellow): boolean => f.jobId !== null && BUSY_STATUSES.has(f.status ?? '')
@@ -103,9 +77,6 @@ function checkBuiltinConfig(config: Record<string, unknown>): void {
  * data goes through the artifact store.
  */
 export const MAX_CONFIG_BYTES = 64 * 1024
-
-/** Jobs a list counts at most: past it its total says "at least" (total_exact false). */
-const JOB_TOTAL_CAP = 10_000
 
 function checkConfigSize(config: Record<string, unknown>): void {
   const bytes = Buffer.byteLength(JSON.stringify(config))
@@ -314,46 +285,9 @@ export class JobService {
     }
   }
 
-  /**
-   * Newest first, a page at a time: by `page` (from 1), or by the `cursor` of the page before
-   * (keyset: jobs submitted meanwhile neither shift nor repeat a page), as the audit list.
-   */
-  list(caller: Caller, filter: { pool_id?: string; status?: JobStatus; page?: number; page_size?: number; cursor?: string }): JobList {
-    if (filter.cursor !== undefined && filter.page !== undefined) throw invalid('use cursor or page, not both', { errors: [{ path: '/page', message: 'not with cursor' }] })
-    const scope = scopeOf(this.ctx.db, caller)
-    const after = filter.cursor === undefined ? null : parseCursor(filter.cursor)
-    const page = filter.page ?? 1
-    const size = filter.page_size ?? JOB_PAGE_MAX
-    const conds: SQL[] = []
-    if (scope !== null) conds.push(inArray(jobs.poolId, [...scope]))
-    if (filter.pool_id) conds.push(eq(jobs.poolId, filter.pool_id))
-    if (filter.status) conds.push(eq(jobs.status, filter.status))
-    const where = conds.length > 0 ? and(...conds) : undefined
-    return this.ctx.db.transaction((tx) => {
-      // Counted up to a cap, like the audit log's: "10,000 or more" is all a reader of that takes in.
-      const counted = tx.values<[number]>(sql`SELECT count(*) FROM (SELECT 1 FROM ${jobs} ${where ? sql`WHERE ${where}` : sql``} LIMIT ${JOB_TOTAL_CAP + 1})`)[0]![0]
-      if (after) conds.push(sql`(${jobs.createdAt}, ${jobs.id}) < (${after.ts}, ${after.id})`)
-      const { config: _config, ...summary } = getTableColumns(jobs)
-      const rows = tx
-        .select(summary)
-        .from(jobs)
-        .where(conds.length > 0 ? and(...conds) : undefined)
-        .orderBy(desc(jobs.createdAt), desc(jobs.id))
-        .limit(size + 1)
-        .offset(after ? 0 : (page - 1) * size)
-        .all()
-      const more = rows.length > size
-      if (more) rows.pop()
-      const last = rows.at(-1)
-      return {
-        items: rows.map((r) => toSummary(r)),
-        total: Math.min(counted, JOB_TOTAL_CAP),
-        total_exact: counted <= JOB_TOTAL_CAP,
-        page: after ? null : page,
-        page_size: size,
-        next_cursor: more && last ? cursorOf({ ts: last.createdAt, id: last.id }) : null,
-      }
-    }, READ_ONLY)
+  /** Newest first, a page at a time (src/jobs/views.ts). */
+  list(caller: Caller, filter: JobListFilter): JobList {
+    return listJobs(this.ctx.db, scopeOf(this.ctx.db, caller), filter)
   }
 
   get(caller: Caller, id: string): Job {
