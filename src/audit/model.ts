@@ -1,6 +1,6 @@
 // Wire shapes of reading the audit log (GET /api/v1/admin/audit).
 import { t, type Static } from 'elysia'
-import { Page, PageSize, Timestamp, Int } from '../model'
+import { CursorList, Page, PageSize, Timestamp, Int } from '../model'
 
 export const AuditQuery = t.Object(
   {
@@ -29,15 +29,6 @@ export const AuditEntry = t.Object({
   detail: t.Nullable(t.Record(t.String(), t.Unknown())),
 })
 export type AuditEntry = Static<typeof AuditEntry>
-export const AuditList = t.Object({
-  items: t.Array(AuditEntry),
-  /** Matching entries, counted up to 10,000: past that, the cap and total_exact false. */
-  total: Int(),
-  total_exact: t.Boolean(),
-  /** The page asked for; null when the list was read from a cursor. */
-  page: t.Nullable(Int()),
-  page_size: Int(),
-  /** Pass as `cursor` for the entries after this page; null on the last page. */
-  next_cursor: t.Nullable(t.String()),
-})
+/** Matching entries are counted up to 10,000 (AUDIT_TOTAL_CAP). */
+export const AuditList = CursorList(AuditEntry)
 export type AuditList = Static<typeof AuditList>

@@ -251,7 +251,7 @@ export class FellowRegistry {
     }
     f.lastSeenAt = now
     this.seenMono.set(f.id, mono)
-    this.stopping.delete(f.id)
+    if (this.stopping.size > 0) this.stopping.delete(f.id)
     f.signedOff = false
     f.status = hb.status
     if (hb.job_id !== undefined) f.jobId = hb.job_id

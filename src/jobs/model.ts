@@ -1,6 +1,6 @@
 // Wire shapes of jobs: submission, records, status reports from fellows, metrics.
 import { t, type Static } from 'elysia'
-import { Label, Page, Timestamp, Int, UnionEnum } from '../model'
+import { CursorList, Label, Page, Timestamp, Int, UnionEnum } from '../model'
 import * as W from '../wire/jobs'
 
 export const JOB_STATUSES = ['queued', 'scheduled', 'running', 'paused', 'completed', 'failed', 'cancelled'] as const
@@ -52,17 +52,8 @@ export type Job = Static<typeof Job>
  */
 export const JobSummary = t.Omit(Job, ['config'])
 export type JobSummary = Static<typeof JobSummary>
-export const JobList = t.Object({
-  items: t.Array(JobSummary),
-  /** Jobs that match, counted up to JOB_TOTAL_CAP (total_exact false past it). */
-  total: Int(),
-  total_exact: t.Boolean(),
-  /** The page asked for; null when the list was read from a cursor. */
-  page: t.Nullable(Int()),
-  page_size: Int(),
-  /** Pass as `cursor` for the jobs after this page (older ones); null on the last page. */
-  next_cursor: t.Nullable(t.String()),
-})
+/** Newest first; jobs that match are counted up to 10,000 (views.ts). */
+export const JobList = CursorList(JobSummary)
 export type JobList = Static<typeof JobList>
 export const JOB_PAGE_MAX = 500
 export const JobListQuery = t.Object(

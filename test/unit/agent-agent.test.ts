@@ -232,35 +232,29 @@ describe('fellow agent against a stand-in leader', () => {
     expect(other.state.goodbyes).toEqual([])
   })
 
-  test('a registration refused for what the agent sent (422) says so, not "check the join token"', async () => {
+  /** What an agent whose registration a stand-in leader refuses with `problem` logs as its hint. */
+  async function refusalHint(problem: { status: number; title: string; code: string; detail: string }): Promise<string | undefined> {
     const leader = Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
       fetch: (req) =>
         new URL(req.url).pathname === '/api/v1/workers/register'
-          ? Response.json({ type: 'about:blank', title: 'Unprocessable', status: 422, code: 'validation_failed', detail: 'body /hostname: must be a host name' }, { status: 422, headers: { 'content-type': 'application/problem+json' } })
+          ? Response.json({ type: 'about:blank', ...problem }, { status: problem.status, headers: { 'content-type': 'application/problem+json' } })
           : Response.json({ status: 'ok' }),
     })
     cleanups.push(() => leader.stop(true))
     const { exited, lines } = startAgent(`http://127.0.0.1:${leader.port}`, mkdtempSync(join(tmpdir(), 'agent-')))
     expect(await exited).toBe(1)
-    const refused = lines.map((l) => JSON.parse(l) as { msg: string; hint?: string }).find((l) => l.msg === 'registration refused')
-    expect(refused?.hint).toBe('the leader refused what this agent sent (see the error): fix that setting')
+    return lines.map((l) => JSON.parse(l) as { msg: string; hint?: string }).find((l) => l.msg === 'registration refused')?.hint
+  }
+
+  test('a registration refused for what the agent sent (422) says so, not "check the join token"', async () => {
+    const hint = await refusalHint({ status: 422, title: 'Unprocessable', code: 'validation_failed', detail: 'body /hostname: must be a host name' })
+    expect(hint).toBe('the leader refused what this agent sent (see the error): fix that setting')
   })
 
   test('a registration refused 421 (a host name the leader does not answer to) says so, not "check the join token"', async () => {
-    const leader = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      fetch: (req) =>
-        new URL(req.url).pathname === '/api/v1/workers/register'
-          ? Response.json({ type: 'about:blank', title: 'Misdirected Request', status: 421, code: 'misdirected_request', detail: 'This leader does not answer to the name "gpu-box"' }, { status: 421, headers: { 'content-type': 'application/problem+json' } })
-          : Response.json({ status: 'ok' }),
-    })
-    cleanups.push(() => leader.stop(true))
-    const { exited, lines } = startAgent(`http://127.0.0.1:${leader.port}`, mkdtempSync(join(tmpdir(), 'agent-')))
-    expect(await exited).toBe(1)
-    const refused = lines.map((l) => JSON.parse(l) as { msg: string; hint?: string }).find((l) => l.msg === 'registration refused')
-    expect(refused?.hint).toContain('SVC_ALLOWED_HOSTS')
+    const hint = await refusalHint({ status: 421, title: 'Misdirected Request', code: 'misdirected_request', detail: 'This leader does not answer to the name "gpu-box"' })
+    expect(hint).toContain('SVC_ALLOWED_HOSTS')
   })
 })
