@@ -1,4 +1,6 @@
 // Memory a long-running process (`svc serve`, `svc fellow`) need not keep after its start.
+import { dlopen, FFIType } from 'bun:ffi'
+import { readFileSync, readlinkSync, statSync } from 'node:fs'
 
 /** A process that used less than this share of one core over a check's window is quiet. */
 const QUIET_CPU_SHARE = 0.05
@@ -18,8 +20,9 @@ const QUIET_CPU_SHARE = 0.05
  * types but ships; if a later Bun removes it, nothing is done.
  *
  * `release` frees, at the same moment, what else the start left behind: the leader hands back
- * SQLite's page cache filled by the migrations (PRAGMA shrink_memory, about 0.3 MiB). Returns a
- * cancel for a process that stops before its first quiet moment (the leader closes its state file).
+ * SQLite's page cache filled by the migrations (PRAGMA shrink_memory, about 0.3 MiB). Last, the
+ * executable's own pages the start read are let go (releaseExecutablePages). Returns a cancel for
+ * a process that stops before its first quiet moment (the leader closes its state file).
  */
 export function dropStartupCode({ everyMs = 500, release }: { everyMs?: number; release?: () => void } = {}): () => void {
   if (typeof Bun.shrink !== 'function') return () => {}
@@ -36,7 +39,89 @@ export function dropStartupCode({ everyMs = 500, release }: { everyMs?: number; 
     }
     Bun.gc(true)
     Bun.shrink()
+    releaseExecutablePages()
   }, everyMs)
   timer.unref()
   return () => clearInterval(timer)
+}
+
+const MADV_DONTNEED = 4
+
+/** A mapping of /proc/self/smaps: where, how, of which file, and how much of it was written. */
+export interface Mapping {
+  start: bigint
+  end: bigint
+  perms: string
+  inode: number
+  path: string
+  anonymousKb: number
+}
+
+/** The mappings of an smaps text (`start-end perms offset dev inode path`, then `Key: value` lines). */
+export function parseSmaps(text: string): Mapping[] {
+  const out: Mapping[] = []
+  for (const line of text.split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ (\d+)\s*(.*)$/.exec(line)
+    if (head) {
+      out.push({ start: BigInt(`0x${head[1]}`), end: BigInt(`0x${head[2]}`), perms: head[3]!, inode: Number(head[4]), path: head[5]!, anonymousKb: 0 })
+      continue
+    }
+    const anon = /^Anonymous:\s+(\d+) kB/.exec(line)
+    if (anon && out.length > 0) out[out.length - 1]!.anonymousKb = Number(anon[1])
+  }
+  return out
+}
+
+/**
+ * The mappings of the executable whose pages are the file's and nothing else: private, never
+ * writable and never written (no page of them copied on write, which a relocated read-only
+ * segment has). Dropping a page of one of these loses nothing: the next read maps the same bytes
+ * from the file again.
+ */
+export function releasableMappings(maps: Mapping[], exe: { inode: number; path: string }): Mapping[] {
+  return maps.filter((m) => m.inode === exe.inode && m.path === exe.path && m.perms[1] === '-' && m.perms[3] === 'p' && m.anonymousKb === 0)
+}
+
+type Madvise = (addr: number, length: number, advice: number) => number
+let madvise: Madvise | null | undefined
+
+function libcMadvise(): Madvise | null {
+  if (madvise !== undefined) return madvise
+  madvise = null
+  if (process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64')) {
+    try {
+      const libc = dlopen('libc.so.6', { madvise: { args: [FFIType.u64, FFIType.u64, FFIType.i32], returns: FFIType.i32 } })
+      madvise = (addr, length, advice) => libc.symbols.madvise(addr, length, advice) as number
+    } catch {
+      // musl, or no libc to load: the pages stay mapped
+    }
+  }
+  return madvise
+}
+
+/**
+ * Bun's executable is about 120 MiB, and a start reads a third of its code and read-only data:
+ * the runtime's and JavaScriptCore's set-up, both of its compilers (the start's run-once code
+ * crosses their thresholds), the migrations' and route building's paths. Those pages stay mapped,
+ * and counted in the process's resident memory, for as long as it runs, though an idle leader uses
+ * a fraction of them: about 14 MiB of its 60 MiB at idle (docs/benchmarks.md). Unmapping them
+ * (madvise MADV_DONTNEED) leaves them in the kernel's page cache, where the next use maps each
+ * page again (a minor fault, no disk read while the cache keeps them; first requests after the
+ * drop measured no slower) and the kernel can reclaim the rest without unmapping anything. Only
+ * mappings that hold nothing but the file's bytes are touched (releasableMappings). Returns the
+ * bytes let go; 0 where there is no /proc or no glibc.
+ */
+export function releaseExecutablePages(): number {
+  const call = libcMadvise()
+  if (call === null) return 0
+  let released = 0
+  try {
+    const exe = { inode: statSync('/proc/self/exe').ino, path: readlinkSync('/proc/self/exe') }
+    for (const m of releasableMappings(parseSmaps(readFileSync('/proc/self/smaps', 'utf8')), exe)) {
+      if (call(Number(m.start), Number(m.end - m.start), MADV_DONTNEED) === 0) released += Number(m.end - m.start)
+    }
+  } catch {
+    // housekeeping: no /proc to read leaves the pages mapped
+  }
+  return released
 }

@@ -1,8 +1,10 @@
 // dropStartupCode: a second after the start, JavaScriptCore drops the compiled code of everything
-// that ran, so code that ran once at start-up does not stay resident.
-import { expect, test } from 'bun:test'
+// that ran, so code that ran once at start-up does not stay resident; and the executable's pages
+// the start read are unmapped.
+import { describe, expect, test } from 'bun:test'
+import { readFileSync, readlinkSync, statSync } from 'node:fs'
 import { numberOfDFGCompiles } from 'bun:jsc'
-import { dropStartupCode } from '../../src/memory'
+import { dropStartupCode, parseSmaps, releasableMappings, releaseExecutablePages } from '../../src/memory'
 import { until } from '../helpers/until'
 
 /** A function JavaScriptCore has optimized (DFG-compiled). */
@@ -46,4 +48,56 @@ test('a release that throws does not stop the drop', async () => {
   const hot = await optimizedFunction()
   dropStartupCode({ everyMs: 50, release: () => { throw new Error('state file closed') } })
   await codeDropped(hot)
+})
+
+describe('the executable\'s pages', () => {
+  const smaps = [
+    '00200000-01a39000 r--p 00000000 fe:00 2834755                            /opt/svc',
+    'Rss:                5540 kB',
+    'Anonymous:             0 kB',
+    '01a40000-0684a000 r-xp 01838000 fe:00 2834755                            /opt/svc',
+    'Rss:               34088 kB',
+    'Anonymous:             0 kB',
+    '0684a000-0685f000 rw-p 06641000 fe:00 2834755                            /opt/svc',
+    'Anonymous:            56 kB',
+    // read-only after the loader relocated it: its written pages are no longer the file's
+    '0685f000-06867000 r--p 06656000 fe:00 2834755                            /opt/svc',
+    'Anonymous:            12 kB',
+    '06867000-0752b000 rw-p 0665e000 fe:00 2834755                            /opt/svc',
+    'Anonymous:           116 kB',
+    '7f0000000000-7f0000200000 r-xp 00000000 fe:00 99                         /usr/lib/x86_64-linux-gnu/libc.so.6',
+    'Anonymous:             0 kB',
+    '7f0000400000-7f0000600000 r-xs 00000000 fe:00 2834755                    /opt/svc',
+    'Anonymous:             0 kB',
+    '7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]',
+    'Anonymous:           132 kB',
+  ].join('\n')
+
+  test('only private mappings of the executable that were never writable nor written are let go', () => {
+    const maps = parseSmaps(smaps)
+    expect(maps).toHaveLength(8)
+    expect(maps[0]).toEqual({ start: 0x200000n, end: 0x1a39000n, perms: 'r--p', inode: 2834755, path: '/opt/svc', anonymousKb: 0 })
+    const released = releasableMappings(maps, { inode: 2834755, path: '/opt/svc' }).map((m) => m.start)
+    expect(released).toEqual([0x200000n, 0x1a40000n])
+    // another file of the same inode number, or the same name of another inode, is not the executable
+    expect(releasableMappings(maps, { inode: 2834755, path: '/opt/other' })).toEqual([])
+    expect(releasableMappings(maps, { inode: 1, path: '/opt/svc' })).toEqual([])
+  })
+
+  test('letting them go unmaps them, and the process runs on from the file', async () => {
+    if (process.platform !== 'linux') return
+    const exe = { inode: statSync('/proc/self/exe').ino, path: readlinkSync('/proc/self/exe') }
+    const resident = () =>
+      readFileSync('/proc/self/smaps', 'utf8')
+        .split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/)
+        .filter((block) => releasableMappings(parseSmaps(block), exe).length === 1)
+        .reduce((kb, block) => kb + Number(/\nRss:\s+(\d+) kB/.exec(block)?.[1] ?? 0), 0)
+    const before = resident()
+    expect(before).toBeGreaterThan(1024)
+    expect(releaseExecutablePages()).toBeGreaterThan(before * 1024)
+    // what reading smaps and this test's next lines need comes back; most of the rest does not
+    expect(resident()).toBeLessThan(before / 2)
+    const hot = await optimizedFunction()
+    expect(hot(10)).toBe(315)
+  })
 })
