@@ -203,14 +203,21 @@ export class Accounts {
     this.limit(req.clientIp)
     const { ctx } = this
     const email = normalizeEmail(emailIn)
-    const wait = lockedForSeconds(ctx, email, req.clientIp)
-    if (wait > 0) {
+    const refuseIfLocked = () => {
+      const wait = lockedForSeconds(ctx, email, req.clientIp)
+      if (wait === 0) return
       recordAudit(ctx.db, ctx.clock, { kind: 'auth.login_locked', clientIp: req.clientIp, targetType: 'email', targetId: email })
       throw new AppError('locked_out', 'Too many failed logins; try again later.', { retryAfterS: wait })
     }
+    refuseIfLocked()
     const user = findUserByEmail(ctx.db, email)
     // Unknown emails verify against a dummy hash: same work, same answer, no account enumeration.
     const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash(this.hashes)), this.hashes)
+    // Guesses sent together are hashed together: those that were in the hashing line when others
+    // locked the pair are answered as if they came after the lock (not counted, 429), right or
+    // wrong. Else a burst got twice the threshold's guesses, and a right one answered 200 (and
+    // cleared the counters) where a wrong one of the same burst answered 401.
+    refuseIfLocked()
     if (!user || !ok) {
       // What was typed is kept (the audit log's target, the lockout counters) only when it is an
       // address, or an account's: a password typed into the email field is neither, and was kept.
@@ -270,9 +277,15 @@ export class Accounts {
     // Guessing the current password here counts as failed logins do (the same counters, limits
     // and lockout): a stolen session must not be a way to try passwords without end.
     this.limit(req.clientIp)
-    const wait = lockedForSeconds(ctx, u.email, req.clientIp)
-    if (wait > 0) throw new AppError('locked_out', 'Too many wrong passwords; try again later.', { retryAfterS: wait })
-    if (!(await verifyPassword(current, u.passwordHash, this.hashes))) {
+    const refuseIfLocked = () => {
+      const wait = lockedForSeconds(ctx, u.email, req.clientIp)
+      if (wait > 0) throw new AppError('locked_out', 'Too many wrong passwords; try again later.', { retryAfterS: wait })
+    }
+    refuseIfLocked()
+    const ok = await verifyPassword(current, u.passwordHash, this.hashes)
+    // As for logins: a guess hashed while others locked the pair is answered as the lock says.
+    refuseIfLocked()
+    if (!ok) {
       const outcome = recordLoginFailure(ctx, u.email, req.clientIp)
       recordAudit(ctx.db, ctx.clock, { kind: 'auth.password_change_failed', actorUserId: userId, clientIp: req.clientIp, targetType: 'user', targetId: userId })
       if (outcome.pairLocked || outcome.accountLocked) {
