@@ -3,7 +3,8 @@
 // cannot know: request bodies (our own body parser hides their media type from it), security from
 // each route's policy class, the WebSocket upgrade as a GET answering 101, and the error answers
 // (problem+json) each operation can give, derived from its class, method, parameters and body,
-// plus the per-route facts of openapi-facts.ts. Checked by test/http/openapi.test.ts (a validator
+// plus the per-route facts of openapi-facts.ts; and the operation ids and summaries generated clients
+// name their functions after (openapi-names.ts). Checked by test/http/openapi.test.ts (a validator
 // and strict JSON Schema compilation) and test/e2e/openapi-fuzz.test.ts (the binary against it).
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
@@ -12,6 +13,7 @@ import type { PolicyClass } from '../http/policy'
 import { VERSION } from '../version'
 import { isObject, tidySchema } from './openapi-schema'
 import { ERROR_TEXT, OPENAI_ERROR, PROBLEM, factsOf, isOpenAiPath, type ResponseFact } from './openapi-facts'
+import { namingOf } from './openapi-names'
 
 interface MediaType {
   schema?: unknown
@@ -49,6 +51,8 @@ interface RouteFacts {
   body: unknown
   query: boolean
   params: boolean
+  /** An operationId the route declares itself (detail.operationId), which wins over ours. */
+  operationId?: string
 }
 
 const UNSAFE = new Set(['post', 'put', 'patch', 'delete'])
@@ -77,6 +81,7 @@ function routeFactsByKey(app: AnyElysia): Map<string, RouteFacts> {
       body: hooks.body === undefined ? undefined : JSON.parse(JSON.stringify(hooks.body)),
       query: hooks.query !== undefined,
       params: hooks.params !== undefined,
+      ...(typeof hooks.detail?.operationId === 'string' ? { operationId: hooks.detail.operationId } : {}),
     })
   }
   return out
@@ -158,6 +163,13 @@ function factResponse(f: ResponseFact): ResponseObject {
   return { description: f.description, content: Object.fromEntries(Object.entries(f.content).map(([mt, schema]) => [mt, { schema: tidySchema(schema) }])) }
 }
 
+/** Whether a JSON answer is a list ({items: [...]}, or OpenAI's {data: [...]}): its GET lists. */
+function answersList(responses: Record<string, ResponseObject | Ref>): boolean {
+  const schema = (responses['200'] as ResponseObject | undefined)?.content?.['application/json']?.schema
+  const props = isObject(schema) && isObject(schema.properties) ? schema.properties : {}
+  return [props.items, props.data].some((p) => isObject(p) && p.type === 'array')
+}
+
 function operationOf(op: Operation, route: RouteFacts, method: string, path: string, cfg: Config): Operation {
   const facts = factsOf(method, path, route.policy)
   const out: Operation = { ...op }
@@ -181,6 +193,10 @@ function operationOf(op: Operation, route: RouteFacts, method: string, path: str
   }
   const openAi = isOpenAiPath(path)
   for (const status of [...errorStatuses(route, method, path, querySchema, op['x-websocket'] === true), ...facts.errors]) responses[String(status)] ??= problemRef(status, openAi)
+  // Generators name the function after the operationId and write the summary as its doc comment.
+  const naming = namingOf(method, path, answersList(responses))
+  out.operationId = route.operationId ?? naming.operationId
+  out.summary = op.summary ?? naming.summary
   out.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
   out.security = facts.security?.(cfg) ?? securityOf(route, method, cfg)
   out.tags = [path.startsWith('/api/v1/') ? path.split('/')[3]! : path.startsWith('/ws/') ? path.split('/')[2]! : path === '/metrics' ? 'metrics' : 'pages']
