@@ -6,7 +6,6 @@
 // a class and shape can answer (401/403 by class, 400/413/415 on bodies, 404 on ids, 422...).
 import type { Config } from '../config'
 import type { PolicyClass } from '../http/policy'
-import { RoleLimitsList } from '../pools/model'
 
 export interface ResponseFact {
   description: string
@@ -102,7 +101,7 @@ const FACTS: Record<string, Partial<OperationFacts>> = {
   'POST /api/v1/auth/logout': { responses: { 204: none('Logged out; the session cookies are cleared.') } },
   'POST /api/v1/auth/password': { responses: { 204: none('Changed; other sessions are ended.') }, errors: [429] },
   'POST /api/v1/auth/reset-password': { responses: { 204: none('The password is set; sessions are ended.') }, errors: [429] },
-  'PATCH /api/v1/admin/role-limits/{role}': { responses: { 200: json('The role\'s limits.', JSON.parse(JSON.stringify(RoleLimitsList.properties.items.items))) } },
+  'PATCH /api/v1/admin/role-limits/{role}': { responses: { 200: json('The role\'s limits.', { $ref: '#/components/schemas/RoleLimits' }) } },
   'DELETE /api/v1/admin/pools/{id}': { errors: [409] },
   'DELETE /api/v1/pools/{id}': { errors: [409] },
   'POST /api/v1/pools': { errors: [409] },

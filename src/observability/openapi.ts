@@ -3,8 +3,8 @@
 // cannot know: request bodies (our own body parser hides their media type from it), security from
 // each route's policy class, the WebSocket upgrade as a GET answering 101, and the error answers
 // (problem+json) each operation can give, derived from its class, method, parameters and body,
-// plus the per-route facts of openapi-facts.ts; and the operation ids and summaries generated clients
-// name their functions after (openapi-names.ts). Checked by test/http/openapi.test.ts (a validator
+// plus the per-route facts of openapi-facts.ts; and the names generated clients take: operation
+// ids and summaries (openapi-names.ts), the answers' named schemas (openapi-components.ts). Checked by test/http/openapi.test.ts (a validator
 // and strict JSON Schema compilation) and test/e2e/openapi-fuzz.test.ts (the binary against it).
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
@@ -13,6 +13,7 @@ import type { PolicyClass } from '../http/policy'
 import { VERSION } from '../version'
 import { isObject, tidySchema } from './openapi-schema'
 import { ERROR_TEXT, OPENAI_ERROR, PROBLEM, factsOf, isOpenAiPath, type ResponseFact } from './openapi-facts'
+import { namedComponents, type Components } from './openapi-components'
 import { namingOf } from './openapi-names'
 
 interface MediaType {
@@ -170,7 +171,17 @@ function answersList(responses: Record<string, ResponseObject | Ref>): boolean {
   return [props.items, props.data].some((p) => isObject(p) && p.type === 'array')
 }
 
-function operationOf(op: Operation, route: RouteFacts, method: string, path: string, cfg: Config): Operation {
+/** The answers' schemas with the named shapes in them as $refs (components.schemas). */
+function referNamed(responses: Record<string, ResponseObject | Ref>, components: Components): Record<string, ResponseObject | Ref> {
+  const out: Record<string, ResponseObject | Ref> = {}
+  for (const [status, r] of Object.entries(responses)) {
+    const content = '$ref' in r ? undefined : r.content
+    out[status] = content === undefined ? r : { ...r, content: Object.fromEntries(Object.entries(content).map(([mt, m]) => [mt, { ...m, schema: components.refer(m.schema) }])) }
+  }
+  return out
+}
+
+function operationOf(op: Operation, route: RouteFacts, method: string, path: string, cfg: Config, components: Components): Operation {
   const facts = factsOf(method, path, route.policy)
   const out: Operation = { ...op }
   // A path segment is never empty: the router matches no route for /assets/ (the not-found gate answers).
@@ -197,7 +208,7 @@ function operationOf(op: Operation, route: RouteFacts, method: string, path: str
   const naming = namingOf(method, path, answersList(responses))
   out.operationId = route.operationId ?? naming.operationId
   out.summary = op.summary ?? naming.summary
-  out.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
+  out.responses = referNamed(Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))), components)
   out.security = facts.security?.(cfg) ?? securityOf(route, method, cfg)
   out.tags = [path.startsWith('/api/v1/') ? path.split('/')[3]! : path.startsWith('/ws/') ? path.split('/')[2]! : path === '/metrics' ? 'metrics' : 'pages']
   return out
@@ -208,6 +219,7 @@ export function openApiDocument(app: AnyElysia, cfg: Config) {
   // A JSON copy: the generator hands back objects shared with the routes' live schemas.
   const generated = JSON.parse(JSON.stringify(toOpenAPISchema(app, { staticFile: false }))) as { paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, unknown> } }
   const routes = routeFactsByKey(app)
+  const components = namedComponents()
   const paths: Record<string, Record<string, Operation>> = {}
   for (const [path, item] of Object.entries(generated.paths)) {
     const out: Record<string, Operation> = {}
@@ -217,7 +229,7 @@ export function openApiDocument(app: AnyElysia, cfg: Config) {
       // A WebSocket route is a GET that answers 101 (OpenAPI has no `ws` method).
       const m = method === 'ws' ? 'get' : method
       if (out[m] !== undefined) throw new Error(`OpenAPI: two operations for ${m.toUpperCase()} ${path}`)
-      out[m] = operationOf(method === 'ws' ? { ...op, 'x-websocket': true } : op, route, m, path, cfg)
+      out[m] = operationOf(method === 'ws' ? { ...op, 'x-websocket': true } : op, route, m, path, cfg, components)
     }
     paths[path] = out
   }
@@ -234,7 +246,7 @@ export function openApiDocument(app: AnyElysia, cfg: Config) {
     servers: [{ url: cfg.baseUrl }],
     paths,
     components: {
-      schemas: { ...schemas, Problem: PROBLEM, OpenAiError: OPENAI_ERROR },
+      schemas: { ...schemas, ...components.schemas, Problem: PROBLEM, OpenAiError: OPENAI_ERROR },
       responses: errorResponses(),
       securitySchemes: SECURITY_SCHEMES,
     },

@@ -102,7 +102,7 @@ describe('the OpenAPI document', () => {
   test('integers are integers: query numbers and integer fields carry no numeric-string twin', () => {
     const page = opOf('get', '/api/v1/admin/users').parameters.find((p: Json) => p.name === 'page')
     expect(page.schema).toEqual({ type: 'integer', minimum: 1, maximum: 1_000_000_000 })
-    const list = deref(doc, opOf('get', '/api/v1/admin/users').responses['200']).content['application/json'].schema
+    const list = deref(doc, deref(doc, opOf('get', '/api/v1/admin/users').responses['200']).content['application/json'].schema)
     expect(list.properties.total).toEqual({ type: 'integer' })
     const poll = opOf('get', '/api/v1/infer/requests/{fellow_id}').responses['204']
     expect(poll.content).toBeUndefined()
