@@ -9,6 +9,15 @@ export function adminPoolsClient(): void {
   const editForm = $('edit-form') as HTMLFormElement
   let editing: any = null
 
+  /** The fields of the edit or create form a refusal's errors[].path names: tied to them (it only said so under the form). */
+  const fieldsOf = (prefix: string): Record<string, string[]> => ({
+    '/name': [prefix + '-name'],
+    '/description': [prefix + '-description'],
+    '/visibility': [prefix + '-visibility'],
+    '/node_limit': [prefix + '-limit'],
+    '/open_join': [prefix + '-open'],
+  })
+
   const fields = (form: HTMLFormElement, only: 'all' | 'changed') => {
     const body: Record<string, unknown> = only === 'all' ? svc.formJson(form) : svc.changedFields(form)
     if ('node_limit' in body) body.node_limit = body.node_limit === '' ? null : Number(body.node_limit)
@@ -85,7 +94,7 @@ export function adminPoolsClient(): void {
     const body = fields(editForm, 'changed')
     if (Object.keys(body).length === 0) return svc.say('edit-msg', t('common.nothingChanged'), 'ok')
     const r = await svc.api('PATCH', '/api/v1/admin/pools/' + encodeURIComponent(editing.id), body)
-    if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('edit-msg', svc.refusedFields(r, fieldsOf('edit')), r.error ?? '')
     svc.settleFields(editForm)
     svc.say('edit-msg', t('pools.saved', { name: r.data.name }), 'ok')
     list.now()
@@ -102,7 +111,7 @@ export function adminPoolsClient(): void {
   // One request at a time: a double click created two pools.
   svc.onSubmit('create-form', async (form) => {
     const r = await svc.api('POST', '/api/v1/admin/pools', fields(form, 'all'))
-    if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
+    if (!r.ok) return svc.formError('create-msg', svc.refusedFields(r, { ...fieldsOf('create'), '/slug': ['create-slug'], slug_taken: ['create-slug'] }), r.error ?? '')
     svc.say('create-msg', t('pools.created', { name: r.data.name }), 'ok')
     form.reset()
     list.now()

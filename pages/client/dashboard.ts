@@ -204,7 +204,8 @@ export function dashboardClient(): void {
     if (body.visibility !== 'public') delete body.open_join
     svc.say('create-msg', svc.t('dash.creating'))
     const r = await svc.api('POST', '/api/v1/pools', body)
-    if (!r.ok) return svc.say('create-msg', r.error ?? '', 'error')
+    // A refusal is tied to the field it is about (it only said so under the form).
+    if (!r.ok) return svc.formError('create-msg', svc.refusedFields(r, { '/name': ['pool-name'], '/description': ['pool-description'], '/visibility': ['pool-visibility'] }), r.error ?? '')
     // On its way to the new pool: the button stays off (a click meanwhile made a second one).
     const submit = form.querySelector('button[type=submit]') as HTMLButtonElement | null
     if (submit) submit.disabled = true

@@ -133,7 +133,8 @@ export function poolManageClient(): void {
     if (!r.ok) {
       const box = $('invite-link-box')
       if (box) box.hidden = true
-      return svc.say('invite-form-msg', r.error ?? '', 'error')
+      // Tied to the address (a malformed one, one already a member, one with too many invitations).
+      return svc.formError('invite-form-msg', svc.refusedFields(r, { '/email': ['invite-email'], conflict: ['invite-email'], invite_limit: ['invite-email'] }), r.error ?? '')
     }
     // Say what really happened: mailed, not mailed (no mail server), or already open.
     const key = r.status !== 201 ? 'invite.alreadyOpen' : r.data.mailed ? 'invite.mailed' : 'invite.notMailed'
@@ -157,7 +158,8 @@ export function poolManageClient(): void {
     if (Object.keys(body).length === 0) return svc.say('edit-msg', t('common.nothingChanged'), 'ok')
     if ('node_limit' in body) body.node_limit = body.node_limit === '' ? null : Number(body.node_limit)
     const r = await svc.api('PATCH', base, body)
-    if (!r.ok) return svc.say('edit-msg', r.error ?? '', 'error')
+    // A refusal is tied to the field it is about (it only said so under the form).
+    if (!r.ok) return svc.formError('edit-msg', svc.refusedFields(r, { '/name': ['edit-name'], '/description': ['edit-description'], '/visibility': ['edit-visibility'], '/node_limit': ['edit-limit'] }), r.error ?? '')
     svc.settleFields(form)
     const h = $('pool-name')
     if (h) h.textContent = r.data.name

@@ -1,0 +1,178 @@
+// Accessibility of the whole console in Chromium against the leader's app from source (the harness
+// on a port of 46400-46449, so what is checked is this checkout's pages and scripts): axe-core's
+// WCAG 2.1 A/AA rules over every page a visitor, a member and an admin can reach, in English and
+// German, with long names, lists and empty states; then the main flows by keyboard alone.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { readFileSync } from 'node:fs'
+import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
+import { until } from '../helpers/until'
+import { hasChromium, launch, watchErrors } from './support'
+
+const T = 60_000
+const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12, temperature_c: 47 }
+const LONG = 'Computational Linguistics Research Group – Übersetzungscluster mit einem sehr langen Namen'
+
+/** The harness app on the first free port of this suite's range. */
+function serve(h: Harness): { url: string; stop(): Promise<void> } {
+  for (let port = 46400; port <= 46449; port++) {
+    try {
+      h.app.listen({ hostname: '127.0.0.1', port })
+      return { url: `http://127.0.0.1:${port}`, stop: async () => void (await h.app.server?.stop(true)) }
+    } catch {
+      // taken: the next one
+    }
+  }
+  throw new Error('no free port in 46400-46449')
+}
+
+interface Violation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: { target: string[]; failureSummary?: string }[]
+}
+
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
+
+/** Every WCAG 2.1 A/AA violation axe finds on the page, one line each ("page: rule (impact) at targets"). */
+async function violationsOf(page: Page, name: string): Promise<string[]> {
+  await page.evaluate(AXE)
+  const found = (await page.evaluate(
+    "axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }, resultTypes: ['violations'] }).then((r) => r.violations)",
+  )) as Violation[]
+  return found.map((v) => `${name}: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).slice(0, 4).join(', ')}`)
+}
+
+/** Until the page's first answers are drawn: no "Loading…" left in <main> (polled through CDP: the CSP refuses page.waitForFunction). */
+async function settled(page: Page): Promise<void> {
+  await page.waitForLoadState('load')
+  const loading = "/Loading|[Ww]ird geladen…/.test(document.querySelector('main')?.textContent ?? '')"
+  await until(async () => !(await page.evaluate(loading)), 'the page to draw its first answers', { timeoutMs: 5000, everyMs: 50 })
+}
+
+describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness app)', () => {
+  const h = makeHarness({ SVC_AUTH_RATE_MAX: '1000' })
+  let server: { url: string; stop(): Promise<void> }
+  let browser: Browser
+  let A: Client
+  let M: Client
+  let poolId = ''
+  let emptyPoolId = ''
+  let fellowId = ''
+  let jobId = ''
+  let node: Client
+  const errors: string[] = []
+
+  beforeAll(async () => {
+    server = serve(h)
+    browser = await launch()
+    const admin = await seedUser(h, 'ada.lovelace.with.a.long.address@example.com', { role: 'admin', displayName: 'Ada Augusta King, Countess of Lovelace', emailVerified: true })
+    const member = await seedUser(h, 'bob@example.com', { displayName: 'Bob Member', emailVerified: true })
+    await seedUser(h, 'pending@example.com', { status: 'pending_approval' })
+    A = sessionClient(h, admin.id)
+    M = sessionClient(h, member.id)
+    poolId = (await A.post('/api/v1/pools', { name: LONG, visibility: 'private', description: 'A pool with a long name and a description.' })).body.id
+    emptyPoolId = (await A.post('/api/v1/pools', { name: 'Empty', visibility: 'private' })).body.id
+    const invite = (await A.post(`/api/v1/pools/${poolId}/invites`, { email: 'bob@example.com' })).body
+    expect((await M.post(`/api/v1/pools/invites/${invite.id}/accept`, {})).status).toBeLessThan(300)
+    await A.post(`/api/v1/pools/${poolId}/invites`, { email: 'carol.with.a.very.long.address@example.com' })
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: poolId })).body.join_token
+    const reg = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'gpu-box-with-a-long-hostname-01.lab.example.com', gpus: [GPU] })).body
+    fellowId = reg.fellow_id
+    node = h.client({ bearer: reg.node_token })
+    await beat()
+    expect((await node.post(`/api/v1/workers/${fellowId}/logs`, { lines: ['starting', JSON.stringify({ level: 'warn', msg: 'disk almost full' }), 'ERROR engine fell over'] })).status).toBe(204)
+    jobId = (await A.post('/api/v1/jobs', { name: 'train a long-named model on the lab cluster', pool_id: poolId, stages: 3 })).body.id
+    await A.post('/api/v1/jobs', { name: 'short', pool_id: poolId, stages: 1 })
+    await A.post('/api/v1/api-tokens', { name: 'laptop' })
+  }, 30_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+    h.close()
+  })
+
+  const beat = async () =>
+    expect((await node.post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [GPU] }, runners: ['mlp'], servables: ['tiny-llm'], engines: [{ name: 'builtin', model: 'tiny-llm', healthy: true }] })).status).toBe(200)
+
+  /** A page of `who` (null: signed out) in `lang`. */
+  async function open(who: Client | null, lang: 'en' | 'de', width = 1280): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width, height: 900 }, locale: lang === 'de' ? 'de-DE' : 'en-US' })
+    context.setDefaultTimeout(15_000)
+    const cookies = who ? [...who.cookies].map(([name, value]) => ({ name, value, url: server.url })) : []
+    await context.addCookies([...cookies, { name: 'svc_lang', value: lang, url: server.url }])
+    const page = await context.newPage()
+    watchErrors(page, errors)
+    return { context, page }
+  }
+
+  const signedOut = (lang: 'en' | 'de') => [lang === 'de' ? '/de' : '/', '/login', '/register', '/forgot-password', '/reset-password?token=x', '/verify-email?token=x', '/legal/imprint', '/legal/privacy', '/legal/accessibility', '/legal/leichte-sprache', '/no-such-page']
+  const member = () => ['/dashboard', `/pools/${poolId}`, `/jobs/${jobId}`, `/fellows/${fellowId}`, '/ops/inference', '/profile', '/no-such-page']
+  const admin = () => [...member(), `/pools/${emptyPoolId}`, `/ops/join-v2?pool=${poolId}`, '/admin/users', '/admin/pools', '/admin/audit', '/api/v1/docs']
+
+  /** The axe violations of each page in `paths`, seen by `who` (null: signed out) in `lang`. */
+  async function scan(who: Client | null, lang: 'en' | 'de', paths: string[], label: string): Promise<string[]> {
+    const found: string[] = []
+    const { context, page } = await open(who, lang)
+    try {
+      for (const path of paths) {
+        await page.goto(server.url + path)
+        await settled(page)
+        found.push(...(await violationsOf(page, `${lang} ${label} ${path}`)))
+      }
+    } finally {
+      await context.close()
+    }
+    return found
+  }
+
+  for (const lang of ['en', 'de'] as const) {
+    test(`every page passes axe (WCAG 2.1 A and AA, and best practice) in ${lang}: signed out, as a member, as an admin`, async () => {
+      const found = [...(await scan(null, lang, signedOut(lang), 'signed out')), ...(await scan(M, lang, member(), 'member')), ...(await scan(A, lang, admin(), 'admin'))]
+      expect(found).toEqual([])
+      expect(errors).toEqual([])
+    }, 90_000)
+  }
+
+  /** [aria-invalid, whether aria-describedby names `msg`] of the element `selector`. */
+  const marking = (p: Page, selector: string, msg: string) =>
+    p.evaluate(`(() => { const e = document.querySelector(${JSON.stringify(selector)}); return [e.getAttribute('aria-invalid'), (e.getAttribute('aria-describedby') ?? '').split(' ').includes(${JSON.stringify(msg)})] })()`)
+  const focusedId = (p: Page) => p.evaluate('document.activeElement && document.activeElement.id')
+
+  test("a form the leader refuses marks the field it is about (aria-invalid, the message in its aria-describedby) and focuses it: a pool's name, an invitee, a slug", async () => {
+    const { context, page } = await open(A, 'en')
+    page.on('dialog', (d) => void d.accept())
+    try {
+      // A blank name passes the browser's own check (required) and is refused by the leader.
+      await page.goto(server.url + '/dashboard')
+      await page.fill('#pool-name', '   ')
+      await page.press('#pool-name', 'Enter')
+      await page.waitForSelector('#create-msg.error')
+      expect([await marking(page, '#pool-name', 'create-msg'), await focusedId(page)]).toEqual([['true', true], 'pool-name'])
+      await page.keyboard.type('Named')
+      expect(await marking(page, '#pool-name', 'create-msg')).toEqual([null, false])
+
+      await page.goto(`${server.url}/pools/${poolId}`)
+      await page.fill('#invite-email', 'bob@example.com')
+      await page.press('#invite-email', 'Enter')
+      await page.waitForSelector('#invite-form-msg.error:has-text("already a member")')
+      expect([await marking(page, '#invite-email', 'invite-form-msg'), await focusedId(page)]).toEqual([['true', true], 'invite-email'])
+      await page.fill('#edit-name', '  ')
+      await page.press('#edit-name', 'Enter')
+      await page.waitForSelector('#edit-msg.error')
+      expect([await marking(page, '#edit-name', 'edit-msg'), await focusedId(page)]).toEqual([['true', true], 'edit-name'])
+
+      await page.goto(server.url + '/admin/pools')
+      await page.fill('#create-name', 'Another')
+      await page.fill('#create-slug', 'empty')
+      await page.press('#create-slug', 'Enter')
+      await page.waitForSelector('#create-msg.error:has-text("taken")')
+      expect([await marking(page, '#create-slug', 'create-msg'), await marking(page, '#create-name', 'create-msg'), await focusedId(page)]).toEqual([['true', true], [null, false], 'create-slug'])
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+})
