@@ -387,6 +387,12 @@ export class JobService {
     return { poolId: job.poolId, stage, assignments: job.assignments }
   }
 
+  /** Whether the job is live (scheduled, running or paused): its relay queues are kept. */
+  isActive(jobId: string): boolean {
+    const raw = this.byIdPlacement.get(jobId)
+    return raw !== null && raw !== undefined && ACTIVE.has(raw.status)
+  }
+
   report(caller: NodeCaller | null, jobId: string, rep: StatusReport, claimedFellow?: string): Job {
     const { row, stage } = this.stageOf(caller, jobId, claimedFellow)
     const fellowId = caller?.fellowId ?? claimedFellow!

@@ -45,6 +45,12 @@ export interface RelayHub {
   push(jobId: string, channel: RelayChannel, frames: Frame[], poolId?: string | null): PushResult
   /** Up to `max` frames; waits up to `waitMs` for the first; resolves [] on timeout or abort. */
   pop(jobId: string, channel: RelayChannel, opts: PopOptions): Promise<Frame[]>
+  /**
+   * Frames a pop took that its caller may not have after all: back at the head of their queue, in
+   * their order, ahead of anything pushed since, and handed to waiting pops first. Not held to the
+   * caps (they were in the queue a moment ago).
+   */
+  putBack(jobId: string, channel: RelayChannel, frames: Frame[], poolId?: string | null): void
   /** Drops the job's queues; its pending waiters resolve []. */
   dropJob(jobId: string): void
   /** The keys (`job/stage`) that hold queues. */
@@ -181,6 +187,31 @@ export class MemoryRelayHub implements RelayHub {
       q.waiters.push(w)
       this.waiterCount++
     })
+  }
+
+  putBack(jobId: string, channel: RelayChannel, frames: Frame[], poolId: string | null = null): void {
+    if (frames.length === 0) return
+    const q = this.jobs.get(jobId)?.get(channel) ?? this.queue(jobId, channel)
+    if (q.bytes === 0) q.pool = poolId
+    const costs = frames.map(frameWireBytes)
+    // Waiting pops mean an empty queue (the invariant above): they take the frames at once, in order.
+    let i = 0
+    while (q.waiters.length > 0 && i < frames.length) {
+      const w = q.waiters.shift()!
+      this.waiterCount--
+      let bytes = 0
+      let end = i
+      while (end < frames.length && end - i < w.max && (end === i || bytes + costs[end]! <= w.maxBytes)) bytes += costs[end++]!
+      this.settle(w, frames.slice(i, end))
+      i = end
+    }
+    if (i < frames.length) {
+      q.frames = [...frames.slice(i), ...q.frames.slice(q.head)]
+      q.costs = [...costs.slice(i), ...q.costs.slice(q.head)]
+      q.head = 0
+      this.charge(q, costs.slice(i).reduce((a, b) => a + b, 0))
+    }
+    this.prune(jobId, channel, q)
   }
 
   dropJob(jobId: string): void {

@@ -7,7 +7,7 @@ import { AppError } from '../errors'
 import { problem } from '../http/problem'
 import { decodeFrames, wireParts } from '../wire/frames'
 import { EXCEEDS_CAPACITY_DETAIL, FULL_DETAIL, MAX_POP_WAIT_MS, type RelayChannel, type RelayHub } from './hub'
-import { RelaySockets, type RelaySocket } from './socket'
+import { RelaySockets, refuseUnlessHeld, type RelaySocket } from './socket'
 import { nodeOrOpen } from '../http/callers'
 import type { AppBase } from '../http/base'
 import { stopOrLeave, type Ctx } from '../context'
@@ -29,7 +29,7 @@ const PopQuery = t.Object(
 export const relayKey = (jobId: string, stage: number) => `${jobId}/${stage}`
 
 export function relayRoutes(app: AppBase, ctx: Ctx, relay: RelayHub, jobs: JobService, counters: Counters, data: ReturnType<typeof relayDataRoutes>) {
-  const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters)
+  const sockets = new RelaySockets(relay, relayKey, ctx.cfg.relayMaxFrameBytes, counters, (id) => jobs.isActive(id))
   return app
     // The data channel over one WebSocket (src/relay/socket.ts, wire format src/wire/relay-socket.ts):
     // the same queues and caps as push/pop below, without a request per frame. A GET route that
@@ -117,13 +117,19 @@ export function relayDataRoutes(ctx: Ctx, relay: RelayHub, jobs: JobService, cou
     params: Params,
     query: PopQuery,
     async handle({ caller, params, query, request }) {
-      const { stage } = jobs.placementOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
-      const frames = await relay.pop(relayKey(params.job_id, stage), params.channel as RelayChannel, {
+      const where = () => jobs.placementOf(nodeOrOpen(caller), params.job_id, query.fellow_id)
+      const { stage, poolId } = where()
+      const key = relayKey(params.job_id, stage)
+      const channel = params.channel as RelayChannel
+      const frames = await relay.pop(key, channel, {
         max: query.max ?? 64,
         waitMs: Math.min(query.wait_ms ?? 0, MAX_POP_WAIT_MS),
         signal: stopOrLeave(ctx, request),
       })
       if (frames.length === 0) return new Response(null, { status: 204 })
+      const refusal = refuseUnlessHeld(relay, where, { jobId: params.job_id, key, stage, poolId }, channel, frames, (id) => jobs.isActive(id))
+      if (refusal === 'moved') return new Response(null, { status: 204 })
+      if (refusal !== null) throw refusal
       // The frames as they were pushed: a view into the pushed body, or one buffer when they came
       // from several pushes.
       const parts = wireParts(frames)

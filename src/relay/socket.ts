@@ -40,6 +40,33 @@ interface Open {
   drained: (() => void)[]
 }
 
+/**
+ * Frames popped for `stage` go to the fellow that waited for them only if it still holds that
+ * stage when they arrive: one removed or released while its pop waited got the frames meant for
+ * the stage's next holder (a pool's activations, on a machine its owner had just taken out), and
+ * the next holder waited for a resend. Else they go back to the head of their queue, unless the
+ * job has ended (its queues are dropped). Returns null to deliver them; else the refusal to answer
+ * with, or 'moved' when the fellow now holds another stage of the job.
+ */
+export function refuseUnlessHeld(
+  relay: RelayHub,
+  where: WhereIs,
+  at: { jobId: string; key: string; stage: number; poolId: string },
+  channel: RelayChannelName,
+  frames: Frame[],
+  isActive: (jobId: string) => boolean,
+): AppError | 'moved' | null {
+  let refusal: AppError | 'moved' = 'moved'
+  try {
+    if (where().stage === at.stage) return null
+  } catch (e) {
+    if (!(e instanceof AppError)) throw e
+    refusal = e
+  }
+  if (isActive(at.jobId)) relay.putBack(at.key, channel, frames, at.poolId)
+  return refusal
+}
+
 /** Close code of a socket replaced by a newer one of the same fellow for the same job. */
 export const CLOSE_REPLACED = 4409
 
@@ -53,6 +80,7 @@ export class RelaySockets {
     private key: (jobId: string, stage: number) => string,
     private maxFrameBytes: number,
     private counters: Counters,
+    private isActive: (jobId: string) => boolean,
   ) {}
 
   get size(): number {
@@ -138,8 +166,9 @@ export class RelaySockets {
     const tag = CHANNEL_TAG[channel]
     while (!o.stop.signal.aborted) {
       let stage: number
+      let poolId: string
       try {
-        stage = o.where().stage
+        ;({ stage, poolId } = o.where())
       } catch (e) {
         if (e instanceof AppError) ws.close(RELAY_CLOSE.policy, clip(e.message))
         return
@@ -149,13 +178,17 @@ export class RelaySockets {
       if (ws.getBufferedAmount() > SOCKET_HIGH_WATER) await new Promise<void>((resolve) => o.drained.push(resolve))
       if (o.stop.signal.aborted) return
       const room = Math.max(0, SOCKET_HIGH_WATER - ws.getBufferedAmount())
-      const frames = await this.relay.pop(this.key(jobId, stage), channel, { max: POP_MAX, maxBytes: room, waitMs: POP_WAIT_MS, signal: o.stop.signal })
+      const key = this.key(jobId, stage)
+      const frames = await this.relay.pop(key, channel, { max: POP_MAX, maxBytes: room, waitMs: POP_WAIT_MS, signal: o.stop.signal })
       if (frames.length === 0) continue
       if (o.stop.signal.aborted) {
         // The socket went between the pop and now: its frames go back to no one (the stage restarts
         // from a checkpoint when a fellow goes), as they would with an HTTP pop cut off mid-answer.
         return
       }
+      const refusal = refuseUnlessHeld(this.relay, o.where, { jobId, key, stage, poolId }, channel, frames, this.isActive)
+      if (refusal === 'moved') continue
+      if (refusal !== null) return ws.close(RELAY_CLOSE.policy, clip(refusal.message))
       // At most the room left under the high water, or one frame past it: under Bun's backpressure
       // limit (SVC_RELAY_MAX_FRAME_BYTES + 16 MiB, src/server.ts), past which it drops a message.
       for (const part of wireParts(frames)) {

@@ -45,7 +45,7 @@ async function pipeline(env: Record<string, string> = {}) {
   const s0 = byId(job.assignments[0].fellow_id)
   const s1 = byId(job.assignments[1].fellow_id)
   const outsider = fellows.find((f) => f !== s0 && f !== s1)!
-  return { h, server, job, s0, s1, outsider }
+  return { h, server, A, job, s0, s1, outsider }
 }
 
 /** A client socket that collects what it receives: acks (text) and frame messages (binary). */
@@ -254,6 +254,50 @@ describe('the relay socket', () => {
 
 /** Whether a link's relay socket is open (a private field, read for the test). */
 const socketOpen = (l: Link) => (l as unknown as { socket: { isOpen: boolean } | null }).socket?.isOpen === true
+
+describe('a fellow that loses its stage while it waits for frames', () => {
+  const frame = (n: number) => encodeFrames([{ meta: { step: n }, data: new Uint8Array(64).fill(n) }])
+  /** Removes the stage-1 fellow; the job's stage 1 moves to the spare. */
+  async function removeStage1(p: Awaited<ReturnType<typeof pipeline>>) {
+    expect((await p.A.delete(`/api/v1/workers/${p.s1.fellow_id}`)).status).toBe(204)
+    expect((await p.A.get(`/api/v1/jobs/${p.job.id}`)).body.assignments[1].fellow_id).toBe(p.outsider.fellow_id)
+  }
+  const waiters = (h: Harness, n: number) => until(() => (h.services.relay.stats().waiters === n ? true : null), `${n} waiting pop(s)`)
+
+  test("a removed fellow's waiting HTTP pop is refused 403 and the frame goes to the stage's next holder", async () => {
+    const p = await pipeline()
+    const { h, server, job, s0, s1, outsider } = p
+    const auth = (f: Fellow) => ({ authorization: `Bearer ${f.node_token}` })
+    const waiting = fetch(`${server.url}/api/v1/relay/${job.id}/activations/pop?wait_ms=20000`, { headers: auth(s1) })
+    await waiters(h, 1)
+    await removeStage1(p)
+    expect((await fetch(`${server.url}/api/v1/relay/${job.id}/activations/push`, { method: 'POST', headers: { ...auth(s0), ...bin }, body: frame(1) })).status).toBe(202)
+    const stale = await waiting
+    expect([stale.status, ((await stale.json()) as { code: string }).code]).toEqual([403, 'forbidden'])
+    const next = await fetch(`${server.url}/api/v1/relay/${job.id}/activations/pop?wait_ms=0`, { headers: auth(outsider) })
+    expect(next.status).toBe(200)
+    expect(new Uint8Array(await next.arrayBuffer())).toEqual(new Uint8Array(frame(1)))
+  })
+
+  test("a removed fellow's relay socket is closed without the frame, which the next holder's socket gets", async () => {
+    const p = await pipeline()
+    const { h, server, job, s0, s1, outsider } = p
+    const stale = new RelayClient(wsUrl(server.url, job.id), s1.node_token)
+    await stale.opened()
+    await waiters(h, 1)
+    await removeStage1(p)
+    const next = new RelayClient(wsUrl(server.url, job.id), outsider.node_token)
+    await next.opened()
+    await waiters(h, 2)
+    expect((await fetch(`${server.url}/api/v1/relay/${job.id}/activations/push`, { method: 'POST', headers: { authorization: `Bearer ${s0.node_token}`, ...bin }, body: frame(2) })).status).toBe(202)
+    await until(() => (next.received.length === 1 ? true : null), "the frame at the next holder's socket")
+    expect(next.received[0]!.frames.map((f) => f.meta)).toEqual([{ step: 2 }])
+    await until(() => (stale.closed ? true : null), 'the stale socket closed')
+    expect(stale.received).toEqual([])
+    expect(stale.closed!.code).toBe(RELAY_CLOSE.policy)
+    next.close()
+  })
+})
 
 describe('relay push and pop on a real port (Bun router fast path, src/http/native.ts)', () => {
   interface Answer {

@@ -30,6 +30,26 @@ describe('relay hub', () => {
     expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([1])
   })
 
+  test('frames put back go to the head of their queue, ahead of later pushes, counted again, and to waiting pops first', async () => {
+    const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20, maxPoolBytes: 1 << 20 })
+    hub.push('j', 'activations', [0, 1, 2, 3].map((i) => frame(i)), 'p')
+    const taken = await hub.pop('j', 'activations', { max: 2, waitMs: 0 })
+    hub.push('j', 'activations', [frame(4)], 'p')
+    hub.putBack('j', 'activations', taken, 'p')
+    expect(hub.stats()).toEqual({ channels: 1, queuedBytes: 5 * COST, waiters: 0 })
+    expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([0, 1, 2, 3, 4])
+    // Into an emptied (forgotten) queue, with pops waiting: each takes its share at once, in order.
+    const first = hub.pop('j', 'activations', { max: 1, waitMs: LONG })
+    const second = hub.pop('j', 'activations', { max: 1, waitMs: LONG })
+    hub.putBack('j', 'activations', [5, 6, 7].map((i) => frame(i)), 'p')
+    expect([ids(await first), ids(await second)]).toEqual([[5], [6]])
+    expect(hub.stats()).toEqual({ channels: 1, queuedBytes: COST, waiters: 0 })
+    expect(ids(await hub.pop('j', 'activations', { max: 10, waitMs: 0 }))).toEqual([7])
+    expect(hub.stats()).toEqual({ channels: 0, queuedBytes: 0, waiters: 0 })
+    // The pool's bytes were given back with the last frame: a full pool's worth fits again.
+    expect(hub.push('k', 'activations', [frame(8, (1 << 20) - 2 * COST)], 'p').ok).toBe(true)
+  })
+
   test('pop returns at most max frames', async () => {
     const hub = new MemoryRelayHub({ maxQueueBytes: 1 << 20 })
     hub.push('j', 'activations', [0, 1, 2, 3, 4].map((i) => frame(i)))
