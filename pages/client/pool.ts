@@ -147,7 +147,7 @@ export function poolClient(): void {
               el('td', {}, x.job_id ? el('a', { href: '/jobs/' + encodeURIComponent(x.job_id), text: x.stage === null ? t('files.job') : t('files.jobStage', { stage: x.stage }) }) : '—'),
               el('td', { class: 'mono', text: x.id }),
               el('td', { text: svc.fmtTime(x.created_at) }),
-              el('td', {}, canManage ? el('button', { type: 'button', class: 'secondary', 'data-delete-artifact': x.id, 'data-name': x.name, text: t('files.delete') }) : ''),
+              el('td', {}, canManage ? el('button', { type: 'button', class: 'secondary', 'data-delete-artifact': x.id, 'data-name': x.name, 'aria-label': t('files.deleteLabel', { name: x.name }), text: t('files.delete') }) : ''),
             ),
           )
         : [emptyRow(t('pool.noFiles'), 7)],

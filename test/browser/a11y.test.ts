@@ -175,4 +175,53 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test("a file's Delete button names the file, in English and German, as every other row button names its row (each said only \"Delete\")", async () => {
+    const bytes = new TextEncoder().encode('named weights\n')
+    const sha256 = new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+    const begun = (await node.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'named.gguf', size_bytes: bytes.length, sha256 })).body
+    expect((await node.call('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}?offset=0`, bytes, { 'content-type': 'application/octet-stream' })).status).toBe(201)
+    for (const [lang, name] of [['en', 'Delete named.gguf'], ['de', 'Löschen: named.gguf']] as const) {
+      const { context, page } = await open(A, lang)
+      try {
+        await page.goto(`${server.url}/pools/${poolId}`)
+        await page.locator('#files-body button[data-delete-artifact]').first().waitFor()
+        expect(await page.getByRole('button', { name, exact: true }).count()).toBe(1)
+      } finally {
+        await context.close()
+      }
+    }
+    const file = (await A.get(`/api/v1/artifacts?pool_id=${poolId}`)).body.items.find((x: { name: string }) => x.name === 'named.gguf')
+    expect((await A.delete(`/api/v1/artifacts/${file.id}`)).status).toBeLessThan(300)
+  }, T)
+
+  test('an action that takes its button away or turns it off puts the focus on what happened (it fell to the page): a file deleted, a machine released', async () => {
+    const bytes = new TextEncoder().encode('tiny weights\n')
+    const sha256 = new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+    const begun = (await node.post('/api/v1/artifacts/uploads', { kind: 'model', name: 'weights.gguf', size_bytes: bytes.length, sha256 })).body
+    expect((await node.call('PUT', `/api/v1/artifacts/uploads/${begun.upload_id}?offset=0`, bytes, { 'content-type': 'application/octet-stream' })).status).toBe(201)
+    const join = (await A.post('/api/v1/bootstrap/join-sessions', { pool_id: poolId })).body.join_token
+    const spare = (await h.client({ bearer: join }).post('/api/v1/workers/register', { hostname: 'spare-box', gpus: [GPU] })).body.fellow_id
+    const { context, page } = await open(A, 'en')
+    page.on('dialog', (d) => void d.accept())
+    try {
+      await page.goto(`${server.url}/pools/${poolId}`)
+      await page.getByRole('button', { name: 'Delete weights.gguf' }).focus()
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('#files-msg:has-text("weights.gguf deleted")')
+      await page.locator('#files-body button[data-delete-artifact]').waitFor({ state: 'detached' })
+      expect(await focusedId(page)).toBe('files-msg')
+
+      await page.goto(`${server.url}/fellows/${spare}`)
+      await page.locator('#fellow-release:enabled').waitFor()
+      await page.focus('#fellow-release')
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('#manage-msg:has-text("released")')
+      await page.locator('#fellow-release:disabled').waitFor()
+      expect(await focusedId(page)).toBe('manage-msg')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
