@@ -146,6 +146,9 @@ export function fellowClient(): void {
       if (!confirm(t('fellow.confirmRelease'))) return
       const r = await svc.api('POST', '/api/v1/workers/release', { fellow_id: fellowId })
       svc.say('manage-msg', r.ok ? t('fellow.released') : (r.error ?? ''), r.ok ? 'ok' : 'error')
+      // A released machine's button goes off, which took the keyboard focus to the page: it goes
+      // to what happened.
+      if (r.ok) svc.focus('manage-msg')
       facts.now()
     })
   })

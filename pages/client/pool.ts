@@ -158,13 +158,13 @@ export function poolClient(): void {
     if (!b) return
     const name = b.dataset.name ?? ''
     if (!confirm(t('files.confirmDelete', { name }))) return
-    b.disabled = true
-    void svc.api('DELETE', '/api/v1/artifacts/' + encodeURIComponent(b.dataset.deleteArtifact ?? '')).then((r) => {
-      if (!r.ok) {
-        b.disabled = false
-        return svc.say('files-msg', r.error ?? '', 'error')
-      }
+    // aria-disabled while it is sent (disabled took the keyboard focus off it), and the focus on
+    // what happened once the file is gone: its row and button go with it (it fell to the page).
+    void svc.exclusive(b, async () => {
+      const r = await svc.api('DELETE', '/api/v1/artifacts/' + encodeURIComponent(b.dataset.deleteArtifact ?? ''))
+      if (!r.ok) return svc.say('files-msg', r.error ?? '', 'error')
       svc.say('files-msg', t('files.deleted', { name }), 'ok')
+      svc.focus('files-msg')
       files?.now()
     })
   })
