@@ -196,9 +196,13 @@ export function poolManageClient(): void {
     void svc.exclusive(button, async () => {
       const r = await svc.api('POST', `${base}/join`)
       if (!r.ok) return svc.say('join-pool-msg', r.error ?? '', 'error')
-      // Asked: the button stays off (also after a reload: the page knows the open request).
+      // Asked: the button stays off (also after a reload: the page knows the open request), and
+      // the focus it had goes to the answer (it fell to the page).
       button.disabled = true
-      if (r.data.status === 'pending') return svc.say('join-pool-msg', t('pool.asked'), 'ok')
+      if (r.data.status === 'pending') {
+        svc.say('join-pool-msg', t('pool.asked'), 'ok')
+        return svc.focus('join-pool-msg')
+      }
       location.reload()
     })
   })

@@ -224,4 +224,20 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('asking to join a public pool puts the focus on the answer: the button goes off, which left the focus on the page', async () => {
+    const pub = (await A.post('/api/v1/pools', { name: 'Public lab', visibility: 'public' })).body.id
+    const { context, page } = await open(M, 'en')
+    try {
+      await page.goto(`${server.url}/pools/${pub}`)
+      await page.focus('#join-pool')
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('#join-pool-msg:not(:empty)')
+      await page.locator('#join-pool:disabled').waitFor()
+      expect(await focusedId(page)).toBe('join-pool-msg')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
