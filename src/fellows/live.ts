@@ -106,6 +106,8 @@ export class FellowRegistry {
    * one online for as long as the step.
    */
   private seenMono = new Map<string, number>()
+  /** When (monotonic) the liveness tick last ran: a much later one means the leader stood still. */
+  private lastTick: number | null = null
   /** Fellows whose job ended, and when (monotonic), until their next heartbeat: see stoppingJob. */
   private stopping = new Map<string, number>()
   /** Downsampled history in the state file (telemetry.ts), written by flush(). */
@@ -212,15 +214,21 @@ export class FellowRegistry {
   }
 
   /**
-   * Of `ids` (the fellows holding a job's stage when the leader starts), the ones already offline
-   * by their last heartbeat before the stop: the liveness tick reports them offline (`tick`) once
-   * they stay silent for a whole offline window from `since`. Their heartbeats were refused while
-   * the leader was down, so an old last-seen says nothing yet; a fellow that comes back in time
-   * takes the usual way back.
+   * `ids`: the fellows holding a job's stage when the leader starts. Their heartbeats were refused
+   * while the leader was down, so an old last-seen says nothing yet: each gets one offline window
+   * from now. Those already offline by their last heartbeat before the stop are reported offline
+   * by the liveness tick (`tick`) once they stay silent for that window; the others count as seen
+   * now. (Their saved last-seen is up to PERSIST_EVERY_INTERVALS old: an outage shorter than the
+   * window put live fellows offline a second after the start, and moved or failed their stages.)
+   * A fellow that comes back in time takes the usual way back.
    */
   awaitBack(ids: Iterable<string>): void {
     const since = this.mono()
-    for (const id of ids) if (this.byId.has(id) && this.lastState.get(id) === 'offline') this.awaited.set(id, since)
+    for (const id of ids) {
+      if (!this.byId.has(id)) continue
+      if (this.lastState.get(id) === 'offline') this.awaited.set(id, since)
+      else if ((this.seenMono.get(id) ?? -Infinity) < since) this.seenMono.set(id, since)
+    }
   }
 
   private mono(): number {
@@ -330,11 +338,22 @@ export class FellowRegistry {
     return ids.length
   }
 
-  /** Liveness transitions since the last tick (no database write); returns fellows that just went offline. */
-  tick(now: number): LiveFellow[] {
+  /**
+   * Liveness transitions since the last tick (no database write); returns fellows that just went
+   * offline. `periodMs`: how often the caller ticks. A tick later than that by more than a
+   * heartbeat interval means the leader itself stood still (stopped with SIGSTOP or `docker
+   * pause`, a suspended VM, a blocked event loop): the fellows' heartbeats of that time wait
+   * unread in their sockets, behind this tick. The time lost is not held against them, or every
+   * fellow went offline at once and every running job failed.
+   */
+  tick(now: number, periodMs?: number): LiveFellow[] {
     const wentOffline: LiveFellow[] = []
-    const window = OFFLINE_AFTER_INTERVALS * this.ctx.cfg.heartbeatIntervalS * 1000
+    const interval = this.ctx.cfg.heartbeatIntervalS * 1000
+    const window = OFFLINE_AFTER_INTERVALS * interval
     const mono = this.mono()
+    const last = this.lastTick
+    this.lastTick = mono
+    if (periodMs !== undefined && last !== null && mono - last > periodMs + interval) this.forgive(mono - last - periodMs)
     for (const [id, since] of this.awaited) {
       const f = this.byId.get(id)
       if (!f || f.released || (this.seenMono.get(id) ?? -Infinity) >= since) this.awaited.delete(id)
@@ -353,6 +372,12 @@ export class FellowRegistry {
       if (s === 'offline') wentOffline.push(f)
     }
     return wentOffline
+  }
+
+  /** Moves every fellow's last sight (and every wait for one) `ms` later: time the leader lost. */
+  private forgive(ms: number): void {
+    for (const [id, seen] of this.seenMono) this.seenMono.set(id, seen + ms)
+    for (const [id, since] of this.awaited) this.awaited.set(id, since + ms)
   }
 
   event(f: LiveFellow, kind: PoolEvent['kind'], detail: string | null): void {

@@ -443,6 +443,7 @@ export class Fellows {
   /** Heartbeats land in memory; the flush writes the due rows in batches (live.ts says when). */
   loops(): LoopSpec[] {
     const { ctx, registry } = this
+    const livenessEveryMs = Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2)
     return [
       { name: 'telemetry-flush', intervalMs: 250, run: () => void registry.flush() },
       {
@@ -458,9 +459,9 @@ export class Fellows {
       },
       {
         name: 'liveness',
-        intervalMs: Math.max(1000, (ctx.cfg.heartbeatIntervalS * 1000) / 2),
+        intervalMs: livenessEveryMs,
         run: () => {
-          for (const f of registry.tick(ctx.clock.now())) {
+          for (const f of registry.tick(ctx.clock.now(), livenessEveryMs)) {
             ctx.log.info('fellow offline: no heartbeat', { fellow_id: f.id, pool_id: f.poolId, last_seen_at: f.lastSeenAt === null ? null : new Date(f.lastSeenAt).toISOString() })
             this.onOffline(f.id)
           }

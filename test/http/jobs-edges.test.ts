@@ -1,7 +1,8 @@
 // Placement and a job's life at its edges: the job list, a fellow still stopping its last job,
-// and a job none of whose fellows runs it.
+// a job none of whose fellows runs it, and liveness across a leader that stood still or restarted.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { Client, makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { createApp, createServices } from '../../src/app'
 import { cluster as makeCluster, type Fellow } from '../helpers/job-cluster'
 
 const all: Harness[] = []
@@ -150,3 +151,66 @@ describe('a job none of whose fellows runs it', () => {
   })
 })
 
+
+// Liveness is the fellows' silence as the leader sees it: time the leader itself was not there to
+// listen (stopped, paused, restarting) is not the fellows' silence.
+describe('liveness across a leader that stood still or restarted', () => {
+  test('a leader stopped for longer than the offline window (SIGSTOP, docker pause) does not put its fellows offline nor fail their job', async () => {
+    const { h, A, pool, fellows, logged } = await cluster(2)
+    const job = (await A.post('/api/v1/jobs', { name: 'p', pool_id: pool.id, stages: 2 })).body
+    const liveness = h.services.loops.find((l) => l.name === 'liveness')!
+    const interval = h.cfg.heartbeatIntervalS * 1000
+    await liveness.run()
+    // Ten intervals without a tick: the process stood still; the heartbeats of that time wait
+    // unread behind the first tick after it.
+    h.clock.advance(10 * interval)
+    await liveness.run()
+    expect(logged('fellow offline: no heartbeat')).toEqual([])
+    const after = (await A.get(`/api/v1/jobs/${job.id}`)).body
+    expect([after.status, after.assignments]).toEqual([job.status, job.assignments])
+    // A fellow silent from then on goes offline one window later, as ever.
+    const [talker, silent] = fellows as [Fellow, Fellow]
+    for (let t = 0; t <= 6 * interval; t += interval / 2) {
+      await talker.hb()
+      h.clock.advance(interval / 2)
+      await liveness.run()
+    }
+    expect(logged('fellow offline: no heartbeat').map((e) => e.fellow_id)).toEqual([silent.fellow_id])
+  })
+
+  test('after a restart, a fellow holding a stage gets one whole offline window from the start (its saved last-seen is up to three intervals old)', async () => {
+    const { h, A, pool, fellows } = await cluster(3)
+    const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body
+    const held = job.assignments.map((a: { fellow_id: string }) => a.fellow_id) as string[]
+    const stage1 = fellows.find((f) => f.fellow_id === held[1])!
+    const others = fellows.filter((f) => f !== stage1)
+    const interval = h.cfg.heartbeatIntervalS * 1000
+    // The last heartbeats the state file has; the leader is killed and is back four intervals
+    // later (shorter than the six-interval window).
+    h.services.fellows.registry.flush({ all: true })
+    h.clock.advance(4 * interval)
+    const services = createServices(h.ctx)
+    const app = createApp(h.ctx, services)
+    const beat = (f: Fellow) => new Client(app, { bearer: f.node_token }).post('/api/v1/workers/heartbeat', { status: 'idle', hardware: { gpus: [{ index: 0, name: 'A100', memory_total_mb: 81920, memory_free_mb: 40_960, utilization_pct: 0 }] } })
+    const liveness = services.loops.find((l) => l.name === 'liveness')!
+    const admin = Object.assign(new Client(app, A.opts), { cookies: A.cookies })
+    const holder = async () => (await admin.get(`/api/v1/jobs/${job.id}`)).body.assignments[1].fellow_id
+    // Stage 1's agent is slow to reconnect: five intervals after the start it still holds the stage.
+    for (let t = 0; t < 5 * interval; t += interval / 2) {
+      for (const f of others) await beat(f)
+      await liveness.run()
+      expect(await holder()).toBe(stage1.fellow_id)
+      h.clock.advance(interval / 2)
+    }
+    // Silent for the whole window from the start: lost, and its stage moves to the spare.
+    for (const step of [0, interval / 2 + 1]) {
+      h.clock.advance(step)
+      for (const f of others) await beat(f)
+      await liveness.run()
+    }
+    expect(await holder()).toBe(stage1.fellow_id)
+    h.clock.advance(interval / 2)
+    await liveness.run()
+    expect(await holder()).not.toBe(stage1.fellow_id)
+  })
+})
