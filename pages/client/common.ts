@@ -628,10 +628,19 @@ export function commonClient(): void {
 
   // The narrow layout folds the main navigation behind a menu button.
   const menu = document.getElementById('menu-button')
-  menu?.addEventListener('click', () => {
-    const open = menu.getAttribute('aria-expanded') !== 'true'
-    menu.setAttribute('aria-expanded', String(open))
+  const showMenu = (open: boolean) => {
+    menu?.setAttribute('aria-expanded', String(open))
     document.querySelector('header.top')?.classList.toggle('open', open)
+  }
+  menu?.addEventListener('click', () => showMenu(menu.getAttribute('aria-expanded') !== 'true'))
+  // Escape on the open menu (its button or a link in it) folds it and goes back to the button, as
+  // a keyboard user expects of a disclosure: it stayed open, the focus somewhere in its links.
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape' || !menu || menu.getAttribute('aria-expanded') !== 'true') return
+    const at = document.activeElement
+    if (at !== menu && !(at instanceof Element && at.closest('#main-nav'))) return
+    showMenu(false)
+    menu.focus()
   })
 
   document.addEventListener('click', (e) => {

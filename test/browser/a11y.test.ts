@@ -240,4 +240,26 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('the narrow menu opens with the keyboard and Escape closes it, back on its button (it stayed open, the focus in a list of links)', async () => {
+    const { context, page } = await open(M, 'en', 375)
+    try {
+      await page.goto(server.url + '/dashboard')
+      await page.focus('#menu-button')
+      await page.keyboard.press('Enter')
+      expect(await page.getAttribute('#menu-button', 'aria-expanded')).toBe('true')
+      await page.keyboard.press('Tab')
+      expect(await page.evaluate("document.activeElement.closest('#main-nav') !== null")).toBe(true)
+      await page.keyboard.press('Escape')
+      expect([await page.getAttribute('#menu-button', 'aria-expanded'), await page.isVisible('#main-nav'), await focusedId(page)]).toEqual(['false', false, 'menu-button'])
+      // Escape elsewhere on the page (in a form, say) leaves the focus where it is.
+      await page.keyboard.press('Enter')
+      await page.focus('#pool-name')
+      await page.keyboard.press('Escape')
+      expect(await focusedId(page)).toBe('pool-name')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
