@@ -170,8 +170,12 @@ export function inferenceClient(): void {
     const asked = bubble(t('chat.you'), content).parentElement
     const mine = conversation
     prompt.value = ''
+    // Send goes off while the answer comes: a focus on it (the question sent with its button) goes
+    // to Stop, the one thing to do meanwhile (it fell to the page).
+    const fromSend = document.activeElement === send
     send.disabled = true
     stop.disabled = false
+    if (fromSend) stop.focus()
     svc.say('chat-msg', t('chat.waiting'))
     ask(String(f.model), String(f.token ?? ''))
       .then((answer) => {

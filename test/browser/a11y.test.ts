@@ -7,7 +7,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { readFileSync } from 'node:fs'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { until } from '../helpers/until'
-import { hasChromium, launch, watchErrors } from './support'
+import { hasChromium, holdBack, launch, watchErrors } from './support'
 
 const T = 60_000
 const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12, temperature_c: 47 }
@@ -257,6 +257,29 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
       await page.focus('#pool-name')
       await page.keyboard.press('Escape')
       expect(await focusedId(page)).toBe('pool-name')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
+
+  test('a chat question sent with the Send button leaves the focus on Stop while the answer is awaited, then back in the box (Send went off and the focus fell to the page)', async () => {
+    await beat()
+    const { context, page } = await open(M, 'en')
+    try {
+      await page.goto(server.url + '/ops/inference')
+      await page.locator('#chat-model option[value="tiny-llm"]:not([disabled])').waitFor({ state: 'attached' })
+      await page.selectOption('#chat-model', 'tiny-llm')
+      const { sent, release } = await holdBack(page, '**/api/v1/chat/completions')
+      await page.fill('#chat-prompt', 'Hello')
+      await page.focus('#chat-send')
+      await page.keyboard.press('Enter')
+      await sent
+      expect([await page.isDisabled('#chat-send'), await focusedId(page)]).toEqual([true, 'chat-stop'])
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('#chat-msg:has-text("Stopped")')
+      expect(await focusedId(page)).toBe('chat-prompt')
+      release()
     } finally {
       await context.close()
     }
