@@ -1,6 +1,6 @@
 // `svc serve`: config -> state file -> app -> loops -> listen; SIGTERM/SIGINT/SIGHUP stop it cleanly.
 import { ConfigError, securityWarnings, type Config } from './config'
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { createLogger, stdoutIsTerminal, type Logger } from './log'
 import { systemClock } from './time'
@@ -27,11 +27,13 @@ export interface RunningServer {
 export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, stdoutIsTerminal())): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
   let wakeMail = () => {}
+  // Before the lock makes it: a file that was there may be another leader's, however bare it looks.
+  const existed = existsSync(cfg.dbPath)
   const lock = lockLeader(cfg.dbPath, cfg.stateDir)
   let ctx: Ctx
   try {
     prepareArtifactDirs(cfg)
-    ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail(), onMigrate: migrationsLogged(cfg, log) })
+    ctx = createContext(cfg, log, systemClock, { onMailWake: () => wakeMail(), onMigrate: migrationsLogged(cfg, log, existed) })
   } catch (e) {
     lock.release()
     throw e
@@ -114,12 +116,16 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
  * on a large file they take a while (0011 took 15 s on 200,000 users), and a start that said
  * nothing looked hung. Before the first one runs on an existing file, the listen address is tried:
  * a start that could not listen used to migrate the file first, and the release it came from then
- * refused it (migrations it does not know) although this one never served.
+ * refused it (migrations it does not know) although this one never served. A file that was there
+ * before the start is checked so even when it has no migrations yet: a leader of a release from
+ * before the lock, young or quiet, has all of its writes in its -wal, and through a hard link (whose
+ * -wal is another) its file looked new here; this one served it as a fresh install, and the other's
+ * next checkpoint wrote over what this one had written.
  */
-function migrationsLogged(cfg: Config, log: Logger): MigrationObserver {
+function migrationsLogged(cfg: Config, log: Logger, existed: boolean): MigrationObserver {
   return {
     starting(pending, applied) {
-      if (applied > 0) {
+      if (applied > 0 || existed) {
         checkListen(cfg)
         checkNoOtherHolder(cfg.dbPath)
       }

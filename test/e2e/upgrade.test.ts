@@ -5,7 +5,7 @@
 // which then answered 503 and could not start again). Requires `bun run build` first.
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runMigrations } from '../../src/db/migrate'
@@ -115,6 +115,27 @@ describe('a state file an older release wrote', () => {
     const leader = await startLeader({}, dir)
     await leader.stop()
     expect(applied(db)).toEqual(MIGRATIONS.map((m) => m.tag))
+  }, 30_000)
+
+  test("a file that looks new but was there, open in another process under another name (a hard link to an older leader's file whose writes are all in its -wal), is not served as a fresh install", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-upgrade-'))
+    mkdirSync(join(dir, 'old'), { mode: 0o700 })
+    mkdirSync(join(dir, 'state'), { mode: 0o700 })
+    const theirs = join(dir, 'old', 'join_state.sqlite3')
+    writeFileSync(theirs, '', { mode: 0o600 })
+    const db = join(dir, 'state', 'join_state.sqlite3')
+    linkSync(theirs, db)
+    const holder = Bun.spawn(['sh', '-c', `exec 3<'${theirs}'; exec sleep 60`])
+    try {
+      await until(() => (existsSync(`/proc/${holder.pid}/fd/3`) && readlinkSync(`/proc/${holder.pid}/fd/3`) === theirs ? true : null), 'the file held open')
+      const r = await runSvc(['serve'], { cwd: dir, env: { SVC_PORT: '0', SVC_COOKIE_SECURE: '0' } })
+      expect([r.code, oneLine(r.stderr)]).toEqual([1, `svc: the state file ${db} is open in process ${holder.pid} (a leader of an earlier release, which takes no lock, or an svc admin command): stop it before this release migrates the file; nothing was changed`])
+      // Nothing applied: no table, no account of a fresh install for the other leader to lose.
+      expect(applied(theirs)).toEqual([])
+    } finally {
+      holder.kill()
+      await holder.exited
+    }
   }, 30_000)
 
   test('doctor reports it behind and skips the checks that need the newer schema, without SQL errors; --fix refuses in one line and changes nothing', async () => {
