@@ -155,8 +155,12 @@ export function poolUploadClient(): void {
     running = true
     cancelled = false
     said = ''
+    // Upload goes off and Cancel comes while it runs: a focus on Upload goes to Cancel, and one on
+    // Cancel when it goes away to what happened (each fell to the page).
+    const fromButton = document.activeElement === button
     button.disabled = true
     cancel.hidden = false
+    if (fromButton) cancel.focus()
     void upload(file, kindInput.value, name)
       .then(() => form.reset())
       .catch((err: Error) => svc.say('upload-msg', cancelled ? t('upload.cancelled') : err.message, 'error'))
@@ -164,8 +168,10 @@ export function poolUploadClient(): void {
         running = false
         xhr = null
         button.disabled = false
+        const onCancel = document.activeElement === cancel
         cancel.hidden = true
         bar.hidden = true
+        if (onCancel) svc.focus('upload-msg')
       })
   })
 }

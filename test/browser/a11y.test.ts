@@ -285,4 +285,25 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('an upload started with its button leaves the focus on Cancel while it runs, and a cancelled one on what happened (Upload went off, then Cancel went away, each time to the page)', async () => {
+    const { context, page } = await open(A, 'en')
+    try {
+      await page.goto(`${server.url}/pools/${poolId}`)
+      await page.setInputFiles('#upload-file-input', { name: 'cancelled.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('some bytes') })
+      const { sent, release } = await holdBack(page, '**/api/v1/artifacts/uploads')
+      await page.focus('#upload-button')
+      await page.keyboard.press('Enter')
+      await sent
+      expect(await focusedId(page)).toBe('upload-cancel')
+      await page.keyboard.press('Enter')
+      release()
+      await page.waitForSelector('#upload-msg:has-text("Upload cancelled.")')
+      await page.locator('#upload-cancel').waitFor({ state: 'hidden' })
+      expect(await focusedId(page)).toBe('upload-msg')
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
