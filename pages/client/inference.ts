@@ -165,7 +165,8 @@ export function inferenceClient(): void {
     const f = svc.formJson(form)
     const content = String(f.prompt)
     if (!content) return
-    if (!f.model) return svc.say('chat-msg', t('chat.chooseModel'), 'error')
+    // Tied to the model list it is about, which gets the focus (it was said under the form only).
+    if (!f.model) return svc.formError('chat-msg', ['chat-model'], t('chat.chooseModel'))
     messages.push({ role: 'user', content })
     const asked = bubble(t('chat.you'), content).parentElement
     const mine = conversation

@@ -39,7 +39,8 @@ export function joinClient(): void {
 
   $('mint-join')?.addEventListener('click', (e) => void svc.exclusive(e.currentTarget as Element, async () => {
     const poolId = select.value
-    if (!poolId) return svc.say('join-msg', t('joinw.choosePool'), 'error')
+    // Tied to the pool list it is about, which gets the focus (it was said under the form only).
+    if (!poolId) return svc.formError('join-msg', ['join-pool'], t('joinw.choosePool'))
     svc.say('join-msg', t('join.creating'))
     await svc.api('POST', '/api/v1/bootstrap/join-sessions', { pool_id: poolId }).then(async (r) => {
       if (!r.ok) return svc.say('join-msg', r.status === 404 || r.status === 401 ? t('join.unavailable') : (r.error ?? ''), 'error')

@@ -306,4 +306,27 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('with nothing to choose, "choose a model" and "choose a pool" mark the empty list they are about and focus it', async () => {
+    const loner = sessionClient(h, (await seedUser(h, 'loner@example.com', { emailVerified: true })).id)
+    const { context, page } = await open(loner, 'en')
+    try {
+      await page.goto(server.url + '/ops/inference')
+      await page.waitForSelector('#model-hint:has-text("No models yet")')
+      await page.fill('#chat-prompt', 'Hello')
+      await page.press('#chat-prompt', 'Control+Enter')
+      await page.waitForSelector('#chat-msg.error')
+      expect([await marking(page, '#chat-model', 'chat-msg'), await focusedId(page)]).toEqual([['true', true], 'chat-model'])
+
+      await page.goto(server.url + '/ops/join-v2')
+      await page.waitForSelector('#join-pool option:not(:has-text("Loading"))', { state: 'attached' })
+      await page.focus('#mint-join')
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('#join-msg.error')
+      expect([await marking(page, '#join-pool', 'join-msg'), await focusedId(page)]).toEqual([['true', true], 'join-pool'])
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
