@@ -148,11 +148,18 @@ async function failure(res: Response, method: string, path: string, base: string
   // leader is away, which a follower waits out, not a refusal.
   const c = o?.code ?? o?.error?.code
   const code = typeof c === 'string' ? c : null
-  if ((res.status === 502 || res.status === 503 || res.status === 504) && code === null) {
+  if (res.status === 504 && code === null) {
+    return new LeaderUnreachable(`${method} ${path}: the leader did not answer its proxy in time (${status}): it is away or busy, or the proxy waits less than the call takes (nginx: proxy_read_timeout)`)
+  }
+  if ((res.status === 502 || res.status === 503) && code === null) {
     return new LeaderUnreachable(`${method} ${path}: the leader did not answer its proxy (${status})`)
   }
-  // The leader says every refusal in JSON; an HTML page is some other server's (a wrong port).
-  if (text.trim() !== '' && (typeof o !== 'object' || o === null)) return new CliError(`${method} ${path}: the answer (${status}) is not a leader's: is ${base} a leader?`)
+  // The leader says every refusal in JSON; an HTML page is some other server's (a wrong port), or
+  // the proxy's in front of it, which answers some requests itself.
+  if (text.trim() !== '' && (typeof o !== 'object' || o === null)) {
+    const retryAfter = res.headers.get('retry-after')
+    return new CliError(`${method} ${path}: ${proxyPage(res.status, status, base, /^\d+$/.test(retryAfter ?? '') ? Number(retryAfter) : null)}`)
+  }
   const members: Record<string, unknown> = o ?? {}
   const detail = (o?.detail ?? o?.error?.message ?? o?.title ?? '').replace(/\s+/g, ' ').trim() || res.statusText || 'no detail'
   // A wrong password (svc login, a password asked for again) is no token's fault.
@@ -160,6 +167,30 @@ async function failure(res: Response, method: string, path: string, base: string
   if (res.status === 401) return new CliError(`${detail.replace(/\.$/, '')} (the leader refused the token: svc login with a new one, or check --token and SVC_TOKEN)`)
   if (res.status === 404 && detail === 'no detail') return new CliError(`${method} ${path}: not found`)
   return new LeaderRefused(detail, code, members, res.status)
+}
+
+/**
+ * What a page that is not the leader's says, after `METHOD path: `. The statuses a reverse proxy
+ * answers itself are its limits, not a missing leader: they say which limit and what to change.
+ */
+function proxyPage(code: number, status: string, base: string, retryAfterS: number | null): string {
+  const proxy = `a proxy in front of ${base}`
+  switch (code) {
+    case 401:
+    case 403:
+      return `${proxy} refused the request (${status}); the leader never saw it: an auth proxy or an address rule, which svc's bearer token does not pass; let /api/ through to the leader (it checks the token itself), or use an address of the leader that does not go through it (or is ${base} no leader at all?)`
+    case 404:
+      return `the answer (${status}) is not a leader's: is ${base} a leader? (one served under a path by a proxy needs that path in the URL: https://HOST/PATH)`
+    case 408:
+      return `${proxy} stopped waiting for the request (${status}); the leader never saw all of it: try again, or give the proxy more time for a slow upload (nginx: client_body_timeout)`
+    case 413:
+      // nginx takes 1 MiB by default; an artifact upload is as large as its file.
+      return `${proxy} refused the request as too large (${status}); the leader never saw it: raise the proxy's body limit (nginx: client_max_body_size 10g; proxy_request_buffering off; for artifacts, see docs/operations.md, Artifact storage)`
+    case 429:
+      return `${proxy} limits how often it is called (${status}${retryAfterS === null ? '' : `, try again in ${retryAfterS} s`}); the leader never saw the request: wait, or raise the proxy's rate limit for /api/ (nginx: limit_req)`
+    default:
+      return `the answer (${status}) is not a leader's: is ${base} a leader?`
+  }
 }
 
 /** The leader answered with an error: its words, and its `code` and members for a command that says more. */

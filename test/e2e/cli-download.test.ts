@@ -183,7 +183,7 @@ describe('streams and output', () => {
 
   test('a server that is not a leader is named as such: its HTML page is not echoed, its {} is no login', async () => {
     const html = await runSvc(['pools', 'list'], { env })
-    expect([html.code, html.stderr]).toEqual([1, `svc: GET /api/v1/pools: the answer (404 Not Found) is not a leader's: is ${env.SVC_LEADER_URL} a leader?\n`])
+    expect([html.code, html.stderr]).toEqual([1, `svc: GET /api/v1/pools: the answer (404 Not Found) is not a leader's: is ${env.SVC_LEADER_URL} a leader? (one served under a path by a proxy needs that path in the URL: https://HOST/PATH)\n`])
     const home = mkdtempSync(join(tmpdir(), 'svc-notleader-'))
     const login = await runSvc(['login', env.SVC_LEADER_URL, '--token', env.SVC_TOKEN], { env: { HOME: home } })
     expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `svc: GET /api/v1/auth/me: the answer is not the one a leader gives (is ${env.SVC_LEADER_URL} a leader?)\n`])
