@@ -41,9 +41,6 @@ export interface AgentOptions {
 }
 
 const LOG_SHIP_MS = 2000
-// A refused socket re-registers at most this often, so a handshake refused for another reason
-// cannot turn into a registration storm.
-const REREGISTER_MIN_MS = 10_000
 
 export class Agent {
   private readonly client: LeaderClient
@@ -59,7 +56,10 @@ export class Agent {
   private heartbeatMs = 10_000
   private signalsUrl = ''
   private reregistering: Promise<boolean> | null = null
-  private lastRegisterAt = -Infinity
+  /** The heartbeat on the wire: a refused socket asks for one and shares it. */
+  private beating: Promise<boolean> | null = null
+  /** The signal socket URL last said to be refused with a working token (said once). */
+  private refusedSocketUrl = ''
   private heartbeatFailures = 0
   private readonly clock: TimerClock
   private readonly inference: InferenceServer
@@ -303,7 +303,6 @@ export class Agent {
     saveState(this.o.stateDir, this.state)
     this.heartbeatMs = Math.max(1, r.heartbeat_interval_s) * 1000
     this.signalsUrl = r.signals_url
-    this.lastRegisterAt = monotonicNow(this.clock)
     this.o.log.info('registered', { fellow_id: r.fellow_id, pool_id: r.pool_id, how, reused_identity: previous === r.fellow_id, heartbeat_interval_s: r.heartbeat_interval_s })
   }
 
@@ -318,9 +317,22 @@ export class Agent {
     return this.reregistering
   }
 
+  /**
+   * The signal socket's handshake was refused. A revoked token is one cause, but a wrong path or a
+   * proxy answers 403 too, and re-registering for those rotated the node token every 10 s for good.
+   * The heartbeat tells them apart: one goes now and re-registers if it is refused 401. Taken, the
+   * token works and the socket's URL is what is refused: said once, the socket keeps its back-off.
+   */
   private async onRefused(status: number | null): Promise<void> {
-    if (monotonicNow(this.clock) - this.lastRegisterAt < REREGISTER_MIN_MS) return
-    await this.reregister(`signal socket handshake refused${status ? ` (${status})` : ''}`)
+    if (this.reregistering || !(await this.heartbeat())) return
+    const url = this.client.rebase(this.signalsUrl, true)
+    if (url === this.refusedSocketUrl) return
+    this.refusedSocketUrl = url
+    this.o.log.warn('signal socket refused although the node token works', {
+      url: redactUrl(url),
+      status,
+      hint: "check that --leader has the path of the leader's SVC_BASE_URL, if any, and that a proxy in front passes WebSocket upgrades for /ws/signals/*; signals come with the heartbeats' answers meanwhile",
+    })
   }
 
   private onReleased(reason: string): void {
@@ -338,7 +350,13 @@ export class Agent {
     await Promise.race([said, sleep(this.clock, 2000)])
   }
 
-  private async heartbeat(): Promise<void> {
+  /** One heartbeat (the one on the wire, if any); true when the leader took it. */
+  private heartbeat(): Promise<boolean> {
+    this.beating ??= this.beatOnce().finally(() => (this.beating = null))
+    return this.beating
+  }
+
+  private async beatOnce(): Promise<boolean> {
     const { log } = this.o
     try {
       const hardware = await readTelemetry()
@@ -357,10 +375,15 @@ export class Agent {
       this.heartbeatFailures = 0
       this.heartbeatMs = Math.max(1, res.next_heartbeat_s) * 1000
       for (const s of res.pending_signals ?? []) this.work.handle(s, 'heartbeat')
+      return true
     } catch (e) {
-      if (isAuthRefusal(e)) return void (await this.reregister('heartbeat answered 401'))
+      if (isAuthRefusal(e)) {
+        await this.reregister('heartbeat answered 401')
+        return false
+      }
       this.heartbeatFailures++
       if (this.heartbeatFailures === 1 || this.heartbeatFailures % 10 === 0) log.warn('heartbeat failed', { error: (e as Error).message, failures: this.heartbeatFailures })
+      return false
     }
   }
 

@@ -58,7 +58,7 @@ export class LeaderClient {
   /**
    * The agent reaches the leader only at --leader. URLs the leader hands out (signals_url,
    * relay_url) are built from its SVC_BASE_URL, which may be a public name this machine cannot
-   * use, so their path is kept and put onto the --leader origin.
+   * use, so their route is kept and put onto --leader (which holds the base URL's path, if any).
    */
   rebase(url: string, ws = false): string {
     let path = url
@@ -68,7 +68,7 @@ export class LeaderClient {
     } catch {
       // already a path
     }
-    const at = path.search(/\/(api\/v1|ws)\//)
+    const at = routeStart(path)
     const base = ws ? this.leaderUrl.replace(/^http/, 'ws') : this.leaderUrl
     return base + (at >= 0 ? path.slice(at) : path)
   }
@@ -197,6 +197,18 @@ export class LeaderClient {
   async inferRespond(requestId: string, frames: InferFrame[], signal?: AbortSignal): Promise<void> {
     await drain(await this.request('POST', `/api/v1/infer/responses/${encodeURIComponent(requestId)}`, { json: { frames }, signal }))
   }
+}
+
+/**
+ * Where the leader's route starts in a path it handed out: the LAST /ws/ or /api/v1/, since its
+ * routes hold one of them once, near their start, and nothing after (ids, channel names, numbers).
+ * Whatever comes before is SVC_BASE_URL's path, which may hold such a segment itself (/ws/gpu,
+ * /svc/ws, /api/v1/x): cut at the first, it was kept and --leader's copy of it added again.
+ */
+function routeStart(path: string): number {
+  const end = path.indexOf('?')
+  const p = end >= 0 ? path.slice(0, end) : path
+  return Math.max(p.lastIndexOf('/ws/'), p.lastIndexOf('/api/v1/'))
 }
 
 async function drain(res: Response): Promise<void> {

@@ -54,6 +54,8 @@ export class SignalChannel {
   private cancelTimer: (() => void) | null = null
   private closed = false
   private readonly backoff: Backoff
+  /** The last attempt got an HTTP answer refusing it: the leader was there all along. */
+  private refused = false
   connected = false
 
   constructor(private readonly opts: SignalChannelOptions) {
@@ -67,10 +69,12 @@ export class SignalChannel {
   /**
    * The leader answers again (a heartbeat went through) while this socket waits out its back-off:
    * it connects now instead of up to 30 s later (after an outage of half a minute, the wait left
-   * signals to the heartbeats' answers for as long again). A socket open or connecting is left be.
+   * signals to the heartbeats' answers for as long again). A socket open or connecting is left be,
+   * and so is one the leader refused: it answered then too, and trying again at every heartbeat
+   * would undo the back-off.
    */
   leaderIsBack(): void {
-    if (this.closed || this.ws || !this.cancelTimer) return
+    if (this.closed || this.ws || !this.cancelTimer || this.refused) return
     this.clearTimer()
     this.connect()
   }
@@ -140,6 +144,7 @@ export class SignalChannel {
         return
       }
       const status = handshakeStatus(failure)
+      this.refused = !opened && status !== null
       if (!opened && (status === 401 || status === 403 || ev.code === CLOSE_REFUSED)) this.opts.onRefused(status)
       const ms = this.backoff.next()
       log.warn('signals disconnected; reconnecting', { code: ev.code, ...(status ? { status } : {}), ...(failure && !opened ? { error: failure } : {}), retry_ms: ms })
