@@ -24,6 +24,9 @@ export interface RunningServer {
   stop(): Promise<void>
 }
 
+/** Seconds a WebSocket may be silent: Bun pings it a little before, so proxies' idle timeouts of 50-60 s see traffic. */
+export const WS_IDLE_TIMEOUT_S = 40
+
 export async function startServer(cfg: Config, log: Logger = createLogger(cfg.logLevel, undefined, stdoutIsTerminal())): Promise<RunningServer> {
   for (const w of securityWarnings(cfg)) log.warn(w)
   let wakeMail = () => {}
@@ -69,7 +72,16 @@ export async function startServer(cfg: Config, log: Logger = createLogger(cfg.lo
       // closes a socket sending more with 1009 before buffering it. One limit for every socket.
       // Bun drops a message that would take a socket past its backpressure limit: the relay socket
       // waits at its high water, so one frame past it must still fit (src/relay/socket.ts).
-      websocket: { maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024, backpressureLimit: socketBackpressureLimit(cfg.relayMaxFrameBytes + 1024 * 1024) },
+      websocket: {
+        maxPayloadLength: cfg.relayMaxFrameBytes + 1024 * 1024,
+        backpressureLimit: socketBackpressureLimit(cfg.relayMaxFrameBytes + 1024 * 1024),
+        // A socket with nothing to say is pinged shortly before this (and closed when no pong comes
+        // by then). At Bun's default, 120 s, the first ping came after 100 s of silence: nginx (60 s
+        // proxy_read_timeout) and HAProxy (50 s) cut every idle signal and inference socket of every
+        // fellow behind them once a minute. A ping every half a minute keeps them open.
+        idleTimeout: WS_IDLE_TIMEOUT_S,
+        sendPings: true,
+      },
     })
   } catch (e) {
     await teardown()

@@ -77,5 +77,7 @@ export function sseStream<E extends { id: number }>(source: SseSource<E>, opts: 
       }
     },
   })
-  return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store', ...opts.headers } })
+  // X-Accel-Buffering: nginx (and proxies that honour it) pass each event on as it comes; with
+  // nginx's default buffering a follower of a log or metrics stream saw nothing at all.
+  return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no', ...opts.headers } })
 }

@@ -355,6 +355,8 @@ describe('metrics stream', () => {
     await f.c.post(`/api/v1/jobs/${job.id}/status`, { status: 'completed', step: 3 })
     const all = await A.get(`/api/v1/jobs/${job.id}/metrics/stream`)
     expect(all.headers.get('content-type')).toBe('text/event-stream')
+    // Behind nginx's default buffering a follower saw nothing until the buffer filled.
+    expect(all.headers.get('x-accel-buffering')).toBe('no')
     const ids = [...String(all.body).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
     // Numbered from the leader's clock (ms x 1000), so that they outlast a restart.
     const first = h.clock.now() * 1000 + 1
