@@ -199,16 +199,17 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
   const state = readOnly ?? openForFix(path)
   let results: DoctorResult[]
   let pending: string[] = []
+  let unknown: string[] = []
   try {
     if (!hasMigrationsTable(state.sqlite)) throw new CliError(`${path} is not a leader's state file (no __migrations table); doctor checks only those`)
-    pending = migrationState(state.sqlite).pending
+    ;({ pending, unknown } = migrationState(state.sqlite))
     // An older release's file lacks the tables and columns the other checks read ("no such column:
-    // u.pool_count"): they wait for the upgrade instead of failing on them.
-    const needUpgrade = (name: string) => pending.length > 0 && !SCHEMA_FREE_CHECKS.has(name)
-    const ran = runDoctor(state, { fix: flags.fix === true, only, checks: CHECKS.filter((c) => !needUpgrade(c.name)) })
-    results = CHECKS.filter((c) => !only || only.includes(c.name)).map(
-      (c) => ran.find((r) => r.name === c.name) ?? { name: c.name, findings: [], fixed: [], fixable: false, skipped: `needs the upgrade (${pending.length} migration${pending.length === 1 ? '' : 's'} not applied)` },
-    )
+    // u.pool_count"): they wait for the upgrade instead of failing on them. A newer release's may
+    // keep them otherwise: what this binary's checks would find there is no finding of that file's.
+    const skipped = schemaSkip(pending, unknown)
+    const runs = (name: string) => skipped === null || SCHEMA_FREE_CHECKS.has(name)
+    const ran = runDoctor(state, { fix: flags.fix === true, only, checks: CHECKS.filter((c) => runs(c.name)) })
+    results = CHECKS.filter((c) => !only || only.includes(c.name)).map((c) => ran.find((r) => r.name === c.name) ?? { name: c.name, findings: [], fixed: [], fixable: false, skipped: skipped! })
     // A stopped leader's file is read without locks: one started meanwhile may have torn what was read.
     if (readOnly?.changed()) throw new CliError(`${path} changed while it was checked (a leader started on it?): run doctor again`)
   } finally {
@@ -216,7 +217,7 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
   }
   const ok = results.every((r) => r.findings.length === 0 && r.skipped === undefined)
   if (flags.json) {
-    writeOut(JSON.stringify({ db: path, ok, pending_migrations: pending, checks: results }, null, 2) + '\n')
+    writeOut(JSON.stringify({ db: path, ok, pending_migrations: pending, unknown_migrations: unknown, checks: results }, null, 2) + '\n')
   } else {
     for (const r of results) {
       for (const f of r.fixed) writeOut(`fixed  ${r.name}: ${f}\n`)
@@ -224,11 +225,21 @@ export async function doctor({ flags, usage }: Invocation): Promise<number> {
       else if (r.findings.length === 0) writeOut(`ok     ${r.name}\n`)
       for (const f of r.findings) writeOut(`FAIL   ${r.name}: ${f}\n`)
     }
-    if (pending.length > 0) writeOut(`${path} is ${pending.length} migration${pending.length === 1 ? '' : 's'} behind this svc (${pending.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE)\n`)
+    // Only a file at this binary's migrations is repaired (openForFix): --fix is no advice for another.
+    if (unknown.length > 0) writeOut(`${path} was migrated by a newer leader (unknown migrations: ${unknown.join(', ')}): this svc checks only what does not depend on its schema; run the newer version's svc admin doctor on it\n`)
+    else if (pending.length > 0) writeOut(`${path} is ${pending.length} migration${pending.length === 1 ? '' : 's'} behind this svc (${pending.join(', ')}): \`svc serve\` of this version applies them when it starts (take a backup first: svc admin backup FILE)\n`)
     const bad = results.filter((r) => r.findings.length > 0)
-    if (bad.length > 0 && !flags.fix && bad.some((r) => r.fixable)) writeOut('svc admin doctor --fix repairs what it can (take a backup first: svc admin backup FILE)\n')
+    if (bad.length > 0 && !flags.fix && pending.length + unknown.length === 0 && bad.some((r) => r.fixable)) writeOut('svc admin doctor --fix repairs what it can (take a backup first: svc admin backup FILE)\n')
   }
   return ok ? 0 : 1
+}
+
+/** Why the checks of this binary's schema are not run on a file at other migrations, or null when they are. */
+function schemaSkip(pending: string[], unknown: string[]): string | null {
+  const n = (k: number) => `${k} migration${k === 1 ? '' : 's'}`
+  if (unknown.length > 0) return `needs the newer svc (${n(unknown.length)} unknown to this one)`
+  if (pending.length > 0) return `needs the upgrade (${n(pending.length)} not applied)`
+  return null
 }
 
 /** The state file opened for --fix, refused (untouched) when its migrations are not this binary's. */
