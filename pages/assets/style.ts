@@ -75,6 +75,8 @@ button.secondary:hover, .btn.secondary:hover { background: #eef2ff; color: var(-
 button.danger { background: #fff; color: var(--danger); border-color: var(--danger); }
 button.danger:hover { background: var(--err-bg); }
 button.small { padding: .2rem .6rem; font-size: .875rem; }
+/* A toggle that is on (the log tail's Pause) looks pressed: its name stays the same. */
+button.secondary[aria-pressed="true"] { background: var(--accent-dark); color: var(--accent-fg); }
 button:disabled, button[aria-disabled="true"] { opacity: .6; cursor: not-allowed; }
 .btn-link { background: none; border: none; color: var(--accent); padding: .2rem .4rem; text-decoration: underline; font-weight: 400; }
 .btn-link:hover { background: none; color: var(--accent-dark); }

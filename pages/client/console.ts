@@ -266,8 +266,9 @@ export function consoleClient(): void {
     machine.addEventListener('change', () => connect(machine.value))
     pauseBtn.addEventListener('click', () => {
       paused = !paused
+      // A toggle keeps its name and says its state by aria-pressed (shown by the stylesheet): named
+      // Resume when pressed, it was read "Resume, pressed", which says the opposite of what it is.
       pauseBtn.setAttribute('aria-pressed', String(paused))
-      pauseBtn.textContent = paused ? t('log.resume') : t('log.pause')
       if (!paused) {
         const h = held
         held = []

@@ -329,4 +329,24 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test('the log tail\'s Pause is a toggle whose name stays while its state changes (it said "Resume, pressed"), and looks pressed when pressed', async () => {
+    const { context, page } = await open(A, 'en')
+    try {
+      await page.goto(`${server.url}/fellows/${fellowId}`)
+      const toggle = page.locator('#fellow-log button[aria-pressed]')
+      const state = async () => [await toggle.innerText(), await toggle.getAttribute('aria-pressed'), await page.evaluate("getComputedStyle(document.querySelector('#fellow-log button[aria-pressed]')).backgroundColor")]
+      const [name, pressed, background] = await state()
+      expect([name, pressed]).toEqual(['Pause', 'false'])
+      await toggle.focus()
+      await page.keyboard.press('Enter')
+      const [nameOn, pressedOn, backgroundOn] = await state()
+      expect([nameOn, pressedOn, backgroundOn === background]).toEqual(['Pause', 'true', false])
+      await page.keyboard.press('Space')
+      expect(await state()).toEqual([name, 'false', background])
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
