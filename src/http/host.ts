@@ -69,6 +69,30 @@ export function hostCheck(rules: HostRules, log?: Logger): (host: string | null)
 }
 
 /**
+ * The page a state change (or a WebSocket handshake) comes from, by its Origin header: refused
+ * unless its host is one the Host check would answer to. A proxy that sets its own Host (nginx's
+ * default `proxy_pass` sends `Host: 127.0.0.1:...`, an IP address, which passes) hides a rebound
+ * name from the Host check; the browser still names the page's site in Origin. Only browsers send
+ * Origin (the CLI and agents send none), and the leader answers no cross-origin requests (no CORS),
+ * so a page of another site has nothing to send here. `null` (a sandboxed frame, a file) is refused.
+ */
+export function originCheck(rules: HostRules): (origin: string | null) => AppError | null {
+  const hostOf = hostCheck(rules)
+  return (origin) => {
+    if (origin === null) return null
+    let host: string | null = null
+    try {
+      const url = new URL(origin)
+      if (url.protocol === 'http:' || url.protocol === 'https:') host = url.host
+    } catch {
+      // not a URL: refused below
+    }
+    if (host !== null && hostOf(host) === null) return null
+    return new AppError('forbidden', `This request came from a page of another site (Origin ${JSON.stringify(origin.slice(0, 100))}); this leader takes changes only from its own pages (SVC_BASE_URL, SVC_ALLOWED_HOSTS).`)
+  }
+}
+
+/**
  * The request's URL. Bun hands over the path alone when a request named no host (HTTP/1.0
  * without Host), which `new URL` refuses: that made every page of such a request a 500.
  */

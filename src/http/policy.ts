@@ -7,7 +7,7 @@ import { AppError, invalid } from '../errors'
 import { safeEqual } from '../crypto'
 import { clientIpResolver } from './client-ip'
 import { cookieFrom } from './cookies'
-import { hostCheck, requestUrl } from './host'
+import { hostCheck, originCheck, requestUrl } from './host'
 import { CSRF_COOKIE, CSRF_HEADER, csrfValid } from './csrf'
 import type { Config } from '../config'
 import type { AnonymousCaller, Caller, CredentialResolver, NodeCaller, UserCaller } from '../caller'
@@ -256,14 +256,20 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)
   const checkHost = hostCheck(cfg, log)
+  const checkOrigin = originCheck(cfg)
   const decide = (request: Request, route: string, server: GateServer): Admission => {
     // Before anything is decided for the caller: a name this leader does not answer to is a page
-    // of another site rebound to this address (src/http/host.ts).
+    // of another site rebound to this address (src/http/host.ts), by the Host it names or, behind
+    // a proxy that sets its own Host, by the Origin the browser names on a change or a socket.
     const misdirected = checkHost(request.headers.get('host'))
     if (misdirected !== null) throw misdirected
+    const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
+    if (upgrade || UNSAFE_METHODS.has(request.method)) {
+      const foreign = checkOrigin(request.headers.get('origin'))
+      if (foreign !== null) throw foreign
+    }
     const ip = pickClientIp(request.headers.get('x-forwarded-for'), socketAddressOf(server, request))
     const meta = index.lookup(request.method, route)
-    const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
     let authorization = request.headers.get('authorization')
     // Agents that cannot set headers on a WebSocket handshake may pass ?token= instead.
     if (upgrade && authorization === null) {

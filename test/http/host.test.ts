@@ -1,5 +1,6 @@
 // The Host a request names (src/http/host.ts): a page of another site rebound to the leader's
-// address (DNS rebinding) names that site, and is refused before anything is decided for it; a
+// address (DNS rebinding) names that site, and is refused before anything is decided for it (by
+// its Origin on changes and sockets, when a proxy sets a Host of its own); a
 // request without Host (HTTP/1.0, a health checker) is answered, pages included (they were a bare
 // 500). Raw requests over a real port, since a client library sets the Host itself.
 import { afterAll, describe, expect, test } from 'bun:test'
@@ -75,6 +76,27 @@ describe('the Host header (DNS rebinding)', () => {
     expect((await raw(port, { method: 'POST', path: '/api/v1/workers/heartbeat', host: evil, headers: { ...json, authorization: 'Bearer svc_node_x' }, body: '{"status":"idle"}' })).status).toBe(421)
     const ws = await raw(port, { path: '/ws/signals/01a2b3c4-0000-7000-8000-00000000abcd', host: evil, headers: { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } })
     expect(ws.status).toBe(421)
+  })
+
+  test("behind a proxy that sets its own Host (nginx's default: an IP address), a change or a socket from a page of another site is refused 403 by its Origin: no first admin", async () => {
+    const { h, port } = serve({ SVC_BASE_URL: 'http://192.0.2.2:46615', SVC_ALLOW_TOKENLESS_JOIN: '1' })
+    const proxied = `127.0.0.1:${port}`
+    const register = (origin: string) => raw(port, { method: 'POST', path: '/api/v1/auth/register', host: proxied, headers: { ...json, origin }, body: JSON.stringify({ email: 'mallory@example.com', password: 'correct horse battery' }) })
+    for (const origin of ['http://evil.example:46615', 'null', 'chrome-extension://abc', 'not a url']) {
+      const r = await register(origin)
+      expect([origin, r.status, JSON.parse(r.body).code]).toEqual([origin, 403, 'forbidden'])
+    }
+    expect(JSON.parse((await register('http://evil.example:46615')).body).detail).toContain('Origin "http://evil.example:46615"')
+    expect(h.ctx.sqlite.query('SELECT count(*) AS n FROM users').get()).toEqual({ n: 0 })
+    expect((await raw(port, { method: 'POST', path: '/api/v1/workers/register', host: proxied, headers: { ...json, origin: 'http://evil.example:46615' }, body: JSON.stringify({ hostname: 'x' }) })).status).toBe(403)
+    const ws = await raw(port, { path: '/ws/signals/01a2b3c4-0000-7000-8000-00000000abcd', host: proxied, headers: { origin: 'http://evil.example:46615', upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } })
+    expect(ws.status).toBe(403)
+    // A read from anywhere is answered as before (no Origin check on GET); the leader's own pages,
+    // and clients that send no Origin (the CLI, agents), change things.
+    expect((await raw(port, { path: '/api/v1/health', host: proxied, headers: { origin: 'http://evil.example:46615' } })).status).toBe(200)
+    expect((await register('http://192.0.2.2:46615')).status).toBe(201)
+    const other = await raw(port, { method: 'POST', path: '/api/v1/auth/register', host: proxied, headers: json, body: JSON.stringify({ email: 'bob@example.com', password: 'correct horse battery' }) })
+    expect(other.status).toBe(201)
   })
 
   test('answers to its SVC_BASE_URL, localhost, IP addresses and SVC_ALLOWED_HOSTS (a name, or a domain with its subdomains)', async () => {
