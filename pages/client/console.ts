@@ -54,7 +54,8 @@ export function consoleClient(): void {
       el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: opts.xIsStep ? t('chart.step') : t('chart.time') }), ...series.map((s) => el('th', { scope: 'col', text: s.label })))),
       body,
     )
-    const details = el('details', { class: 'chart-data' }, el('summary', { text: t('chart.showTable') }), el('div', { class: 'table-wrap' }, table))
+    // The disclosure names its chart for a screen reader: two on a page read alike out of context.
+    const details = el('details', { class: 'chart-data' }, el('summary', {}, t('chart.showTable'), el('span', { class: 'sr-only', text: ': ' + title })), el('div', { class: 'table-wrap' }, table))
     const legend = el('ul', { class: 'chart-legend plain', 'aria-hidden': 'true' }, ...series.map((s) => el('li', {}, el('span', { class: 'swatch swatch-' + s.color }), s.label)))
     const figure = el('figure', { class: 'chart' + (opts.compact ? ' compact' : ''), 'aria-describedby': id + '-sum' }, el('figcaption', { text: title }), opts.compact ? '' : legend, plot, empty, summary, opts.compact ? '' : details)
     container.replaceChildren(figure)

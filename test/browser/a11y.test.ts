@@ -349,4 +349,20 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test("each chart's \"Show the data as a table\" names its chart (a pool or machine page had two alike, told apart only by where they sat)", async () => {
+    const { context, page } = await open(A, 'de')
+    try {
+      for (const path of [`/pools/${poolId}`, `/fellows/${fellowId}`]) {
+        await page.goto(server.url + path)
+        await page.locator('figure.chart details summary').nth(1).waitFor()
+        const named = (await page.evaluate("[...document.querySelectorAll('figure.chart')].filter((f) => f.querySelector('details summary')).map((f) => [f.querySelector('figcaption').textContent, f.querySelector('details summary').textContent])")) as [string, string][]
+        expect(named.length).toBeGreaterThan(1)
+        for (const [caption, summary] of named) expect(summary).toBe(`Daten als Tabelle zeigen: ${caption}`)
+      }
+    } finally {
+      await context.close()
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
