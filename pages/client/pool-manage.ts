@@ -30,7 +30,10 @@ export function poolManageClient(): void {
 
   const memberRow = (m: any) => {
     const mayRemove = m.role !== 'owner' && (canManage || m.user_id === me)
-    const label = m.user_id === me ? t('members.leave') : t('members.remove')
+    const self = m.user_id === me
+    const label = self ? t('members.leave') : t('members.remove')
+    // Whom the button is about: your own row leaves the pool (it read "Leave NAME", as if leaving a person).
+    const name = self ? t('members.leaveLabel') : t('members.removeLabel', { who: m.display_name || m.email })
     return el(
       'tr',
       { 'data-key': m.user_id },
@@ -38,7 +41,7 @@ export function poolManageClient(): void {
       el('td', { text: m.email }),
       el('td', { text: t('role.' + m.role) }),
       el('td', { text: svc.fmtTime(m.joined_at) }),
-      el('td', {}, mayRemove ? el('button', { type: 'button', class: 'small danger', 'aria-label': `${label} ${m.display_name || m.email}`, onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => removeMember(m)) }, label) : ''),
+      el('td', {}, mayRemove ? el('button', { type: 'button', class: 'small danger', 'aria-label': name, onclick: (e: Event) => void svc.exclusive(e.currentTarget as Element, () => removeMember(m)) }, label) : ''),
     )
   }
 

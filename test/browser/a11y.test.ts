@@ -365,4 +365,18 @@ describe.skipIf(!hasChromium)('accessibility of the console in Chromium (harness
     }
     expect(errors).toEqual([])
   }, T)
+
+  test("a member's own row offers \"Leave this pool\" (it read \"Leave Bob Member\", as if leaving a person), and German labels say the action, then whom", async () => {
+    for (const [who, lang, name] of [[M, 'en', 'Leave this pool'], [M, 'de', 'Diesen Pool verlassen'], [A, 'en', 'Remove Bob Member'], [A, 'de', 'Entfernen: Bob Member']] as const) {
+      const { context, page } = await open(who, lang)
+      try {
+        await page.goto(`${server.url}/pools/${poolId}`)
+        await page.locator('#members-body tr[data-key]').first().waitFor()
+        expect([lang, name, await page.getByRole('button', { name, exact: true }).count()]).toEqual([lang, name, 1])
+      } finally {
+        await context.close()
+      }
+    }
+    expect(errors).toEqual([])
+  }, T)
 })
