@@ -3,10 +3,12 @@
 // way as known ones, so lockout behaviour does not reveal which accounts exist.
 import { eq, inArray, lt, and, or, isNull } from 'drizzle-orm'
 import { loginFailures } from '../db/schema'
+import { limitKey } from '../http/ip'
 import type { Ctx } from '../context'
 import type { Db } from '../db/client'
 
-const pairKey = (email: string, ip: string) => `pair:${email}|${ip}`
+// An IPv6 client is its /64 (limitKey): a machine's own addresses are one address here.
+const pairKey = (email: string, ip: string) => `pair:${email}|${limitKey(ip)}`
 const accountKey = (email: string) => `account:${email}`
 
 /** Seconds until the pair or the account may try again; 0 when not locked. */

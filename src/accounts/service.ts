@@ -7,6 +7,7 @@
 // the rest of the leader reaches them through the class (the credential resolver in app.ts too).
 import { and, count, eq, isNull } from 'drizzle-orm'
 import { actionTokens, users } from '../db/schema'
+import { limitKey } from '../http/ip'
 import { AppError, invalid } from '../errors'
 import { newId, randomToken, sha256 } from '../crypto'
 import { recordAudit } from '../audit/service'
@@ -133,9 +134,9 @@ export class Accounts {
     return resolveApiToken(this.ctx, token)
   }
 
-  /** The per-IP limit shared by login and register. */
+  /** The per-IP limit shared by login and register (an IPv6 client's /64 is one IP: limitKey). */
   private limit(ip: string): void {
-    const wait = this.authLimiter.hit(ip)
+    const wait = this.authLimiter.hit(limitKey(ip))
     if (wait > 0) throw new AppError('rate_limited', 'Too many attempts from your address; try again shortly.', { retryAfterS: wait })
   }
 

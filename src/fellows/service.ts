@@ -1,5 +1,5 @@
 // Fellows: join sessions, registration, node credentials, release and removal.
-import { AddressBlocks } from '../http/ip'
+import { AddressBlocks, limitKey } from '../http/ip'
 import { and, count, eq, gt, isNull, lt, min, sql } from 'drizzle-orm'
 import { auditLog, fellows, joinSessions, poolNodes, pools, users } from '../db/schema'
 import { AppError, notFound } from '../errors'
@@ -191,7 +191,7 @@ export class Fellows {
     if (!cfg.allowTokenlessJoin) {
       throw new AppError('join_token_required', 'This leader admits fellows only with a join token (SVC_ALLOW_TOKENLESS_JOIN=0): mint one for a pool and start the fellow with --join-token.')
     }
-    const own = this.tokenlessPerIp.hit(clientIp)
+    const own = this.tokenlessPerIp.hit(limitKey(clientIp))
     if (own > 0) throw new AppError('rate_limited', 'Too many registrations without a join token from your address; try again shortly, or use a join token.', { retryAfterS: own })
     const all = this.tokenlessAll.hit('all')
     if (all > 0) throw new AppError('rate_limited', 'Too many registrations without a join token right now; try again shortly, or use a join token.', { retryAfterS: all })

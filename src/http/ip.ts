@@ -83,6 +83,20 @@ function ipBytes(s: string): Uint8Array | null {
   return out
 }
 
+/**
+ * Whom per-address limits count a client as: an IPv4 address (also written IPv4-mapped), or an
+ * IPv6 address's /64. One machine usually holds a whole /64 (2^64 addresses of its own): counted
+ * per address, each attempt could come from a new one, and the per-address login limit and the
+ * lockout of an (account, address) pair held against nobody. Anything else is counted as written.
+ */
+export function limitKey(ip: string): string {
+  const b = ipBytes(ip)
+  if (b === null) return ip
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  const g = [0, 2, 4, 6].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16))
+  return `${g.join(':')}::/64`
+}
+
 function within(addr: Uint8Array, base: Uint8Array, prefix: number): boolean {
   const whole = prefix >> 3
   for (let i = 0; i < whole; i++) if (addr[i] !== base[i]) return false

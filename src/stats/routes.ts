@@ -3,6 +3,7 @@ import { t } from 'elysia'
 import { Int } from '../model'
 import { AppError } from '../errors'
 import { RateLimiter } from '../rate-limit'
+import { limitKey } from '../http/ip'
 import { asUser } from '../http/callers'
 import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
@@ -35,7 +36,7 @@ export function statsRoutes(app: AppBase, ctx: Ctx, stats: PublicStatsService, r
     .get(
       '/api/v1/public/stats',
       ({ clientIp, set }) => {
-        const wait = limiter.hit(clientIp)
+        const wait = limiter.hit(limitKey(clientIp))
         if (wait > 0) throw new AppError('rate_limited', 'Too many requests; try again shortly.', { retryAfterS: wait })
         set.headers['cache-control'] = `public, max-age=${ctx.cfg.publicStatsTtlS}`
         return stats.get()

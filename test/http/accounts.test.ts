@@ -338,6 +338,23 @@ describe('rate limit and lockout', () => {
     expect((await c.post('/api/v1/auth/login', { email: 'burst@example.com', password: PASSWORD })).status).toBe(429)
   })
 
+  test("an IPv6 client's addresses count as one (its /64): rotating them neither escapes the rate limit nor the pair's lockout", async () => {
+    const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '3', SVC_LOGIN_LOCKOUT_SECONDS: '300', SVC_AUTH_RATE_MAX: '5' })
+    await seedUser(h, 'v6@example.com')
+    const from = (n: number) => h.client({ ip: `2001:db8:77:1::${n.toString(16)}` })
+    const bad = { email: 'v6@example.com', password: 'wrong password!' }
+    const answers = []
+    for (let n = 1; n <= 3; n++) answers.push((await from(n).post('/api/v1/auth/login', bad)).status)
+    expect(answers).toEqual([401, 401, 401])
+    const locked = await from(4).post('/api/v1/auth/login', { email: 'v6@example.com', password: PASSWORD })
+    expect([locked.status, locked.body.code]).toEqual([429, 'locked_out'])
+    // The per-address limit (5 a window) counted all of them: the sixth attempt is refused.
+    expect((await from(5).post('/api/v1/auth/login', bad)).status).toBe(429)
+    expect((await from(6).post('/api/v1/auth/register', { email: 'new6@example.com', password: 'a long enough password' })).body.code).toBe('rate_limited')
+    // Another /64 is another client.
+    expect((await h.client({ ip: '2001:db8:77:2::1' }).post('/api/v1/auth/login', { email: 'v6@example.com', password: PASSWORD })).status).toBe(200)
+  })
+
   test('N-1 failures then a success clears the counter', async () => {
     const h = harness({ SVC_LOGIN_LOCKOUT_THRESHOLD: '3' })
     await seedUser(h, 'clear@example.com')

@@ -2,7 +2,7 @@
 // start path): fixed cases, then random strings and random blocks compared with node:net itself.
 import { describe, expect, test } from 'bun:test'
 import { BlockList, isIP } from 'node:net'
-import { AddressBlocks, ipVersion } from '../../src/http/ip'
+import { AddressBlocks, ipVersion, limitKey } from '../../src/http/ip'
 
 const CASES = [
   '0.0.0.0', '1.2.3.4', '255.255.255.255', '256.1.1.1', '01.2.3.4', '1.2.3.04', '1.2.3', '1.2.3.4.5', ' 1.2.3.4', '1.2.3.4 ', '1.2.3.4/8',
@@ -106,5 +106,18 @@ describe('AddressBlocks is node:net BlockList', () => {
       }
     }
     expect(inside).toBeGreaterThan(10_000)
+  })
+})
+
+describe('limitKey: whom per-address limits count', () => {
+  test('an IPv4 address as itself, also written IPv4-mapped; an IPv6 address as its /64; anything else as written', () => {
+    expect(limitKey('203.0.113.7')).toBe('203.0.113.7')
+    expect(limitKey('::ffff:203.0.113.7')).toBe('203.0.113.7')
+    expect(limitKey('::ffff:cb00:7107')).toBe('203.0.113.7')
+    const block = ['2001:db8:1:2::1', '2001:DB8:1:2:ffff:ffff:ffff:fffe', '2001:0db8:0001:0002:0:0:0:9', '2001:db8:1:2::1%eth0'].map(limitKey)
+    expect(new Set(block)).toEqual(new Set(['2001:db8:1:2::/64']))
+    expect(limitKey('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64')
+    expect(limitKey('::1')).toBe('0:0:0:0::/64')
+    expect(limitKey('unknown')).toBe('unknown')
   })
 })
