@@ -1,7 +1,10 @@
 // Accessibility of the whole console in Chromium against the leader's app from source (the harness
 // on a port of 46400-46449, so what is checked is this checkout's pages and scripts): axe-core's
-// WCAG 2.1 A/AA rules over every page a visitor, a member and an admin can reach, in English and
-// German, with long names, lists and empty states; then the main flows by keyboard alone.
+// WCAG 2.1 A/AA and best-practice rules over every page a visitor, a member and an admin can reach,
+// in English and German, with long names, lists and empty states (no allow-list: none is needed).
+// Then what axe cannot see, by keyboard: refusals tied to their fields, where the focus goes when an
+// action takes its button away or turns it off, Escape on the narrow menu, and the names of row
+// buttons, toggles and the charts' tables.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { readFileSync } from 'node:fs'
