@@ -95,7 +95,8 @@ describe('a signal socket refused while the node token works', () => {
       }
       if (bearer !== s.token) return Response.json({ code: 'unauthorized' }, { status: 401 })
       if (path.startsWith('/ws/')) {
-        s.upgrades.push(path)
+        // The inference socket is refused too (the agent then polls over HTTP); only the signal socket's tries are counted.
+        if (path.startsWith('/ws/signals/')) s.upgrades.push(path)
         return Response.json({ code: 'forbidden' }, { status: 403 })
       }
       if (path === '/api/v1/workers/heartbeat') {
