@@ -6,11 +6,12 @@
 import { redactUrl } from './redact'
 import { readTelemetry } from './telemetry'
 import { Backoff } from './backoff'
-import { LeaderClient, LeaderError, isAuthRefusal, isRetryable, type RegisterResult } from './client'
+import { LeaderClient, LeaderError, NetworkError, isAuthRefusal, isRetryable, type RegisterResult } from './client'
+import { featuresOff, fieldName, leaveOut, namesUnknownField, unknownFields } from './compat'
 import { SignalChannel } from './signals'
 import { P2PListeners } from './p2p'
 import { Work } from './work'
-import { waitForLeader } from './health'
+import { leaderVersion, waitForLeader } from './health'
 import { InferenceServer } from './inference'
 import { loadEngines, type EngineSpec, type RunnerSpec } from './fellow-config'
 import { ensureStateDir, loadState, saveState, type FellowState } from './state'
@@ -19,6 +20,7 @@ import { VERSION } from '../version'
 import { monotonicNow, sleep, systemClock, type TimerClock } from '../time'
 import type { LogBuffer } from './logship'
 import type { Logger } from '../log'
+import type { HeartbeatInput } from '../wire/fellow'
 
 export interface AgentOptions {
   leaderUrl: string
@@ -60,6 +62,14 @@ export class Agent {
   private beating: Promise<boolean> | null = null
   /** The signal socket URL last said to be refused with a working token (said once). */
   private refusedSocketUrl = ''
+  /**
+   * Fields an older leader refused as unknown, left out of what goes to it: heartbeat fields until
+   * it is registered with again or was out of reach (it may come back upgraded), registration
+   * fields for one registration.
+   */
+  private readonly leftOut = { heartbeats: new Set<string>(), registration: new Set<string>() }
+  /** What was said about fields left out, so each is said once. */
+  private readonly saidLeftOut = new Set<string>()
   private heartbeatFailures = 0
   private readonly clock: TimerClock
   private readonly inference: InferenceServer
@@ -200,12 +210,13 @@ export class Agent {
       // for that agent. A leader from before the flag refuses it (422): a plain heartbeat then,
       // with what it does not know (the job, the runners) left out.
       const plain = { status: 'idle' as const, hardware: await readTelemetry(), ...(saved ? {} : { job_id: null, runners: this.work.runnerNames() }) }
+      const send = (body: HeartbeatInput) => this.sendTaken('heartbeats', body, (b) => this.client.heartbeat(b))
       let res
       try {
-        res = await this.client.heartbeat(saved ? { ...plain, check: true } : plain)
+        res = await send(saved ? { ...plain, check: true } : plain)
       } catch (e) {
         if (!(saved && e instanceof LeaderError && e.status === 422)) throw e
-        res = await this.client.heartbeat(plain)
+        res = await send(plain)
       }
       // Nothing runs here: signals for this fellow belong to the agent that runs its work.
       const pending = (res.pending_signals ?? []).map((p) => p.signal)
@@ -235,6 +246,7 @@ export class Agent {
   /** Registers until it works or is refused for good; false when the agent must stop. */
   private async register(): Promise<boolean> {
     const backoff = new Backoff({ baseMs: 1000, maxMs: 60_000 })
+    this.leftOut.registration.clear()
     while (!this.stopper.signal.aborted) {
       try {
         await this.registerOnce()
@@ -242,7 +254,8 @@ export class Agent {
       } catch (e) {
         if (!isRetryable(e) || this.o.once) {
           const full = e instanceof LeaderError && e.code === 'pool_node_limit'
-          // A 422 is what this agent said (its --hostname, say), not its token.
+          // A 422 is what this agent said (its --hostname, say), not its token; a field the leader
+          // does not know means a leader older than this agent.
           const refusedInput = e instanceof LeaderError && e.status === 422
           // 421: the leader does not answer to the name in --leader (its DNS rebinding defence).
           const misdirected = e instanceof LeaderError && e.status === 421
@@ -252,7 +265,9 @@ export class Agent {
               ? 'the leader did not answer'
               : misdirected
                 ? "the leader does not answer to the host name in --leader: use the address of its join command (SVC_BASE_URL), or its operator adds the name to SVC_ALLOWED_HOSTS"
-                : refusedInput
+                : namesUnknownField(e)
+                  ? 'the leader does not take a field this agent sends (see the error): it is likely older than this agent; upgrade the leader, or run the agent of its release'
+                  : refusedInput
                   ? 'the leader refused what this agent sent (see the error): fix that setting'
                   : 'check the join token (it may be expired or revoked): `svc pools join-command POOL` prints a new one'
           this.o.log.error('registration refused', { error: (e as Error).message, hint })
@@ -284,7 +299,7 @@ export class Agent {
     let last: unknown = null
     for (const a of attempts) {
       try {
-        const r = await this.client.register(a.bearer, { ...body, ...(a.fellowId ? { fellow_id: a.fellowId } : {}) })
+        const r = await this.sendTaken('registration', { ...body, ...(a.fellowId ? { fellow_id: a.fellowId } : {}) }, (b) => this.client.register(a.bearer, b))
         // The leader makes a new fellow when the old one is gone (removed): say so, not "same fellow_id".
         const how = a.fellowId && r.fellow_id !== a.fellowId ? `${a.how.replace(/, same fellow_id$/, '')}, as a new fellow (the leader no longer knew ${a.fellowId})` : a.how
         return this.registered(r, how, saved?.fellow_id ?? null)
@@ -303,6 +318,7 @@ export class Agent {
     saveState(this.o.stateDir, this.state)
     this.heartbeatMs = Math.max(1, r.heartbeat_interval_s) * 1000
     this.signalsUrl = r.signals_url
+    this.leftOut.heartbeats.clear()
     this.o.log.info('registered', { fellow_id: r.fellow_id, pool_id: r.pool_id, how, reused_identity: previous === r.fellow_id, heartbeat_interval_s: r.heartbeat_interval_s })
   }
 
@@ -344,7 +360,7 @@ export class Agent {
   private async withdrawModels(): Promise<void> {
     if (!this.state || this.inference.servables().length === 0) return
     const said = this.client
-      .heartbeat({ ...this.work.snapshot(), servables: [], engines: this.inference.engineStates() })
+      .heartbeat(leaveOut({ ...this.work.snapshot(), servables: [], engines: this.inference.engineStates() }, this.leftOut.heartbeats))
       .then(() => this.o.log.info('models withdrawn from the leader before the engines stop'))
       .catch(() => {})
     await Promise.race([said, sleep(this.clock, 2000)])
@@ -360,7 +376,7 @@ export class Agent {
     const { log } = this.o
     try {
       const hardware = await readTelemetry()
-      const res = await this.client.heartbeat({
+      const res = await this.sendTaken('heartbeats', {
         ...this.work.snapshot(),
         bytes_sent: this.counters.sent,
         bytes_received: this.counters.received,
@@ -369,7 +385,7 @@ export class Agent {
         capacity: this.inference.capacity(),
         runners: this.work.runnerNames(),
         engines: this.inference.engineStates(),
-      })
+      }, (b) => this.client.heartbeat(b))
       if (this.heartbeatFailures > 0) log.info('heartbeat recovered', { after_failures: this.heartbeatFailures })
       this.signals?.leaderIsBack()
       this.heartbeatFailures = 0
@@ -381,10 +397,47 @@ export class Agent {
         await this.reregister('heartbeat answered 401')
         return false
       }
+      // Out of reach: it may come back upgraded, and take what it refused.
+      if (e instanceof NetworkError) this.leftOut.heartbeats.clear()
       this.heartbeatFailures++
       if (this.heartbeatFailures === 1 || this.heartbeatFailures % 10 === 0) log.warn('heartbeat failed', { error: (e as Error).message, failures: this.heartbeatFailures })
       return false
     }
+  }
+
+  /**
+   * Sends `body` without what this leader does not take. A 422 naming optional fields as unknown
+   * (a leader older than this agent) leaves them out and sends again at once; once that is taken,
+   * the agent says which features are off.
+   */
+  private async sendTaken<B, T>(what: 'heartbeats' | 'registration', body: B, send: (b: B) => Promise<T>): Promise<T> {
+    const leftOut = this.leftOut[what]
+    const before = leftOut.size
+    for (;;) {
+      try {
+        const res = await send(leaveOut(body, leftOut))
+        if (leftOut.size > before) await this.sayLeftOut(what, leftOut)
+        return res
+      } catch (e) {
+        // Each round leaves out at least one more field of a short list: this ends.
+        const fields = unknownFields(e).filter((f) => !leftOut.has(f))
+        if (fields.length === 0) throw e
+        for (const f of fields) leftOut.add(f)
+      }
+    }
+  }
+
+  private async sayLeftOut(what: string, fields: Set<string>): Promise<void> {
+    const key = `${what}:${[...fields].sort().join(',')}`
+    if (this.saidLeftOut.has(key)) return
+    this.saidLeftOut.add(key)
+    const names = [...fields].map(fieldName)
+    this.o.log.warn(`the leader is older than this agent: it does not take ${names.join(', ')} in ${what}, so they are left out; upgrade the leader`, {
+      leader_version: await leaderVersion(this.o.leaderUrl),
+      agent_version: VERSION,
+      left_out: names,
+      features_off: featuresOff(fields),
+    })
   }
 
   private async heartbeatLoop(): Promise<void> {

@@ -14,6 +14,8 @@ export class LeaderError extends Error {
     readonly code: string,
     readonly detail: string,
     readonly retryAfterS: number | null,
+    /** A 422's problems, each with the JSON pointer of what it refused (`errors` of problem+json). */
+    readonly issues: { path: string; message: string }[] = [],
   ) {
     super(`leader answered ${status}${code ? ` ${code}` : ''}${detail ? `: ${detail}` : ''}`)
   }
@@ -218,16 +220,18 @@ async function drain(res: Response): Promise<void> {
 async function leaderError(res: Response): Promise<LeaderError> {
   let code = ''
   let detail = ''
+  let issues: { path: string; message: string }[] = []
   try {
-    const p = (await res.json()) as { code?: unknown; detail?: unknown; title?: unknown }
+    const p = (await res.json()) as { code?: unknown; detail?: unknown; title?: unknown; errors?: unknown }
     if (typeof p.code === 'string') code = p.code
     if (typeof p.detail === 'string') detail = p.detail
     else if (typeof p.title === 'string') detail = p.title
+    if (Array.isArray(p.errors)) issues = p.errors.filter((i): i is { path: string; message: string } => typeof i?.path === 'string' && typeof i?.message === 'string')
   } catch {
     // not problem+json: the status says enough
   }
   const ra = Number(res.headers.get('retry-after'))
-  return new LeaderError(res.status, code, detail, Number.isFinite(ra) && ra > 0 ? ra : null)
+  return new LeaderError(res.status, code, detail, Number.isFinite(ra) && ra > 0 ? ra : null, issues)
 }
 
 /** The token was refused: re-register (heartbeat 401, or 403 from a handshake). */

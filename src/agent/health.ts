@@ -21,6 +21,17 @@ export async function checkLeaderHealth(leaderUrl: string, timeoutMs = 5000): Pr
   }
 }
 
+/** The version the leader says in its health answer (null: it says none, or does not answer). */
+export async function leaderVersion(leaderUrl: string, timeoutMs = 5000): Promise<string | null> {
+  try {
+    const res = await fetch(`${leaderUrl.replace(/\/+$/, '')}/api/v1/health`, { signal: AbortSignal.timeout(timeoutMs) })
+    const v = ((await res.json()) as { version?: unknown }).version
+    return typeof v === 'string' ? v.slice(0, 64) : null
+  } catch {
+    return null
+  }
+}
+
 /** Waits until the leader is healthy; false when aborted first. Logs each miss with its delay. */
 export async function waitForLeader(
   leaderUrl: string,
