@@ -18,7 +18,7 @@ import * as inference from '../inference/model'
 import * as jobs from '../jobs/model'
 import * as pools from '../pools/model'
 import * as servables from '../servables/model'
-import { ContributionShape, PublicStatsShape } from '../stats/routes'
+import { ContributionShape, PublicStatsShape } from '../stats/model'
 import { isObject, tidySchema } from './openapi-schema'
 
 /** Name -> the schema the routes answer with. A name reads as a type in TypeScript, Python, Go and Java. */

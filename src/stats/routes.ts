@@ -1,6 +1,6 @@
 // GET /api/v1/public/stats (anonymous, rate-limited per client IP) and GET /api/v1/me/contribution.
 import { t } from 'elysia'
-import { Int } from '../model'
+import { ContributionShape, PublicStatsShape } from './model'
 import { AppError } from '../errors'
 import { RateLimiter } from '../rate-limit'
 import { limitKey } from '../http/ip'
@@ -9,25 +9,6 @@ import type { AppBase } from '../http/base'
 import type { Ctx } from '../context'
 import type { ContributionRollup } from './contribution'
 import type { PublicStatsService } from './public'
-
-const Count = t.Nullable(Int())
-export const PublicStatsShape = t.Object({
-  nodes_online: Count,
-  gpus_online: Count,
-  pools: Count,
-  users: Count,
-  gpu_hours_contributed: Count,
-  tokens_served: Count,
-  requests_served: Count,
-  generated_at: t.String(),
-})
-export const ContributionShape = t.Object({
-  gpu_seconds: t.Number(),
-  tokens_served: Int(),
-  requests_served: Int(),
-  credits_status: t.Literal('not_implemented'),
-  updated_at: t.Nullable(t.String()),
-})
 
 export function statsRoutes(app: AppBase, ctx: Ctx, stats: PublicStatsService, rollup: ContributionRollup) {
   // The bundled reverse proxy is not assumed: the leader limits this anonymous route itself.

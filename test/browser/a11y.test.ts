@@ -1,5 +1,5 @@
 // Accessibility of the whole console in Chromium against the leader's app from source (the harness
-// on a port of 46400-46449, so what is checked is this checkout's pages and scripts): axe-core's
+// on a free port, so what is checked is this checkout's pages and scripts): axe-core's
 // WCAG 2.1 A/AA and best-practice rules over every page a visitor, a member and an admin can reach,
 // in English and German, with long names, lists and empty states (no allow-list: none is needed).
 // Then what axe cannot see, by keyboard: refusals tied to their fields, where the focus goes when an
@@ -10,24 +10,15 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { readFileSync } from 'node:fs'
 import { makeHarness, seedUser, sessionClient, type Client, type Harness } from '../helpers/harness'
 import { until } from '../helpers/until'
+import { listen } from '../helpers/listen'
 import { hasChromium, holdBack, launch, watchErrors } from './support'
 
 const T = 60_000
 const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12, temperature_c: 47 }
 const LONG = 'Computational Linguistics Research Group – Übersetzungscluster mit einem sehr langen Namen'
 
-/** The harness app on the first free port of this suite's range. */
-function serve(h: Harness): { url: string; stop(): Promise<void> } {
-  for (let port = 46400; port <= 46449; port++) {
-    try {
-      h.app.listen({ hostname: '127.0.0.1', port })
-      return { url: `http://127.0.0.1:${port}`, stop: async () => void (await h.app.server?.stop(true)) }
-    } catch {
-      // taken: the next one
-    }
-  }
-  throw new Error('no free port in 46400-46449')
-}
+/** The harness app on a free port. */
+const serve = (h: Harness) => listen(h)
 
 interface Violation {
   id: string

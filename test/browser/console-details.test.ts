@@ -7,23 +7,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { makeHarness, seedUser, sessionClient, tokenClient, type Client, type Harness } from '../helpers/harness'
 import { until } from '../helpers/until'
+import { listen } from '../helpers/listen'
 import { hasChromium, holdBack, launch, shot, watchErrors } from './support'
 
 const T = 60_000
 const GPU = { index: 0, name: 'NVIDIA RTX 4090', memory_total_mb: 24564, memory_free_mb: 20480, utilization_pct: 12 }
 
-/** The harness app on the first free port of this suite's range. */
-function serve(h: Harness): { url: string; stop(): Promise<void> } {
-  for (let port = 46850; port <= 46899; port++) {
-    try {
-      h.app.listen({ hostname: '127.0.0.1', port })
-      return { url: `http://127.0.0.1:${port}`, stop: async () => void (await h.app.server?.stop(true)) }
-    } catch {
-      // taken: the next one
-    }
-  }
-  throw new Error('no free port in 46850-46899')
-}
+/** The harness app on a free port. */
+const serve = (h: Harness) => listen(h)
 
 describe.skipIf(!hasChromium)('console details in Chromium (harness app)', () => {
   const h = makeHarness()

@@ -12,6 +12,11 @@ import { LeaderClient } from '../../src/agent/client'
 import { LogBuffer, agentLogger } from '../../src/agent/logship'
 import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
+import { freeBase } from '../helpers/listen'
+
+/** A stand-in leader on a free port. */
+const serveStandIn = (fetch: (req: Request) => Response | Promise<Response>, websocket?: Parameters<typeof Bun.serve>[0]['websocket']) =>
+  Bun.serve({ hostname: '127.0.0.1', port: 0, fetch, ...(websocket ? { websocket } : {}) } as Parameters<typeof Bun.serve>[0])
 
 const PREFIXES = ['', '/svc', '/ws/gpu', '/svc/ws', '/api/v1/x', '/ws', '/x/api/v1x']
 const JOB = '01a2b3c4-0000-7000-8000-00000000j0b1'
@@ -35,7 +40,7 @@ describe('URLs from the leader under a base path', () => {
 
   test('relay push and pop reach the leader at the path it answers under (a real request)', async () => {
     const seen: string[] = []
-    const server = serveInRange((req) => {
+    const server = serveStandIn((req) => {
       seen.push(new URL(req.url).pathname)
       return new Response(null, { status: 204 })
     })
@@ -56,36 +61,13 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c()
 })
 
-/** Ports of this test: 46900-46949 (below the ephemeral range, and nobody else's). */
-function serveInRange(fetch: Parameters<typeof Bun.serve>[0]['fetch'], websocket?: Parameters<typeof Bun.serve>[0]['websocket']) {
-  for (let port = 46900; port < 46950; port++) {
-    try {
-      return Bun.serve({ hostname: '127.0.0.1', port, fetch, ...(websocket ? { websocket } : {}) } as Parameters<typeof Bun.serve>[0])
-    } catch {
-      // taken: the next one
-    }
-  }
-  throw new Error('no free port in 46900-46949')
-}
 
-function freePairInRange(): number {
-  for (let base = 46940; base < 46950; base += 2) {
-    try {
-      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
-      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
-      return base
-    } catch {
-      // taken: the next pair
-    }
-  }
-  throw new Error('no free port pair in 46940-46949')
-}
 
 describe('a signal socket refused while the node token works', () => {
   test('is not taken for a revoked token: no re-registration (no new token) however long it lasts, one warning naming the refused URL, heartbeats go on', async () => {
     const s = { registrations: 0, heartbeats: [] as (string | null)[], upgrades: [] as string[], token: '' }
     // Like a proxy that refuses the socket's path (403) in front of a leader that takes the token.
-    const server = serveInRange(async (req) => {
+    const server = serveStandIn(async (req) => {
       const path = new URL(req.url).pathname
       const bearer = req.headers.get('authorization')?.replace(/^Bearer /, '') ?? null
       if (path === '/api/v1/health') return Response.json({ status: 'ok' })
@@ -117,7 +99,7 @@ describe('a signal socket refused while the node token works', () => {
       hostname: 'unit',
       advertiseHost: '127.0.0.1',
       listenHost: '127.0.0.1',
-      p2pPortBase: freePairInRange(),
+      p2pPortBase: freeBase(),
       once: false,
       log: agentLogger('info', logs, (l) => lines.push(l)),
       logs,

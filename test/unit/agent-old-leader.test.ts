@@ -11,6 +11,11 @@ import { Agent } from '../../src/agent/agent'
 import { LogBuffer, agentLogger } from '../../src/agent/logship'
 import { FakeClock } from '../helpers/clock'
 import { until } from '../helpers/until'
+import { freeBase } from '../helpers/listen'
+
+/** A stand-in leader on a free port. */
+const serveStandIn = (fetch: (req: Request) => Response | Promise<Response>, websocket?: Parameters<typeof Bun.serve>[0]['websocket']) =>
+  Bun.serve({ hostname: '127.0.0.1', port: 0, fetch, ...(websocket ? { websocket } : {}) } as Parameters<typeof Bun.serve>[0])
 
 const JOIN = 'svc_join_' + 'j'.repeat(43)
 const FELLOW = '01a2b3c4-0000-7000-8000-00000000abcd'
@@ -19,30 +24,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c()
 })
 
-/** Ports of this test: 46900-46949 (below the ephemeral range, and nobody else's). */
-function serveInRange(fetch: (req: Request) => Response | Promise<Response>) {
-  for (let port = 46900; port < 46940; port++) {
-    try {
-      return Bun.serve({ hostname: '127.0.0.1', port, fetch })
-    } catch {
-      // taken: the next one
-    }
-  }
-  throw new Error('no free port in 46900-46939')
-}
 
-function freePairInRange(): number {
-  for (let base = 46940; base < 46950; base += 2) {
-    try {
-      Bun.listen({ hostname: '127.0.0.1', port: base, socket: { data() {} } }).stop(true)
-      Bun.listen({ hostname: '127.0.0.1', port: base + 1, socket: { data() {} } }).stop(true)
-      return base
-    } catch {
-      // taken: the next pair
-    }
-  }
-  throw new Error('no free port pair in 46940-46949')
-}
 
 const BASE_FIELDS = ['fellow_id', 'status', 'job_id', 'step', 'loss', 'bytes_sent', 'bytes_received', 'hardware']
 
@@ -63,7 +45,7 @@ function olderLeader(takes: string[], version: string | null = '0.1.0+0ldc0de') 
     registerRefuses: [] as string[],
     registered: [] as Record<string, unknown>[],
   }
-  const server = serveInRange(async (req) => {
+  const server = serveStandIn(async (req) => {
     const path = new URL(req.url).pathname
     const bearer = req.headers.get('authorization')?.replace(/^Bearer /, '') ?? null
     if (path === '/api/v1/health') return Response.json(version ? { status: 'ok', version } : { status: 'ok' })
@@ -117,7 +99,7 @@ function startAgent(leaderUrl: string) {
     hostname: 'unit',
     advertiseHost: '127.0.0.1',
     listenHost: '127.0.0.1',
-    p2pPortBase: freePairInRange(),
+    p2pPortBase: freeBase(),
     once: false,
     log: agentLogger('info', logs, (l) => lines.push(l)),
     logs,
