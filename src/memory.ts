@@ -1,6 +1,6 @@
 // Memory a long-running process (`svc serve`, `svc fellow`) need not keep after its start.
 import { dlopen, FFIType } from 'bun:ffi'
-import { readFileSync, readlinkSync, statSync } from 'node:fs'
+import { readFileSync, readlinkSync } from 'node:fs'
 
 /** A process that used less than this share of one core over a check's window is quiet. */
 const QUIET_CPU_SHARE = 0.05
@@ -78,8 +78,12 @@ export function parseSmaps(text: string): Mapping[] {
  * segment has). Dropping a page of one of these loses nothing: the next read maps the same bytes
  * from the file again.
  */
-export function releasableMappings(maps: Mapping[], exe: { inode: number; path: string }): Mapping[] {
-  return maps.filter((m) => m.inode === exe.inode && m.path === exe.path && m.perms[1] === '-' && m.perms[3] === 'p' && m.anonymousKb === 0)
+export function releasableMappings(maps: Mapping[], exePath: string): Mapping[] {
+  // By path alone: the maps' inode need not be the one /proc/self/exe stats to (overlayfs, as
+  // containers use, has named the lower file's on some kernels; on 6.18 both agree). A binary
+  // replaced while running is mapped as "PATH (deleted)", as /proc/self/exe then reads, so the path
+  // still names this process's own executable.
+  return maps.filter((m) => m.path === exePath && m.perms[1] === '-' && m.perms[3] === 'p' && m.anonymousKb === 0)
 }
 
 type Madvise = (addr: number, length: number, advice: number) => number
@@ -116,7 +120,7 @@ export function releaseExecutablePages(): number {
   if (call === null) return 0
   let released = 0
   try {
-    const exe = { inode: statSync('/proc/self/exe').ino, path: readlinkSync('/proc/self/exe') }
+    const exe = readlinkSync('/proc/self/exe')
     for (const m of releasableMappings(parseSmaps(readFileSync('/proc/self/smaps', 'utf8')), exe)) {
       if (call(Number(m.start), Number(m.end - m.start), MADV_DONTNEED) === 0) released += Number(m.end - m.start)
     }
