@@ -228,12 +228,18 @@ async function leaderError(res: Response): Promise<LeaderError> {
     else if (typeof p.title === 'string') detail = p.title
     if (Array.isArray(p.errors)) issues = p.errors.filter((i): i is { path: string; message: string } => typeof i?.path === 'string' && typeof i?.message === 'string')
   } catch {
-    // not problem+json: the status says enough
+    // Not problem+json: a proxy's own page (its body limit, an auth gate, a timeout), not the leader.
+    const type = res.headers.get('content-type')?.split(';')[0]?.trim()
+    detail = `not an answer of the leader (${type || 'no content type'}): a proxy in front of it answered instead`
   }
   const ra = Number(res.headers.get('retry-after'))
   return new LeaderError(res.status, code, detail, Number.isFinite(ra) && ra > 0 ? ra : null, issues)
 }
 
 /** The token was refused: re-register (heartbeat 401, or 403 from a handshake). */
-export const isAuthRefusal = (e: unknown): boolean => e instanceof LeaderError && e.status === 401
+/**
+ * The leader refused the credential: a 401 with its problem code. A proxy's own 401 page (an auth
+ * gate in front) says nothing of the node token: re-registering for it rotated the token for naught.
+ */
+export const isAuthRefusal = (e: unknown): boolean => e instanceof LeaderError && e.status === 401 && e.code !== ''
 export const isRetryable = (e: unknown): boolean => e instanceof NetworkError || (e instanceof LeaderError && (e.status >= 500 || e.status === 429 || e.status === 408))

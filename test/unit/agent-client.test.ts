@@ -10,6 +10,7 @@ const server = Bun.serve({
     const path = new URL(req.url).pathname
     if (path === '/slow/api/v1/health') return new Promise<Response>(() => {}) // never answers: the client's timeout must end the wait
     const code = Number(/\/(\d{3})\//.exec(path)?.[1] ?? 200)
+    if (path.startsWith('/proxy/')) return new Response(`<html><body><h1>${code}</h1>nginx</body></html>`, { status: code, headers: { 'content-type': 'text/html' } })
     if (code === 200) return Response.json({ status: 'ok', auth: req.headers.get('authorization') })
     const headers = { 'content-type': 'application/problem+json', ...(code === 429 ? { 'retry-after': '3' } : {}) }
     return new Response(JSON.stringify({ type: 'about:blank', title: 'x', status: code, detail: `said ${code}`, code: `code_${code}` }), { status: code, headers })
@@ -53,6 +54,13 @@ describe('leader client', () => {
     const slow = await new LeaderClient(`${base}/slow`, () => null).request('GET', '/api/v1/health', { timeoutMs: 100 }).catch((e) => e)
     expect(slow).toBeInstanceOf(NetworkError)
     expect((slow as Error).message).toContain('timed out after 100 ms')
+  })
+
+  test("a proxy's own error page is named as such, and its 401 is not taken for a refused node token", async () => {
+    const big = (await client.request('PUT', '/proxy/413/x').catch((e) => e)) as LeaderError
+    expect([big.status, big.code, big.message]).toEqual([413, '', 'leader answered 413: not an answer of the leader (text/html): a proxy in front of it answered instead'])
+    const gate = (await client.request('GET', '/proxy/401/x').catch((e) => e)) as LeaderError
+    expect([gate.status, isAuthRefusal(gate)]).toEqual([401, false])
   })
 
   test('URLs the leader hands out are re-based onto --leader, keeping their path', () => {
