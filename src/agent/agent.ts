@@ -43,6 +43,8 @@ export interface AgentOptions {
 }
 
 const LOG_SHIP_MS = 2000
+/** Heartbeat fields an older leader refused are offered again this long after (it may have been upgraded). */
+export const LEFT_OUT_RETRY_MS = 10 * 60_000
 
 export class Agent {
   private readonly client: LeaderClient
@@ -64,10 +66,14 @@ export class Agent {
   private refusedSocketUrl = ''
   /**
    * Fields an older leader refused as unknown, left out of what goes to it: heartbeat fields until
-   * it is registered with again or was out of reach (it may come back upgraded), registration
-   * fields for one registration.
+   * it is registered with again, answered nothing or not as itself (a restart, a proxy's page), or
+   * LEFT_OUT_RETRY_MS passed (an upgrade in place keeps the node token and may fall between two
+   * heartbeats: the fields came back only with a restart of the agent); registration fields for
+   * one registration.
    */
   private readonly leftOut = { heartbeats: new Set<string>(), registration: new Set<string>() }
+  /** When (monotonic) heartbeat fields were last left out; they are tried again LEFT_OUT_RETRY_MS later. */
+  private leftOutAt = 0
   /** What was said about fields left out, so each is said once. */
   private readonly saidLeftOut = new Set<string>()
   private heartbeatFailures = 0
@@ -340,6 +346,9 @@ export class Agent {
    * token works and the socket's URL is what is refused: said once, the socket keeps its back-off.
    */
   private async onRefused(status: number | null): Promise<void> {
+    // A heartbeat already on the wire may have been taken before the token was revoked: wait it
+    // out and ask with one sent after the refusal.
+    await this.beating
     if (this.reregistering || !(await this.heartbeat())) return
     const url = this.client.rebase(this.signalsUrl, true)
     if (url === this.refusedSocketUrl) return
@@ -397,8 +406,9 @@ export class Agent {
         await this.reregister('heartbeat answered 401')
         return false
       }
-      // Out of reach: it may come back upgraded, and take what it refused.
-      if (e instanceof NetworkError) this.leftOut.heartbeats.clear()
+      // Out of reach, or a proxy answering for it (5xx, not its problem+json): it may come back
+      // upgraded, and take what it refused.
+      if (e instanceof NetworkError || (e instanceof LeaderError && (e.status >= 500 || e.code === ''))) this.leftOut.heartbeats.clear()
       this.heartbeatFailures++
       if (this.heartbeatFailures === 1 || this.heartbeatFailures % 10 === 0) log.warn('heartbeat failed', { error: (e as Error).message, failures: this.heartbeatFailures })
       return false
@@ -412,11 +422,15 @@ export class Agent {
    */
   private async sendTaken<B, T>(what: 'heartbeats' | 'registration', body: B, send: (b: B) => Promise<T>): Promise<T> {
     const leftOut = this.leftOut[what]
+    if (what === 'heartbeats' && leftOut.size > 0 && monotonicNow(this.clock) - this.leftOutAt >= LEFT_OUT_RETRY_MS) leftOut.clear()
     const before = leftOut.size
     for (;;) {
       try {
         const res = await send(leaveOut(body, leftOut))
-        if (leftOut.size > before) await this.sayLeftOut(what, leftOut)
+        if (leftOut.size > before) {
+          if (what === 'heartbeats') this.leftOutAt = monotonicNow(this.clock)
+          void this.sayLeftOut(what, new Set(leftOut))
+        }
         return res
       } catch (e) {
         // Each round leaves out at least one more field of a short list: this ends.

@@ -144,7 +144,9 @@ export class SignalChannel {
         return
       }
       const status = handshakeStatus(failure)
-      this.refused = !opened && status !== null
+      // Refused by the leader (4xx). A proxy's 502-504 while the leader is down is no refusal: the
+      // socket reconnects with the first heartbeat the leader takes again (leaderIsBack).
+      this.refused = !opened && status !== null && status >= 400 && status < 500
       if (!opened && (status === 401 || status === 403 || ev.code === CLOSE_REFUSED)) this.opts.onRefused(status)
       const ms = this.backoff.next()
       log.warn('signals disconnected; reconnecting', { code: ev.code, ...(status ? { status } : {}), ...(failure && !opened ? { error: failure } : {}), retry_ms: ms })

@@ -43,6 +43,8 @@ function olderLeader(takes: string[], version: string | null = '0.1.0+0ldc0de') 
     badValue: null as string | null,
     /** Registration fields it does not take (a leader from before agent_version). */
     registerRefuses: [] as string[],
+    /** Heartbeats answered by a proxy's own 502 page (the leader restarting behind it). */
+    proxyPages: 0,
     registered: [] as Record<string, unknown>[],
   }
   const server = serveStandIn(async (req) => {
@@ -63,6 +65,10 @@ function olderLeader(takes: string[], version: string | null = '0.1.0+0ldc0de') 
     if (bearer !== s.token) return Response.json({ code: 'unauthorized' }, { status: 401 })
     if (path === '/api/v1/workers/heartbeat') {
       const body = (await req.json()) as Record<string, unknown>
+      if (s.proxyPages > 0) {
+        s.proxyPages--
+        return new Response('<html><body><h1>502 Bad Gateway</h1>nginx</body></html>', { status: 502, headers: { 'content-type': 'text/html' } })
+      }
       if (s.badValue) {
         s.refused++
         const at = `/${s.badValue}/0`
@@ -170,6 +176,27 @@ describe('a newer agent on an older leader', () => {
     leader.s.token = 'svc_node_revoked'
     await until(() => leader.s.accepted.some((hb) => hb.engines !== undefined), 'a heartbeat with engines after registering again', { ...time, timeoutMs: 15_000 })
     expect(leader.s.registrations).toBeGreaterThanOrEqual(2)
+  })
+
+  test('upgraded in place (the node token kept, the restart between two heartbeats): the fields are offered again within LEFT_OUT_RETRY_MS', async () => {
+    const leader = olderLeader(['capacity', 'runners', 'engines'])
+    const { clock } = startAgent(leader.url)
+    await until(() => leader.s.accepted.length >= 2, 'heartbeats without servables', { tick: () => clock.advance(250), timeoutMs: 15_000 })
+    expect(leader.s.accepted.every((hb) => hb.servables === undefined)).toBe(true)
+    leader.s.takes.add('servables')
+    await until(() => leader.s.accepted.some((hb) => hb.servables !== undefined), 'a heartbeat with servables', { tick: () => clock.advance(30_000), timeoutMs: 15_000 })
+    expect(leader.s.registrations).toBe(1)
+  })
+
+  test("behind a proxy: its 502 pages while the leader restarts count as losing it, and the fields are offered again at once", async () => {
+    const leader = olderLeader(['servables', 'capacity', 'runners'])
+    const { clock } = startAgent(leader.url)
+    const time = { tick: () => clock.advance(250), timeoutMs: 15_000 }
+    await until(() => leader.s.accepted.length >= 2, 'heartbeats without engines', time)
+    leader.s.takes.add('engines')
+    leader.s.proxyPages = 2
+    await until(() => leader.s.accepted.some((hb) => hb.engines !== undefined), 'a heartbeat with engines after the restart', time)
+    expect(leader.s.registrations).toBe(1)
   })
 
   test('a 422 for a value (not an unknown field) leaves nothing out and says nothing of an older leader: the heartbeat failed, as before', async () => {

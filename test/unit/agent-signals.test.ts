@@ -71,6 +71,25 @@ describe('signal channel', () => {
     expect(leader.handshakes()).toBe(2)
   })
 
+  test("behind a proxy, its 502 page for the handshake while the leader is down is no refusal: the leader back, the socket connects at once", async () => {
+    let down = true
+    const sockets: ServerWebSocket<unknown>[] = []
+    const server = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: (req, srv) => (down ? new Response('<html>502 Bad Gateway</html>', { status: 502, headers: { 'content-type': 'text/html' } }) : srv.upgrade(req) ? undefined : new Response('no', { status: 400 })),
+      websocket: { open: (ws) => void sockets.push(ws), message() {} },
+    })
+    stops.push(() => server.stop(true))
+    const { ch, clock, refused } = channel(`ws://127.0.0.1:${server.port}/ws/signals/f1`, { v: 'good' })
+    ch.start()
+    await until(() => clock.pending === 1, 'the reconnect timer after the 502')
+    down = false
+    ch.leaderIsBack()
+    await until(() => sockets.length === 1, 'connected at once, the back-off not waited out')
+    expect(refused).toEqual([])
+  })
+
   test('delivers signals, and reconnects with backoff when the leader drops the socket', async () => {
     const leader = fakeLeader()
     const { ch, got, clock } = channel(leader.url, { v: 'good' })
