@@ -136,8 +136,9 @@ export function poolManageClient(): void {
     if (!r.ok) {
       const box = $('invite-link-box')
       if (box) box.hidden = true
-      // Tied to the address (a malformed one, one already a member, one with too many invitations).
-      return svc.formError('invite-form-msg', svc.refusedFields(r, { '/email': ['invite-email'], conflict: ['invite-email'], invite_limit: ['invite-email'] }), r.error ?? '')
+      // Tied to the address when it is about the address (a malformed one, one already a member);
+      // the inviter's own limit (invite_limit) is no fault of the address: said under the form.
+      return svc.formError('invite-form-msg', svc.refusedFields(r, { '/email': ['invite-email'], conflict: ['invite-email'] }), r.error ?? '')
     }
     // Say what really happened: mailed, not mailed (no mail server), or already open.
     const key = r.status !== 201 ? 'invite.alreadyOpen' : r.data.mailed ? 'invite.mailed' : 'invite.notMailed'
