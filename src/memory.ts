@@ -54,7 +54,9 @@ export interface Mapping {
   perms: string
   inode: number
   path: string
+  /** Pages copied on write, in memory (`Anonymous:`) and swapped out (`Swap:`). */
   anonymousKb: number
+  swapKb: number
 }
 
 /** The mappings of an smaps text (`start-end perms offset dev inode path`, then `Key: value` lines). */
@@ -63,19 +65,19 @@ export function parseSmaps(text: string): Mapping[] {
   for (const line of text.split('\n')) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ (\d+)\s*(.*)$/.exec(line)
     if (head) {
-      out.push({ start: BigInt(`0x${head[1]}`), end: BigInt(`0x${head[2]}`), perms: head[3]!, inode: Number(head[4]), path: head[5]!, anonymousKb: 0 })
+      out.push({ start: BigInt(`0x${head[1]}`), end: BigInt(`0x${head[2]}`), perms: head[3]!, inode: Number(head[4]), path: head[5]!, anonymousKb: 0, swapKb: 0 })
       continue
     }
-    const anon = /^Anonymous:\s+(\d+) kB/.exec(line)
-    if (anon && out.length > 0) out[out.length - 1]!.anonymousKb = Number(anon[1])
+    const kb = /^(Anonymous|Swap):\s+(\d+) kB/.exec(line)
+    if (kb && out.length > 0) out[out.length - 1]![kb[1] === 'Swap' ? 'swapKb' : 'anonymousKb'] = Number(kb[2])
   }
   return out
 }
 
 /**
  * The mappings of the executable whose pages are the file's and nothing else: private, never
- * writable and never written (no page of them copied on write, which a relocated read-only
- * segment has). Dropping a page of one of these loses nothing: the next read maps the same bytes
+ * writable and never written (no page of them copied on write, in memory or in swap, which a
+ * relocated read-only segment has). Dropping a page of one of these loses nothing: the next read maps the same bytes
  * from the file again.
  */
 export function releasableMappings(maps: Mapping[], exePath: string): Mapping[] {
@@ -83,7 +85,10 @@ export function releasableMappings(maps: Mapping[], exePath: string): Mapping[] 
   // containers use, has named the lower file's on some kernels; on 6.18 both agree). A binary
   // replaced while running is mapped as "PATH (deleted)", as /proc/self/exe then reads, so the path
   // still names this process's own executable.
-  return maps.filter((m) => m.path === exePath && m.perms[1] === '-' && m.perms[3] === 'p' && m.anonymousKb === 0)
+  // A written page swapped out counts under Swap, not Anonymous: the relocated read-only segment
+  // (its GOT) with all its written pages in swap looked clean, and dropping them would have put
+  // the file's unrelocated bytes back under the running code.
+  return maps.filter((m) => m.path === exePath && m.perms[1] === '-' && m.perms[3] === 'p' && m.anonymousKb === 0 && m.swapKb === 0)
 }
 
 type Madvise = (addr: number, length: number, advice: number) => number
@@ -108,7 +113,8 @@ function libcMadvise(): Madvise | null {
  * the runtime's and JavaScriptCore's set-up, both of its compilers (the start's run-once code
  * crosses their thresholds), the migrations' and route building's paths. Those pages stay mapped,
  * and counted in the process's resident memory, for as long as it runs, though an idle leader uses
- * a fraction of them: about 14 MiB of its 60 MiB at idle (docs/benchmarks.md). Unmapping them
+ * a fraction of them: unmapping them takes 17 of an unused leader's 58 MiB, and about 6 MiB stay
+ * off once it has served the console for a while (docs/benchmarks.md). Unmapping them
  * (madvise MADV_DONTNEED) leaves them in the kernel's page cache, where the next use maps each
  * page again (a minor fault, no disk read while the cache keeps them; first requests after the
  * drop measured no slower) and the kernel can reclaim the rest without unmapping anything. Only

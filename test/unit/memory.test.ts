@@ -63,6 +63,10 @@ describe('the executable\'s pages', () => {
     // read-only after the loader relocated it: its written pages are no longer the file's
     '0685f000-06867000 r--p 06656000 fe:00 2834755                            /opt/svc',
     'Anonymous:            12 kB',
+    // the same, with its written pages swapped out: Anonymous says 0, Swap does not
+    '06870000-06872000 r--p 06656000 fe:00 2834755                            /opt/svc',
+    'Anonymous:             0 kB',
+    'Swap:                  8 kB',
     '06867000-0752b000 rw-p 0665e000 fe:00 2834755                            /opt/svc',
     'Anonymous:           116 kB',
     '7f0000000000-7f0000200000 r-xp 00000000 fe:00 99                         /usr/lib/x86_64-linux-gnu/libc.so.6',
@@ -75,8 +79,8 @@ describe('the executable\'s pages', () => {
 
   test('only private mappings of the executable that were never writable nor written are let go', () => {
     const maps = parseSmaps(smaps)
-    expect(maps).toHaveLength(8)
-    expect(maps[0]).toEqual({ start: 0x200000n, end: 0x1a39000n, perms: 'r--p', inode: 2834755, path: '/opt/svc', anonymousKb: 0 })
+    expect(maps).toHaveLength(9)
+    expect(maps[0]).toEqual({ start: 0x200000n, end: 0x1a39000n, perms: 'r--p', inode: 2834755, path: '/opt/svc', anonymousKb: 0, swapKb: 0 })
     const released = releasableMappings(maps, '/opt/svc').map((m) => m.start)
     expect(released).toEqual([0x200000n, 0x1a40000n])
     // other files' mappings (libc, another binary of the same inode number) are not the executable's
