@@ -76,8 +76,11 @@ export function hostCheck(rules: HostRules, log?: Logger): (host: string | null)
  * Origin (the CLI and agents send none), and the leader answers no cross-origin requests (no CORS),
  * so a page of another site has nothing to send here. `null` (a sandboxed frame, a file) is refused.
  */
-export function originCheck(rules: HostRules): (origin: string | null) => AppError | null {
+export function originCheck(rules: HostRules, log?: Logger): (origin: string | null) => AppError | null {
   const hostOf = hostCheck(rules)
+  // Said once per origin (bounded): behind a proxy that sends its own Host, a public name missing
+  // from SVC_BASE_URL and SVC_ALLOWED_HOSTS refuses the console's own logins, and says why here.
+  const said = new Set<string>()
   return (origin) => {
     if (origin === null) return null
     let host: string | null = null
@@ -88,6 +91,11 @@ export function originCheck(rules: HostRules): (origin: string | null) => AppErr
       // not a URL: refused below
     }
     if (host !== null && hostOf(host) === null) return null
+    if (log && !said.has(origin)) {
+      if (said.size >= 1000) said.clear()
+      said.add(origin)
+      log.warn('refused a change from a page of a site this leader does not answer to (its Origin); if it is this leader\'s own public name, set SVC_BASE_URL to it or add it to SVC_ALLOWED_HOSTS', { origin: origin.slice(0, 100) })
+    }
     return new AppError('forbidden', `This request came from a page of another site (Origin ${JSON.stringify(origin.slice(0, 100))}); this leader takes changes only from its own pages (SVC_BASE_URL, SVC_ALLOWED_HOSTS).`)
   }
 }

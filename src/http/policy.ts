@@ -256,7 +256,7 @@ export function requestGate({ cfg, log, resolve, index }: PolicyDeps): RequestGa
   const decided = new WeakMap<Request, Admission | AppError>()
   const pickClientIp = clientIpResolver(cfg, log)
   const checkHost = hostCheck(cfg, log)
-  const checkOrigin = originCheck(cfg)
+  const checkOrigin = originCheck(cfg, log)
   const decide = (request: Request, route: string, server: GateServer): Admission => {
     // Before anything is decided for the caller: a name this leader does not answer to is a page
     // of another site rebound to this address (src/http/host.ts), by the Host it names or, behind

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { makeHarness, seedUser } from '../helpers/harness'
 import { listen } from '../helpers/listen'
-import { hostCheck } from '../../src/http/host'
+import { hostCheck, originCheck } from '../../src/http/host'
 import { silentLogger } from '../../src/log'
 
 const stops: (() => Promise<void>)[] = []
@@ -108,6 +108,18 @@ describe('the Host header (DNS rebinding)', () => {
     for (const host of ['leader.example.org.evil.example', 'xcorp.example', 'gpu-box.evil.example', 'example.org']) expect([host, await status(host)]).toEqual([host, 421])
     // Not a host name at all: 400.
     for (const host of ['a b', '', '[::1', `127.0.0.1:99999`]) expect([host, await status(host)]).toEqual([host, 400])
+  })
+
+  test('an Origin refused is logged once, with what to set when it is the leader\'s own public name behind a proxy', () => {
+    const lines: unknown[][] = []
+    const log = { ...silentLogger, warn: (...a: unknown[]) => void lines.push(a) }
+    const check = originCheck({ baseUrl: 'http://127.0.0.1:8080', host: '127.0.0.1', allowedHosts: [] }, log)
+    expect(check('https://gpu.lab.example')?.code).toBe('forbidden')
+    expect(check('https://gpu.lab.example')?.code).toBe('forbidden')
+    expect(check('http://127.0.0.1:8080')).toBeNull()
+    expect(lines).toHaveLength(1)
+    expect(String(lines[0]![0])).toContain('SVC_ALLOWED_HOSTS')
+    expect(lines[0]![1]).toEqual({ origin: 'https://gpu.lab.example' })
   })
 
   test("answers to the name it listens on (SVC_HOST: svc health asks by it) and to SVC_BASE_URL's written with a trailing dot; logs a refused name once", () => {
