@@ -353,7 +353,7 @@ export class FellowRegistry {
     const mono = this.mono()
     const last = this.lastTick
     this.lastTick = mono
-    if (periodMs !== undefined && last !== null && mono - last > periodMs + interval) this.forgive(mono - last - periodMs)
+    if (periodMs !== undefined && last !== null && mono - last > periodMs + interval) this.forgive(mono - last - periodMs, mono)
     for (const [id, since] of this.awaited) {
       const f = this.byId.get(id)
       if (!f || f.released || (this.seenMono.get(id) ?? -Infinity) >= since) this.awaited.delete(id)
@@ -374,10 +374,13 @@ export class FellowRegistry {
     return wentOffline
   }
 
-  /** Moves every fellow's last sight (and every wait for one) `ms` later: time the leader lost. */
-  private forgive(ms: number): void {
-    for (const [id, seen] of this.seenMono) this.seenMono.set(id, seen + ms)
-    for (const [id, since] of this.awaited) this.awaited.set(id, since + ms)
+  /**
+   * Moves every fellow's last sight (and every wait for one) `ms` later: time the leader lost. Never
+   * past `now`: a heartbeat read before this late tick is already as recent as can be.
+   */
+  private forgive(ms: number, now: number): void {
+    for (const [id, seen] of this.seenMono) this.seenMono.set(id, Math.min(seen + ms, now))
+    for (const [id, since] of this.awaited) this.awaited.set(id, Math.min(since + ms, now))
   }
 
   event(f: LiveFellow, kind: PoolEvent['kind'], detail: string | null): void {

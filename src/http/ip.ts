@@ -92,9 +92,14 @@ function ipBytes(s: string): Uint8Array | null {
 export function limitKey(ip: string): string {
   const b = ipBytes(ip)
   if (b === null) return ip
-  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
-  const g = [0, 2, 4, 6].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16))
-  return `${g.join(':')}::/64`
+  const v4 = `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return v4
+  // NAT64 (64:ff9b::/96, RFC 6052): every IPv4 client of an IPv6-only network in one /64, so each
+  // is its IPv4 address. Link-local (fe80::/10) and Teredo (2001::/32) /64s are many machines'.
+  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && b.subarray(4, 12).every((x) => x === 0)) return v4
+  const groups = Array.from({ length: 8 }, (_, i) => ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16))
+  if ((b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) || (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0 && b[3] === 0)) return groups.join(':')
+  return `${groups.slice(0, 4).join(':')}::/64`
 }
 
 function within(addr: Uint8Array, base: Uint8Array, prefix: number): boolean {

@@ -178,6 +178,21 @@ describe('liveness across a leader that stood still or restarted', () => {
     expect(logged('fellow offline: no heartbeat').map((e) => e.fellow_id)).toEqual([silent.fellow_id])
   })
 
+  test('a heartbeat read before the late tick is not moved into the future: silent from then on, the fellow goes offline one window later', async () => {
+    const { h, fellows, logged } = await cluster(1)
+    const liveness = h.services.loops.find((l) => l.name === 'liveness')!
+    const interval = h.cfg.heartbeatIntervalS * 1000
+    await liveness.run()
+    h.clock.advance(10 * interval)
+    await fellows[0]!.hb() // read before the tick that finds the stall
+    await liveness.run()
+    for (let t = 0; t <= 6 * interval; t += interval / 2) {
+      h.clock.advance(interval / 2)
+      await liveness.run()
+    }
+    expect(logged('fellow offline: no heartbeat').map((e) => e.fellow_id)).toEqual([fellows[0]!.fellow_id])
+  })
+
   test('after a restart, a fellow holding a stage gets one whole offline window from the start (its saved last-seen is up to three intervals old)', async () => {
     const { h, A, pool, fellows } = await cluster(3)
     const job = (await A.post('/api/v1/jobs', { name: 'r', pool_id: pool.id, stages: 2 })).body

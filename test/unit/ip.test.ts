@@ -118,6 +118,10 @@ describe('limitKey: whom per-address limits count', () => {
     expect(new Set(block)).toEqual(new Set(['2001:db8:1:2::/64']))
     expect(limitKey('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64')
     expect(limitKey('::1')).toBe('0:0:0:0::/64')
+    // NAT64: each IPv4 client as itself; link-local and Teredo addresses each their own
+    expect([limitKey('64:ff9b::102:304'), limitKey('64:ff9b::506:708')]).toEqual(['1.2.3.4', '5.6.7.8'])
+    expect(new Set(['fe80::1%eth0', 'fe80::2'].map(limitKey)).size).toBe(2)
+    expect(new Set(['2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001:0:4136:e378:8000:63bf:3fff:fdd3'].map(limitKey)).size).toBe(2)
     expect(limitKey('unknown')).toBe('unknown')
   })
 })
