@@ -24,9 +24,10 @@ const QUIET_CPU_SHARE = 0.05
  * executable's own pages the start read are let go (releaseExecutablePages). Returns a cancel for
  * a process that stops before its first quiet moment (the leader closes its state file).
  */
-export function dropStartupCode({ everyMs = 500, release }: { everyMs?: number; release?: () => void } = {}): () => void {
+export function dropStartupCode({ everyMs = 500, idleEveryMs = IDLE_RELEASE_EVERY_MS, release }: { everyMs?: number; idleEveryMs?: number; release?: () => void } = {}): () => void {
   if (typeof Bun.shrink !== 'function') return () => {}
   let since = process.cpuUsage()
+  let idle: ReturnType<typeof setInterval> | null = null
   const timer = setInterval(() => {
     const used = process.cpuUsage(since)
     since = process.cpuUsage()
@@ -40,9 +41,35 @@ export function dropStartupCode({ everyMs = 500, release }: { everyMs?: number; 
     Bun.gc(true)
     Bun.shrink()
     releaseExecutablePages()
+    idle = releaseWhenIdle(idleEveryMs)
   }, everyMs)
   timer.unref()
-  return () => clearInterval(timer)
+  return () => {
+    clearInterval(timer)
+    if (idle) clearInterval(idle)
+  }
+}
+
+/** How often a quiet process lets go of the executable's pages again; what it used since comes back. */
+export const IDLE_RELEASE_EVERY_MS = 60_000
+
+/**
+ * What the process ran since the start maps the executable's pages back in (the console's pages,
+ * the API's routes, a login): a leader opened in a browser for a while held 30 MiB of them again
+ * (docs/benchmarks.md). So they are let go again after each quiet minute (under 5% of a core, as
+ * for the first drop: an idle leader's own loops take 1-2%).
+ * A fleet's heartbeats map back the few they use within seconds; each time costs a few
+ * milliseconds of CPU a minute, well under a thousandth of a core.
+ */
+function releaseWhenIdle(everyMs: number): ReturnType<typeof setInterval> {
+  let since = process.cpuUsage()
+  const timer = setInterval(() => {
+    const used = process.cpuUsage(since)
+    since = process.cpuUsage()
+    if ((used.user + used.system) / 1000 <= everyMs * QUIET_CPU_SHARE) releaseExecutablePages()
+  }, everyMs)
+  timer.unref()
+  return timer
 }
 
 const MADV_DONTNEED = 4

@@ -36,6 +36,23 @@ test('compiled code is dropped once the process is idle; the function still runs
   expect(released).toBe(1)
 })
 
+test('after the first drop, each idle period lets go again of the executable pages the process mapped back meanwhile', async () => {
+  if (process.platform !== 'linux') return
+  const start = execResidentKb()
+  // Polled slowly: reading smaps is work, and a busy process is not quiet.
+  const cancel = dropStartupCode({ everyMs: 100, idleEveryMs: 1000 })
+  try {
+    await until(() => (execResidentKb() < start / 2 ? true : null), 'the first drop', { timeoutMs: 10_000, everyMs: 700 })
+    // Work that maps pages of the executable back in: crypto, regular expressions, Intl, JSON.
+    for (let i = 0; i < 200; i++) new Bun.CryptoHasher('sha512').update(JSON.stringify({ i, d: new Date(i).toLocaleString('de-DE') }).replace(/[0-9]+/g, 'n')).digest('hex')
+    const busy = execResidentKb()
+    expect(busy).toBeGreaterThan(0)
+    await until(() => (execResidentKb() < busy / 2 ? true : null), 'an idle period to let them go again', { timeoutMs: 10_000, everyMs: 700 })
+  } finally {
+    cancel()
+  }
+}, 30_000)
+
 test('a cancelled drop does nothing, even at a quiet moment', async () => {
   let released = 0
   const cancel = dropStartupCode({ everyMs: 20, release: () => released++ })
@@ -49,6 +66,15 @@ test('a release that throws does not stop the drop', async () => {
   dropStartupCode({ everyMs: 50, release: () => { throw new Error('state file closed') } })
   await codeDropped(hot)
 })
+
+/** Resident kB of the executable's mappings that hold only its file's bytes. */
+function execResidentKb(): number {
+  const exe = readlinkSync('/proc/self/exe')
+  return readFileSync('/proc/self/smaps', 'utf8')
+    .split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/)
+    .filter((block) => releasableMappings(parseSmaps(block), exe).length === 1)
+    .reduce((kb, block) => kb + Number(/\nRss:\s+(\d+) kB/.exec(block)?.[1] ?? 0), 0)
+}
 
 describe('the executable\'s pages', () => {
   const smaps = [
@@ -89,12 +115,7 @@ describe('the executable\'s pages', () => {
 
   test('letting them go unmaps them, and the process runs on from the file', async () => {
     if (process.platform !== 'linux') return
-    const exe = readlinkSync('/proc/self/exe')
-    const resident = () =>
-      readFileSync('/proc/self/smaps', 'utf8')
-        .split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/)
-        .filter((block) => releasableMappings(parseSmaps(block), exe).length === 1)
-        .reduce((kb, block) => kb + Number(/\nRss:\s+(\d+) kB/.exec(block)?.[1] ?? 0), 0)
+    const resident = execResidentKb
     const before = resident()
     expect(before).toBeGreaterThan(1024)
     expect(releaseExecutablePages()).toBeGreaterThan(before * 1024)
