@@ -31,7 +31,10 @@ export async function filesChangedSince(dir: string, since: number, at = ''): Pr
     const rel = at ? `${at}/${name}` : name
     const st = await lstat(join(dir, rel)).catch(() => null)
     if (st?.isDirectory()) out.push(...(await filesChangedSince(dir, since, rel)))
-    else if (st && st.mtimeMs > since) out.push(rel)
+    // `since` is whole milliseconds (Date.now()), a file's time is finer: one written in the same
+    // millisecond the runner said it was checkpointed is in the checkpoint (counted newer, a job's
+    // directory stayed after half its ends).
+    else if (st && Math.floor(st.mtimeMs) > since) out.push(rel)
   }
   return out
 }

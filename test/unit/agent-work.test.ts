@@ -2,10 +2,11 @@
 // child processes: one job's runner at a time on a fellow, also while a stopped one is still in
 // its stop grace.
 import { afterEach, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Work } from '../../src/agent/work'
+import { filesChangedSince } from '../../src/agent/stage-dir'
 import { LeaderError, type LeaderClient } from '../../src/agent/client'
 import type { RunnerSpec } from '../../src/agent/fellow-config'
 import type { Signal } from '../../src/wire/fellow'
@@ -100,6 +101,18 @@ describe('one job at a time on a fellow', () => {
 const CHECKPOINTER = (after = '') => ['sh', '-c', `trap 'exit 143' TERM; mkdir -p "$SVC_CHECKPOINT_DIR/ck"; head -c 100000 /dev/zero > "$SVC_CHECKPOINT_DIR/ck/w"; echo '{"checkpoint": "ck", "step": 3}'; ${after} ${COUNTER}`]
 
 describe("a job's work directory on the fellow", () => {
+  test('a file written in the millisecond its checkpoint was taken is in it, one a millisecond later is newer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-newer-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const since = 1_800_000_000_000 // whole milliseconds, as Date.now() gives
+    mkdirSync(join(dir, 'ck'))
+    writeFileSync(join(dir, 'ck', 'same'), 'a')
+    writeFileSync(join(dir, 'ck', 'later'), 'b')
+    utimesSync(join(dir, 'ck', 'same'), (since + 0.7) / 1000, (since + 0.7) / 1000)
+    utimesSync(join(dir, 'ck', 'later'), (since + 1.2) / 1000, (since + 1.2) / 1000)
+    expect(await filesChangedSince(dir, since)).toEqual(['ck/later'])
+  })
+
   test('goes once the job is over here (STOP) and its newest checkpoint is stored on the leader', async () => {
     const f = fellow([{ name: 'ck', command: CHECKPOINTER(), env: {}, stopGraceS: 2 }])
     f.start('job-a', 'ck')
