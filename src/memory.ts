@@ -140,8 +140,8 @@ function libcMadvise(): Madvise | null {
  * the runtime's and JavaScriptCore's set-up, both of its compilers (the start's run-once code
  * crosses their thresholds), the migrations' and route building's paths. Those pages stay mapped,
  * and counted in the process's resident memory, for as long as it runs, though an idle leader uses
- * a fraction of them: unmapping them takes 17 of an unused leader's 58 MiB, and about 6 MiB stay
- * off once it has served the console for a while (docs/benchmarks.md). Unmapping them
+ * a fraction of them: unmapping them takes 17 of an unused leader's 58 MiB, and a used one maps
+ * about 20 MiB back, let go again after each quiet minute (releaseWhenIdle; docs/benchmarks.md). Unmapping them
  * (madvise MADV_DONTNEED) leaves them in the kernel's page cache, where the next use maps each
  * page again (a minor fault, no disk read while the cache keeps them; first requests after the
  * drop measured no slower) and the kernel can reclaim the rest without unmapping anything. Only

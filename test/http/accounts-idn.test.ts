@@ -1,19 +1,12 @@
 // Internationalised addresses (issue 28): an SMTPUTF8 local part or an IDN domain registers and
 // logs in like any address, every spelling of one mailbox is one account, and garbage stays 422.
-import { afterAll, describe, expect, test } from 'bun:test'
-import { makeHarness, seedUser, sessionClient, type Harness } from '../helpers/harness'
+import { describe, expect, test } from 'bun:test'
+import { seedUser, sessionClient } from '../helpers/harness'
+import { freshAddresses, harnessesOfFile } from '../helpers/accounts'
 import { users } from '../../src/db/schema'
 
-const harnesses: Harness[] = []
-function harness(): Harness {
-  const h = makeHarness()
-  harnesses.push(h)
-  return h
-}
-afterAll(() => harnesses.forEach((h) => h.close()))
-
-let ipSeq = 1
-const freshIp = () => `198.51.100.${ipSeq++}`
+const harness = harnessesOfFile()
+const freshIp = freshAddresses()
 const PW = 'a long password'
 
 describe('internationalised email addresses', () => {

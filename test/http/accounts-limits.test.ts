@@ -1,25 +1,12 @@
 // Lockouts and per-address limits held against what attackers do: guesses sent at once (the
 // hashing line holds several, and they used to overrun the threshold) and the many addresses of
 // one IPv6 /64. The plain lockout cases are in accounts.test.ts.
-import { afterAll, describe, expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
-import { makeHarness, seedUser, sessionClient, PASSWORD, type Harness } from '../helpers/harness'
-import { auditLog } from '../../src/db/schema'
+import { describe, expect, test } from 'bun:test'
+import { seedUser, sessionClient, PASSWORD } from '../helpers/harness'
+import { auditsOf as audits, freshAddresses, harnessesOfFile } from '../helpers/accounts'
 
-const harnesses: Harness[] = []
-function harness(env: Record<string, string> = {}): Harness {
-  const h = makeHarness(env)
-  harnesses.push(h)
-  return h
-}
-afterAll(() => harnesses.forEach((h) => h.close()))
-
-let ipSeq = 1
-const freshIp = () => `198.51.100.${ipSeq++}`
-
-function audits(h: Harness, kind: string) {
-  return h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, kind)).all()
-}
+const harness = harnessesOfFile()
+const freshIp = freshAddresses()
 
 describe('lockout against bursts', () => {
   test('guesses sent at once get no more than the threshold: those hashed while the pair locked answer 429, the right password too', async () => {

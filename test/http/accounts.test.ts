@@ -1,24 +1,14 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { makeHarness, seedUser, sessionClient, tokenClient, PASSWORD, type Harness } from '../helpers/harness'
+import { seedUser, sessionClient, tokenClient, PASSWORD, type Harness } from '../helpers/harness'
+import { auditsOf, freshAddresses, harnessesOfFile } from '../helpers/accounts'
 import { auditLog, mailOutbox, users } from '../../src/db/schema'
 import { issueActionToken } from '../../src/accounts/service'
 import { DAY_MS } from '../../src/time'
 
-const harnesses: Harness[] = []
-function harness(env: Record<string, string> = {}, opts: { mailEnabled?: boolean } = {}): Harness {
-  const h = makeHarness(env, opts)
-  harnesses.push(h)
-  return h
-}
-afterAll(() => harnesses.forEach((h) => h.close()))
-
-let ipSeq = 1
-const freshIp = () => `198.51.100.${ipSeq++}`
-
-function audits(h: Harness, kind: string) {
-  return h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, kind)).all()
-}
+const harness = harnessesOfFile()
+const freshIp = freshAddresses()
+const audits = auditsOf
 
 describe('register', () => {
   test('the first user becomes an active admin and is logged in; the next is a plain active user', async () => {

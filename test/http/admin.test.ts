@@ -4,6 +4,7 @@ import { makeHarness, seedUser, sessionClient, tokenClient, PASSWORD, type Harne
 import { actionTokens, apiTokens, auditLog, fellows, loginFailures, mailOutbox, poolMembers, poolNodes, pools, sessions, users } from '../../src/db/schema'
 import { issueActionToken } from '../../src/accounts/service'
 import { newId } from '../../src/crypto'
+import { auditsOf } from '../helpers/accounts'
 
 const all: Harness[] = []
 afterAll(() => all.forEach((h) => h.close()))
@@ -16,7 +17,7 @@ async function setup(opts: { mailEnabled?: boolean } = {}) {
   return { h, admin, alice, A: sessionClient(h, admin.id, { ip: '203.0.113.7' }) }
 }
 
-const audits = (h: Harness, kind: string) => h.ctx.db.select().from(auditLog).where(eq(auditLog.kind, kind)).all()
+const audits = auditsOf
 const mails = (h: Harness) => h.ctx.db.select({ template: mailOutbox.template, to: mailOutbox.toEmail }).from(mailOutbox).all()
 const userRow = (h: Harness, id: string) => h.ctx.db.select().from(users).where(eq(users.id, id)).get()
 
